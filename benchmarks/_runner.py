@@ -1,0 +1,43 @@
+"""Time a geolearn function against its peer in the same process.
+
+Each benchmark script calls :func:`compare` once per figure; the line it prints
+(``name, ours, peer, ratio``) is what goes into ``benchmarks/RESULTS.md``.
+"""
+
+import statistics
+import time
+
+
+def timeit(fn, *, repeat=5, warmup=1):
+    """Median wall time of ``fn()`` in seconds over ``repeat`` runs, after ``warmup`` runs."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def compare(name, ours, peer, *, repeat=5, warmup=1):
+    """Time ``ours()`` and ``peer()`` and print ``name, ours_s, peer_s, peer/ours``.
+
+    A ratio above 1 means geolearn is faster. Returns ``(ours_s, peer_s, ratio)``.
+    """
+    t_ours = timeit(ours, repeat=repeat, warmup=warmup)
+    t_peer = timeit(peer, repeat=repeat, warmup=warmup)
+    ratio = t_peer / t_ours
+    print(f"{name}, ours={t_ours:.4g}s, peer={t_peer:.4g}s, speed-up={ratio:.2f}x", flush=True)
+    return t_ours, t_peer, ratio
+
+
+def header(title):
+    """Print a benchmark's title with the machine it runs on."""
+    import os
+    import platform
+
+    import torch
+
+    print(f"# {title}\n# {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+          f"torch {torch.__version__}, threads {torch.get_num_threads()}", flush=True)

@@ -1,0 +1,71 @@
+"""Torch plumbing: device resolution, array/tensor conversion, batching, seeding."""
+
+from contextlib import contextmanager
+
+import numpy as np
+import torch
+
+
+def resolve_device(device="auto"):
+    """Return a :class:`torch.device` for a ``device`` parameter.
+
+    Parameters
+    ----------
+    device : {"auto"} or str or torch.device or None
+        ``"auto"`` (or None) picks CUDA when available, else the CPU.
+
+    Returns
+    -------
+    torch.device
+    """
+    if device is None or (isinstance(device, str) and device == "auto"):
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        return torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise ValueError(
+            f"device must be 'auto', 'cpu', 'cuda', 'cuda:N' or a torch.device; got {device!r}."
+        ) from exc
+
+
+def to_tensor(X, device="cpu", dtype=torch.float32):
+    """Convert an array-like (or tensor) to a tensor on ``device`` without needless copies."""
+    if isinstance(X, torch.Tensor):
+        return X.to(device=device, dtype=dtype)
+    return torch.as_tensor(np.asarray(X), dtype=dtype, device=device)
+
+
+def to_numpy(t):
+    """Detach a tensor to a numpy array on the CPU (arrays pass through)."""
+    if isinstance(t, torch.Tensor):
+        return t.detach().cpu().numpy()
+    return np.asarray(t)
+
+
+def iter_batches(n, batch_size):
+    """Yield ``slice`` objects covering ``range(n)`` in chunks of ``batch_size``.
+
+    ``batch_size=None`` yields one slice over everything.
+    """
+    if batch_size is None or batch_size >= n:
+        yield slice(0, n)
+        return
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be a positive integer or None; got {batch_size!r}.")
+    for start in range(0, n, batch_size):
+        yield slice(start, min(start + batch_size, n))
+
+
+@contextmanager
+def torch_seed(random_state):
+    """Seed torch from a numpy ``random_state`` inside a block, restoring the global RNG after.
+
+    Gives reproducible torch sampling without leaving the user's global
+    torch RNG changed.
+    """
+    from sklearn.utils import check_random_state
+
+    seed = int(check_random_state(random_state).randint(0, 2**31 - 1))
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        yield seed

@@ -1,0 +1,86 @@
+"""Input validation shared by the families (images, shapes, sample counts)."""
+
+import numbers
+
+import numpy as np
+from sklearn.utils.validation import check_array
+
+
+def check_image_shape(image_shape, name="image_shape"):
+    """Validate an ``image_shape`` parameter and return it as ``(C, H, W)``.
+
+    ``(H, W)`` means one channel. Raises ``ValueError`` naming the parameter
+    otherwise.
+    """
+    if image_shape is None:
+        return None
+    try:
+        shape = tuple(int(s) for s in image_shape)
+        ok = all(s == orig for s, orig in zip(shape, image_shape))
+    except (TypeError, ValueError):
+        ok = False
+    if not ok or len(shape) not in (2, 3) or any(s < 1 for s in shape):
+        raise ValueError(
+            f"{name} must be (H, W) or (C, H, W) with positive integers; got {image_shape!r}."
+        )
+    return (1, *shape) if len(shape) == 2 else shape
+
+
+def check_images(X, image_shape=None, *, dtype=np.float32, estimator=None, min_samples=1,
+                 name="X"):
+    """Validate images and return them as a ``(n, C, H, W)`` array.
+
+    Parameters
+    ----------
+    X : array-like of shape (n, C, H, W), (n, H, W) or (n, C*H*W)
+        Images, or flat rows folded with ``image_shape``.
+    image_shape : tuple of int, optional
+        ``(H, W)`` or ``(C, H, W)``; required for flat input, checked
+        against image input when given.
+    dtype : numpy dtype, default=np.float32
+    estimator : object, optional
+        Named in error messages.
+    min_samples : int, default=1
+
+    Returns
+    -------
+    images : ndarray of shape (n, C, H, W)
+    """
+    shape = check_image_shape(image_shape)
+    X = X if hasattr(X, "ndim") else np.asarray(X)
+    ndim = getattr(X, "ndim", None)
+    if ndim == 2:
+        X = check_array(X, dtype=dtype, estimator=estimator, ensure_min_samples=min_samples)
+        if shape is None:
+            raise ValueError(
+                f"{name} is flat with shape {X.shape}: pass image_shape=(C, H, W) or (H, W) "
+                "to say how to fold each row into an image."
+            )
+        if int(np.prod(shape)) != X.shape[1]:
+            raise ValueError(
+                f"image_shape={image_shape!r} holds {int(np.prod(shape))} values but {name} has "
+                f"{X.shape[1]} features per row."
+            )
+        return X.reshape(len(X), *shape)
+    if ndim in (3, 4):
+        X = check_array(X, dtype=dtype, allow_nd=True, estimator=estimator,
+                        ensure_min_samples=min_samples)
+        if X.ndim == 3:
+            X = X[:, None]
+        if shape is not None and X.shape[1:] != shape:
+            raise ValueError(
+                f"{name} holds images of shape {X.shape[1:]} but image_shape={image_shape!r}."
+            )
+        return X
+    raise ValueError(
+        f"{name} must be images (n, C, H, W) or (n, H, W), or flat rows (n, C*H*W) with "
+        f"image_shape; got an array with ndim={ndim}."
+    )
+
+
+def check_n_samples(n, minimum, what="samples", name="X"):
+    """Raise a clear ``ValueError`` when fewer than ``minimum`` samples are given."""
+    if not isinstance(minimum, numbers.Integral):
+        raise TypeError("minimum must be an integer")
+    if n < minimum:
+        raise ValueError(f"{name} has {n} {what}; at least {minimum} are required.")

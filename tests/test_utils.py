@@ -1,0 +1,57 @@
+import numpy as np
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from geolearn._utils import check_image_shape, check_images, iter_batches, resolve_device, torch_seed
+
+
+def test_check_images_folds_flat_rows():
+    X = np.arange(2 * 12, dtype=float).reshape(2, 12)
+    out = check_images(X, image_shape=(3, 4))
+    assert out.shape == (2, 1, 3, 4) and out.dtype == np.float32
+    np.testing.assert_array_equal(out.reshape(2, -1), X)
+    assert check_images(X.reshape(2, 3, 4)).shape == (2, 1, 3, 4)
+
+
+def test_check_images_errors_name_the_problem():
+    X = np.zeros((2, 12))
+    with pytest.raises(ValueError, match="image_shape"):
+        check_images(X)
+    with pytest.raises(ValueError, match="image_shape.*holds 15"):
+        check_images(X, image_shape=(3, 5))
+    with pytest.raises(ValueError, match="image_shape"):
+        check_images(np.zeros((2, 1, 3, 4)), image_shape=(4, 3))
+    with pytest.raises(ValueError, match="ndim=1"):
+        check_images(np.zeros(5))
+    with pytest.raises(ValueError, match="NaN"):
+        check_images(np.full((2, 1, 2, 2), np.nan))
+
+
+@given(shape=st.one_of(st.just((0, 3)), st.just((2,)), st.just((1, 2, 3, 4)), st.just((2.5, 3)),
+                       st.just("ab")))
+def test_bad_image_shapes(shape):
+    with pytest.raises(ValueError, match="image_shape"):
+        check_image_shape(shape)
+
+
+@given(n=st.integers(0, 50), b=st.integers(1, 60))
+def test_iter_batches_cover_exactly_once(n, b):
+    idx = np.concatenate([np.arange(n)[sl] for sl in iter_batches(n, b)] or [np.array([], int)])
+    np.testing.assert_array_equal(idx, np.arange(n))
+
+
+def test_resolve_device_and_seed():
+    assert resolve_device("cpu") == torch.device("cpu")
+    assert resolve_device("auto").type in ("cpu", "cuda")
+    with pytest.raises(ValueError, match="device"):
+        resolve_device("tpu!")
+    state = torch.random.get_rng_state()
+    with torch_seed(3):
+        a = torch.rand(3)
+    with torch_seed(3):
+        b = torch.rand(3)
+    assert torch.equal(a, b)
+    assert torch.equal(state, torch.random.get_rng_state())
