@@ -1,0 +1,85 @@
+"""The shared harnesses must themselves catch what they are meant to catch."""
+
+import numpy as np
+import pytest
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.decomposition import PCA
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from benchmarks._runner import compare, timeit
+from tests.helpers import check_bad_inputs, check_pipeline_gridsearch_pickle
+
+
+class _Lax(TransformerMixin, BaseEstimator):
+    """Accepts NaN and any shape: the harness must flag it."""
+
+    def fit(self, X, y=None):
+        self.mean_ = np.nanmean(np.asarray(X, dtype=float))
+        return self
+
+    def transform(self, X):
+        return np.asarray(X, dtype=float) - self.mean_
+
+
+class _Random(TransformerMixin, BaseEstimator):
+    """Ignores random_state: refits differ, which the integration check must catch."""
+
+    def __init__(self, alpha=1.0):
+        self.alpha = alpha
+
+    def fit(self, X, y=None):
+        X = validate_data(self, X)
+        self.w_ = np.random.rand(X.shape[1])
+        return self
+
+    def transform(self, X):
+        check_is_fitted(self)
+        return validate_data(self, X, reset=False) * self.w_
+
+
+X = np.random.RandomState(0).rand(20, 4)
+
+
+def test_bad_input_helper_passes_a_strict_estimator():
+    check_bad_inputs(PCA(2), X, cases=("nan", "inf", "ndim", "unfitted"))
+
+
+@pytest.mark.parametrize("case", ["nan", "inf"])
+def test_bad_input_helper_catches_a_lax_estimator(case):
+    with pytest.raises(pytest.fail.Exception):
+        check_bad_inputs(_Lax(), X, cases=(case,))
+
+
+def test_integration_helper_passes_a_good_estimator():
+    search = check_pipeline_gridsearch_pickle(PCA(), X, param_grid={"n_components": [1, 2]})
+    assert search.best_params_["n_components"] in (1, 2)
+
+
+def test_integration_helper_catches_irreproducible_fits():
+    with pytest.raises(AssertionError, match="differs|changes"):
+        check_pipeline_gridsearch_pickle(_Random(), X, param_grid={"alpha": [1.0]})
+
+
+def test_benchmark_runner_reports_a_ratio(capsys):
+    t = timeit(lambda: sum(range(1000)), repeat=3)
+    assert t > 0
+    ours, peer, ratio = compare("toy", lambda: None, lambda: sum(range(20000)), repeat=3)
+    assert ratio == pytest.approx(peer / ours)
+    assert "toy, ours=" in capsys.readouterr().out
+
+
+def test_demo_sections_have_a_title_and_run():
+    from geolearn.demo.__main__ import sections
+
+    mods = sections()
+    assert any(m.__name__.endswith(".models") for m in mods)
+    for mod in mods:
+        assert isinstance(mod.TITLE, str) and callable(mod.run)
+
+
+def test_demo_runs_the_adapter_section(tmp_path, capsys):
+    from geolearn.demo.__main__ import main
+
+    main(["--out", str(tmp_path), "--only", "models"])
+    out = capsys.readouterr().out
+    assert "max |torch - predict_proba|" in out and "done in" in out
