@@ -8,4 +8,4 @@ with ``ax_``, ``figure_`` and the artists as attributes.
 
 from ._base import check_matplotlib
 
-__all__ = ["check_matplotlib"]
+# one line per family: from ._<family> import SomeDisplay, OtherDisplay
