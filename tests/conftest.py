@@ -19,7 +19,8 @@ settings.load_profile("ci" if os.environ.get("CI") else "default")
 def pytest_configure(config):
     import torch
 
-    torch.set_num_threads(max(1, (os.cpu_count() or 1) // _workers))
+    threads = os.environ.get("OMP_NUM_THREADS")
+    torch.set_num_threads(int(threads) if threads else max(1, (os.cpu_count() or 1) // _workers))
 
 
 @pytest.fixture(autouse=True)

@@ -32,7 +32,8 @@ def to_tensor(X, device="cpu", dtype=torch.float32):
     """Convert an array-like (or tensor) to a tensor on ``device`` without needless copies."""
     if isinstance(X, torch.Tensor):
         return X.to(device=device, dtype=dtype)
-    return torch.as_tensor(np.asarray(X), dtype=dtype, device=device)
+    # torch cannot view negative strides (np.rot90, flips): copy those once
+    return torch.as_tensor(np.ascontiguousarray(X), dtype=dtype, device=device)
 
 
 def to_numpy(t):

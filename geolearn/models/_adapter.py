@@ -245,7 +245,9 @@ def as_model(model, *, device=None, batch_size=1024, dtype=torch.float32):
     ----------
     model : torch.nn.Module, skorch.NeuralNet, sklearn estimator or ModelAdapter
         - a ``torch.nn.Module`` is used as is, on the device it lives on;
-        - a fitted skorch net gives its ``module_``;
+        - a fitted skorch net gives its ``module_``, and so does a fitted estimator
+          that trains a torch module (its ``module_``, or the module of its skorch
+          ``net_``);
         - a fitted ``MLPClassifier``/``MLPRegressor`` is converted to an
           equivalent ``nn.Sequential`` (see :func:`mlp_to_torch`);
         - a ``Pipeline`` of affine scalers ending in one of the above becomes one
@@ -318,17 +320,24 @@ def as_model(model, *, device=None, batch_size=1024, dtype=torch.float32):
 
 
 def _skorch_module(model):
-    try:
-        from skorch import NeuralNet
-    except ImportError:  # pragma: no cover - skorch is a hard dependency
-        return None
-    if not isinstance(model, NeuralNet):
-        return None
-    if not getattr(model, "initialized_", False):
-        from sklearn.exceptions import NotFittedError
+    """The torch module of a fitted skorch net or of an estimator that wraps one.
 
-        raise NotFittedError(f"This {type(model).__name__} is not initialized: fit it first.")
-    return model.module_
+    skorch nets hold their module as ``module_``; geolearn estimators that train a
+    torch module follow the same convention, or keep a fitted skorch net as ``net_``.
+    """
+    from skorch import NeuralNet
+
+    if isinstance(model, NeuralNet):
+        if not getattr(model, "initialized_", False):
+            from sklearn.exceptions import NotFittedError
+
+            raise NotFittedError(f"This {type(model).__name__} is not initialized: fit it first.")
+        return model.module_
+    if isinstance(getattr(model, "module_", None), nn.Module):
+        return model.module_
+    if isinstance(getattr(model, "net_", None), NeuralNet):
+        return _skorch_module(model.net_)
+    return None
 
 
 def _sklearn_module(estimator, dtype):

@@ -215,3 +215,38 @@ def test_inputs_follow_the_module_dtype():
     m = as_model(_net(torch.float64))
     out = m.forward(np.ones((2, 6), dtype=np.float32))
     assert out.dtype == np.float64
+
+
+def test_estimators_wrapping_a_torch_module_or_skorch_net(data):
+    from sklearn.base import BaseEstimator
+    from skorch import NeuralNetClassifier
+
+    X, y = data
+    X = X.astype(np.float32)
+
+    class WrapsNet(BaseEstimator):
+        def fit(self, X, y):
+            self.net_ = NeuralNetClassifier(_net(), criterion=nn.CrossEntropyLoss, max_epochs=1,
+                                            train_split=None, verbose=0).fit(X, y)
+            return self
+
+    class HoldsModule(BaseEstimator):
+        def fit(self, X, y):
+            self.module_ = _net()
+            return self
+
+    wrapped = WrapsNet().fit(X, y)
+    m = as_model(wrapped)
+    assert m.module is wrapped.net_.module_ and m.differentiable
+    held = HoldsModule().fit(X, y)
+    assert as_model(held).module is held.module_
+    with pytest.raises(NotFittedError):
+        as_model(HoldsModule())
+
+
+def test_flipped_arrays_are_accepted():
+    X = np.random.RandomState(0).rand(3, 1, 4, 4).astype(np.float32)
+    flipped = np.rot90(X, axes=(2, 3))
+    net = nn.Sequential(nn.Flatten(), nn.Linear(16, 2))
+    np.testing.assert_allclose(as_model(net).forward(flipped),
+                               as_model(net).forward(np.ascontiguousarray(flipped)))
