@@ -1,6 +1,9 @@
 """Bundled-data loaders and generators with known geometry. Nothing is downloaded."""
 
+from ._generative import make_point_shapes, make_two_digit_composites
 from ._images import load_digits_images, load_mnist_5k
+from ._invariance import make_transforming_mnist
+from ._subspaces import make_planted_variety
 from ._synthetic import (
     make_circle_points,
     make_sinusoid_boundary,
@@ -14,9 +17,13 @@ __all__ = [
     "load_digits_images",
     "load_mnist_5k",
     "make_circle_points",
+    "make_planted_variety",
+    "make_point_shapes",
     "make_sinusoid_boundary",
     "make_sphere_points",
     "make_stripes",
     "make_torus_points",
+    "make_transforming_mnist",
+    "make_two_digit_composites",
     "make_xor",
 ]

@@ -1,11 +1,37 @@
 """Display classes, one per kind of picture (matplotlib, imported lazily).
 
-Each family adds ``geolearn/plotting/_<family>.py`` and exports its Displays here.
-Displays follow scikit-learn's convention: ``Display.from_estimator(...)`` or
-``Display.from_result(...)`` computes, ``.plot(ax=None)`` draws and returns self,
-with ``ax_``, ``figure_`` and the artists as attributes.
+Each family keeps its Displays in ``geolearn/plotting/_<family>.py``. Displays
+follow scikit-learn's convention: a ``from_estimator``/``from_result``
+classmethod computes, ``plot(ax=None)`` draws and returns self, with ``ax_``,
+``figure_`` and the artists as attributes. matplotlib is imported only when a
+Display draws (the ``plot`` extra).
 """
 
 from ._base import check_matplotlib
+from ._diffeo import DeformationGridDisplay, StabilityCurveDisplay
+from ._generative import LatentGridDisplay, LatentTraversalDisplay
+from ._invariance import InvarianceReportDisplay, SaliencyOrbitDisplay
+from ._manifold import DiffusionEmbeddingDisplay, NystromProjectionDisplay
+from ._polytopes import PolytopePartitionDisplay, SegmentRegionsDisplay
+from ._representations import CanonicalSpaceDisplay, DetectionScoreDisplay
+from ._riemannian import GeometrySliceDisplay
+from ._subspaces import PrincipalAnglesDisplay, SVBFConvergenceDisplay
 
-# one line per family: from ._<family> import SomeDisplay, OtherDisplay
+__all__ = [
+    "CanonicalSpaceDisplay",
+    "DeformationGridDisplay",
+    "DetectionScoreDisplay",
+    "DiffusionEmbeddingDisplay",
+    "GeometrySliceDisplay",
+    "InvarianceReportDisplay",
+    "LatentGridDisplay",
+    "LatentTraversalDisplay",
+    "NystromProjectionDisplay",
+    "PolytopePartitionDisplay",
+    "PrincipalAnglesDisplay",
+    "SVBFConvergenceDisplay",
+    "SaliencyOrbitDisplay",
+    "SegmentRegionsDisplay",
+    "StabilityCurveDisplay",
+    "check_matplotlib",
+]

@@ -1,0 +1,40 @@
+"""Demo section: GridVAE clusters two-digit composites on its latent grid."""
+
+TITLE = "GridVAE: a latent grid whose cells are the two digits of an image"
+
+
+def run(outdir=None):
+    import numpy as np
+
+    from geolearn.datasets import make_two_digit_composites
+    from geolearn.generative import GridVAE
+    from geolearn.generative.metrics import cluster_accuracy, disentangled_accuracy
+
+    Xtr, _, _, Xte, yte, cte = make_two_digit_composites(3000, 1000, random_state=0)
+    # a short, fast run (about 6 s of CPU); 150 epochs at lr=1e-3 reach ~0.78 accuracy
+    vae = GridVAE(n_latent=2, max_epochs=40, lr=3e-3, image_shape=(8, 16), random_state=0,
+                  device="cpu").fit(Xtr)
+    codes = vae.predict_codes(Xte)
+    print(f"  6x6 grid, {len(np.unique(vae.predict(Xte)))} of 36 cells used on the test set; "
+          f"cluster accuracy {cluster_accuracy(yte, vae.predict(Xte)):.2f} (chance 0.03), "
+          f"disentangled accuracy {disentangled_accuracy(cte, codes):.2f}")
+    print(f"  mean test ELBO {vae.score(Xte):.1f} nats")
+    if outdir is not None:
+        try:
+            import matplotlib
+
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+        except ImportError:
+            return
+        from pathlib import Path
+
+        from geolearn.plotting import LatentGridDisplay
+
+        fig, ax = plt.subplots(figsize=(6, 4))
+        LatentGridDisplay.from_estimator(vae, ax=ax)
+        ax.set_title("GridVAE: decoded grid centres")
+        path = Path(outdir) / "generative_latent_grid.png"
+        fig.savefig(path, dpi=100, bbox_inches="tight")
+        plt.close(fig)
+        print(f"  saved {path}")

@@ -1,0 +1,52 @@
+"""Relative stability toward diffeomorphisms (Petrini, Favero, Geiger, Wyart, NeurIPS 2021).
+
+- the maximum-entropy ensemble of smooth deformations at temperature ``T`` and
+  cut-off ``c``: :func:`sample_displacement_fields`, :func:`deform`,
+  :func:`max_xi` and the temperature utilities;
+- the stabilities ``D_f``, ``G_f`` and ``R_f = D_f / G_f`` of any model
+  (through :func:`geolearn.models.as_model`): :class:`DiffeoStability`,
+  :func:`relative_stability`, :func:`make_stability_scorer`, and the stripe
+  model's :func:`subspace_relative_stability`;
+- the deformations as augmentation: :class:`MaxEntropyDiffeo` (a transformer),
+  :class:`DiffeoAugment` (a torch module) and :func:`diffeo_augment`.
+"""
+
+from ._exceptions import StabilityWarning
+from ._sampler import (
+    GAUSSIAN_SIGMA,
+    deform,
+    displacement_delta,
+    max_xi,
+    sample_displacement_fields,
+    temperature_for_delta,
+    temperature_range,
+)
+from ._stability import (
+    DiffeoStability,
+    log_average,
+    log_std,
+    make_stability_scorer,
+    relative_stability,
+    subspace_relative_stability,
+)
+from ._transformer import DiffeoAugment, MaxEntropyDiffeo, diffeo_augment
+
+__all__ = [
+    "GAUSSIAN_SIGMA",
+    "DiffeoAugment",
+    "DiffeoStability",
+    "MaxEntropyDiffeo",
+    "StabilityWarning",
+    "deform",
+    "diffeo_augment",
+    "displacement_delta",
+    "log_average",
+    "log_std",
+    "make_stability_scorer",
+    "max_xi",
+    "relative_stability",
+    "sample_displacement_fields",
+    "subspace_relative_stability",
+    "temperature_for_delta",
+    "temperature_range",
+]

@@ -1,0 +1,465 @@
+"""Maximum-entropy displacement fields, image deformation and temperature utilities.
+
+Conventions (Petrini et al., Section 2 and Appendix A): an ``n x n`` image is a
+function on ``[0, 1]^2``; pixel ``(row p, col q)`` sits at ``u = q / (n - 1)``,
+``v = p / (n - 1)``. A field is ``tau = (tau_u, tau_v)`` with
+
+    tau_k(u, v) = sum_{(i, j) in M_c} C_kij sin(i pi v) sin(j pi u),
+    C_kij ~ N(0, T / (i^2 + j^2)),
+
+and displacements are expressed in pixels by multiplying by ``n`` (the
+convention of the authors' library, so that the paper's temperatures carry
+over). ``M_c`` keeps ``1 <= i, j <= c`` with ``sqrt(i^2 + j^2) < c + 1/2``.
+"""
+
+import functools
+import math
+import numbers
+
+import numpy as np
+import torch
+from sklearn.utils import check_random_state
+
+#: Width of the Gaussian interpolation kernel, in pixels (participation ratio 4, Appendix C).
+GAUSSIAN_SIGMA = 0.4715
+_GAUSSIAN_RADIUS = 3  # 7 x 7 taps; every pixel left out is >= 3.5 px away (weight < 1e-11)
+_CPU_CHUNK = 2**16  # pixels per chunk when deforming on the CPU
+_INTERPS = ("bilinear", "gaussian")
+_FORMULAS = ("exact", "asymptotic")
+
+
+# --------------------------------------------------------------------------- validation
+def _check_n(n, name="n"):
+    if not isinstance(n, numbers.Integral) or isinstance(n, bool) or n < 4:
+        raise ValueError(f"{name} (the image side) must be an integer >= 4; got {n!r}.")
+    return int(n)
+
+
+def _check_c(c, n=None, name="c"):
+    if not isinstance(c, numbers.Integral) or isinstance(c, bool) or c < 1:
+        raise ValueError(f"{name} (the cut-off) must be an integer >= 1; got {c!r}.")
+    if n is not None and c > n - 2:
+        raise ValueError(
+            f"{name}={c} is too large for {n}x{n} images: modes above n - 2 = {n - 2} alias on "
+            "the pixel grid."
+        )
+    return int(c)
+
+
+def _check_T(T, name="T"):
+    arr = np.asarray(T, dtype=float)
+    if not np.all(np.isfinite(arr)) or np.any(arr < 0):
+        raise ValueError(f"{name} (the temperature) must be finite and >= 0; got {T!r}.")
+    return arr if arr.ndim else float(arr)
+
+
+def _check_choice(value, choices, name):
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name} must be one of {list(choices)}; got {value!r}.")
+    return value
+
+
+# --------------------------------------------------------------------------- modes
+@functools.lru_cache(maxsize=None)
+def _amplitudes(c, m):
+    """``(m, m)`` array of ``1 / sqrt(i^2 + j^2)`` on ``M_c`` and 0 elsewhere."""
+    k = np.arange(1, m + 1, dtype=float)
+    r = np.hypot(k[:, None], k[None, :])
+    a = np.where(r < c + 0.5, 1.0 / r, 0.0)
+    a.setflags(write=False)
+    return a
+
+
+def _mode_sum(c):
+    """``S(c) = sum_{M_c} 1 / (i^2 + j^2)``."""
+    return float((_amplitudes(c, c) ** 2).sum())
+
+
+def _mode_count(c):
+    """``N(c) = |M_c|``."""
+    return int((_amplitudes(c, c) > 0).sum())
+
+
+@functools.lru_cache(maxsize=64)
+def _sine_tables(n, m, device, dtype):
+    """Sine table ``S[p, i] = sin(i pi p / (n-1))`` and its ``u``-derivative ``i pi cos(...)``."""
+    p = torch.arange(n, dtype=torch.float64) / (n - 1)
+    k = torch.arange(1, m + 1, dtype=torch.float64)
+    S = torch.sin(math.pi * p[:, None] * k[None, :])
+    # sin(i pi) is 1e-16, not 0: pin the frame so boundary pixels never move
+    S[0] = 0.0
+    S[-1] = 0.0
+    dS = math.pi * k[None, :] * torch.cos(math.pi * p[:, None] * k[None, :])
+    return S.to(device=device, dtype=dtype), dS.to(device=device, dtype=dtype)
+
+
+def _coefficients(z, T, c, *, device="cpu", dtype=torch.float64):
+    """Scale standard normals ``z`` of shape ``(B, 2, m, m)`` into field coefficients.
+
+    ``T`` and ``c`` are scalars or per-field arrays of length ``B`` (``m >= max c``).
+    """
+    z = torch.as_tensor(z, dtype=dtype, device=device)
+    m = z.shape[-1]
+    if np.ndim(c) == 0:
+        a = torch.tensor(_amplitudes(int(c), m), dtype=dtype, device=device)
+    else:
+        a = torch.as_tensor(np.stack([_amplitudes(int(ci), m) for ci in c]), dtype=dtype,
+                            device=device)[:, None]
+    scale = torch.as_tensor(np.sqrt(T), dtype=dtype, device=device)
+    if scale.ndim:
+        scale = scale[:, None, None, None]
+    return scale * z * a
+
+
+def _fields_from_coefficients(coeffs, n):
+    """Pixel displacement fields ``(B, 2, n, n)`` from coefficients ``(B, 2, m, m)``."""
+    S, _ = _sine_tables(n, coeffs.shape[-1], coeffs.device, coeffs.dtype)
+    B = len(coeffs)
+    out = torch.empty(B, 2, n, n, dtype=coeffs.dtype, device=coeffs.device)
+    step = max(1, _CPU_CHUNK // (2 * n * n)) if coeffs.device.type == "cpu" else B
+    for i in range(0, B, step):
+        torch.matmul(S @ coeffs[i:i + step], S.T, out=out[i:i + step])
+    return out.mul_(n)
+
+
+def _max_xi_from_coefficients(coeffs, n):
+    """Per field, the max over the pixel grid of ``lambda_max((J + J^T) / 2)``, ``J`` in pixels."""
+    S, dS = _sine_tables(n, coeffs.shape[-1], coeffs.device, coeffs.dtype)
+    scale = n / (n - 1)
+    d_du = scale * (S @ coeffs @ dS.T)  # derivative along columns (u)
+    d_dv = scale * (dS @ coeffs @ S.T)  # derivative along rows (v)
+    j11, j12 = d_du[:, 0], d_dv[:, 0]  # d tau_u / du, d tau_u / dv
+    j21, j22 = d_du[:, 1], d_dv[:, 1]
+    xi = 0.5 * (j11 + j22 + torch.sqrt((j11 - j22) ** 2 + (j12 + j21) ** 2))
+    return xi.flatten(1).amax(dim=1)
+
+
+# --------------------------------------------------------------------------- public API
+def sample_displacement_fields(n, T, c, size=1, *, random_state=None, device="cpu",
+                               dtype=torch.float64):
+    """Draw displacement fields from the maximum-entropy ensemble at temperature ``T``.
+
+    Each component is ``sum_{M_c} C_ij sin(i pi v) sin(j pi u)`` with independent
+    ``C_ij ~ N(0, T / (i^2 + j^2))`` (Petrini et al., Eq. 2), zero on the image
+    frame, expressed in pixels (multiplied by ``n``).
+
+    Parameters
+    ----------
+    n : int
+        Image side (square images), ``n >= 4``.
+    T : float
+        Temperature, ``>= 0``.
+    c : int
+        High-frequency cut-off, ``1 <= c <= n - 2``.
+    size : int, default=1
+        Number of fields.
+    random_state : int, RandomState instance or None
+        Seeds the coefficients (drawn with numpy, so results do not depend on ``device``).
+    device : str or torch.device, default="cpu"
+    dtype : torch.dtype, default=torch.float64
+
+    Returns
+    -------
+    fields : Tensor of shape (size, 2, n, n)
+        Pixel displacements; channel 0 is horizontal (along columns), channel 1 vertical.
+
+    Examples
+    --------
+    >>> from geolearn.diffeo import sample_displacement_fields
+    >>> d = sample_displacement_fields(28, T=1e-3, c=3, size=4, random_state=0)
+    >>> d.shape, float(d[:, :, 0].abs().max())
+    (torch.Size([4, 2, 28, 28]), 0.0)
+    """
+    n = _check_n(n)
+    c = _check_c(c, n)
+    T = _check_T(T)
+    if np.ndim(T):
+        raise ValueError(f"T must be a scalar; got an array of shape {np.shape(T)}.")
+    if not isinstance(size, numbers.Integral) or size < 1:
+        raise ValueError(f"size must be a positive integer; got {size!r}.")
+    z = check_random_state(random_state).standard_normal((int(size), 2, c, c))
+    coeffs = _coefficients(z, T, c, device=torch.device(device), dtype=dtype)
+    return _fields_from_coefficients(coeffs, n)
+
+
+def deform(X, fields, *, interp="bilinear"):
+    """Deform images by pixel displacement fields: ``[tau x](s) = x(s - tau(s))``.
+
+    Sampling positions are clamped to the image (border padding). The bilinear
+    kernel reproduces ``X`` exactly for a zero field; the Gaussian kernel
+    (``sigma = 0.4715`` px, 7 x 7 taps, Appendix C) smooths even then.
+
+    Parameters
+    ----------
+    X : ndarray or Tensor of shape (N, n, n) or (N, C, n, n)
+        Square images; channels share one field.
+    fields : ndarray or Tensor of shape (N, 2, n, n)
+        One field per image, in pixels (as from :func:`sample_displacement_fields`).
+    interp : {"bilinear", "gaussian"}, default="bilinear"
+
+    Returns
+    -------
+    X_deformed : same type, shape and (floating) dtype as ``X``
+        Integer inputs come back as float64. ``X`` is never modified.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geolearn.diffeo import deform, sample_displacement_fields
+    >>> X = np.random.RandomState(0).rand(4, 16, 16).astype(np.float32)
+    >>> d = sample_displacement_fields(16, T=0.005, c=3, size=4, random_state=0)
+    >>> Y = deform(X, d)
+    >>> Y.shape, Y.dtype
+    ((4, 16, 16), dtype('float32'))
+    >>> bool(np.array_equal(deform(X, 0 * d), X))
+    True
+    """
+    _check_choice(interp, _INTERPS, "interp")
+    is_tensor = isinstance(X, torch.Tensor)
+    Xt = X if is_tensor else torch.as_tensor(np.asarray(X))
+    if not Xt.is_floating_point():
+        Xt = Xt.to(torch.float64)
+    if Xt.ndim not in (3, 4):
+        raise ValueError(f"X must have shape (N, n, n) or (N, C, n, n); got {tuple(Xt.shape)}.")
+    if Xt.shape[-1] != Xt.shape[-2]:
+        raise ValueError(f"X must hold square images; got {tuple(Xt.shape[-2:])}.")
+    fields = torch.as_tensor(fields, dtype=torch.float64, device=Xt.device)
+    expected = (Xt.shape[0], 2, *Xt.shape[-2:])
+    if tuple(fields.shape) != expected:
+        raise ValueError(
+            f"fields must have shape (N, 2, n, n) = {expected} to match X; got "
+            f"{tuple(fields.shape)}."
+        )
+    out = _remap(Xt if Xt.ndim == 4 else Xt[:, None], fields, interp)
+    out = out.reshape(Xt.shape)
+    return out if is_tensor else out.numpy()
+
+
+def _remap(X, fields, interp):
+    """Deform ``(N, C, n, n)`` images; positions in float64, values in ``X``'s dtype."""
+    N, C, n, _ = X.shape
+    # On the CPU the work is memory-bound: chunks whose temporaries stay in cache are
+    # several times faster than whole-array passes.
+    step = max(1, _CPU_CHUNK // (C * n * n)) if X.device.type == "cpu" else N
+    if N > step:
+        return torch.cat([_remap_chunk(X[i:i + step], fields[i:i + step], interp)
+                          for i in range(0, N, step)])
+    return _remap_chunk(X, fields, interp)
+
+
+def _remap_chunk(X, fields, interp):
+    N, C, n, _ = X.shape
+    grid = torch.arange(n, dtype=torch.float64, device=X.device)
+    ys = (grid[:, None] - fields[:, 1]).clamp_(0, n - 1)
+    xs = (grid[None, :] - fields[:, 0]).clamp_(0, n - 1)
+    if interp == "bilinear":
+        y0, x0 = ys.floor(), xs.floor()
+        wy, wx = (ys - y0).to(X.dtype)[:, None], (xs - x0).to(X.dtype)[:, None]
+        # one replicated row and column: the right/lower neighbours never leave the array
+        m = n + 1
+        flat = torch.nn.functional.pad(X, (0, 1, 0, 1), mode="replicate").reshape(N, C, m * m)
+        base = (y0 * m + x0).long().reshape(N, 1, n * n).expand(N, C, n * n)
+        v00, v01, v10, v11 = (flat.gather(2, base + off).reshape(N, C, n, n)
+                              for off in (0, 1, m, m + 1))
+        # x + w (x' - x) is exactly x when w = 0, so a zero field returns X unchanged
+        top = v00 + wx * (v01 - v00)
+        bottom = v10 + wx * (v11 - v10)
+        return top + wy * (bottom - top)
+
+    # Gaussian: the kernel and the in-image mask factorise over rows and columns,
+    # so the normalised 2-D weights are products of normalised 1-D weights.
+    r = _GAUSSIAN_RADIUS
+    k = torch.arange(-r, r + 1, device=X.device)
+    # exp(-(t - k)^2 / 2s^2) = exp(-t^2 / 2s^2) exp(-k^2 / 2s^2) g^k with g = exp(t / s^2):
+    # the first factor cancels in the normalisation, so one exp per pixel gives all taps
+    scale = torch.exp(-(k.to(X.dtype) ** 2) / (2 * GAUSSIAN_SIGMA**2))[:, None, None, None]
+    inside = ((k[:, None] + torch.arange(n, device=X.device)) >= 0) & (
+        (k[:, None] + torch.arange(n, device=X.device)) <= n - 1)  # (taps, centre)
+
+    def weights(pos):
+        centre = pos.round()
+        # the offset from the nearest pixel is in [-1/2, 1/2]: X's precision suffices
+        g = torch.exp((pos - centre).to(X.dtype) / GAUSSIAN_SIGMA**2)
+        up, down = [torch.ones_like(g)], [torch.ones_like(g)]
+        for _ in range(r):
+            up.append(up[-1] * g)
+            down.append(down[-1] / g)
+        centre = centre.long()
+        w = torch.stack(down[:0:-1] + up) * scale * inside[:, centre]
+        return (w / w.sum(0)).unsqueeze(2), centre  # (taps, N, 1, n, n)
+
+    wy, cy = weights(ys)
+    wx, cx = weights(xs)
+    # zero padding of width r: taps outside the image have zero weight and valid indices;
+    # tap (a, b) reads the padded image shifted by a * m + b, a view, at the same index
+    m = n + 2 * r
+    flat = torch.nn.functional.pad(X, (r, r, r, r)).reshape(N, C, m * m)
+    base = (cy * m + cx).reshape(N, 1, n * n).expand(N, C, n * n)
+    out = torch.zeros_like(X)
+    row = torch.empty_like(X)
+    for a in range(2 * r + 1):
+        row.zero_()
+        for b in range(2 * r + 1):
+            row.addcmul_(wx[b], flat[..., a * m + b:].gather(2, base).reshape(N, C, n, n))
+        out.addcmul_(wy[a], row)
+    return out
+
+
+def max_xi(fields):
+    """Largest value over the pixel grid of the bijectivity indicator ``Xi`` of each field.
+
+    ``Xi(s) = lambda_max((J + J^T) / 2)`` with ``J = grad tau(s)`` in pixel units;
+    ``Xi < 1`` everywhere guarantees that ``s -> s - tau(s)`` is a
+    diffeomorphism (Petrini et al., Appendix B). ``J`` is computed
+    analytically from the field's sine series, recovered exactly from its grid
+    values by the discrete sine transform (any field vanishing on the frame,
+    e.g. every field from :func:`sample_displacement_fields`).
+
+    Parameters
+    ----------
+    fields : ndarray or Tensor of shape (size, 2, n, n)
+        Pixel displacement fields, zero on the image frame.
+
+    Returns
+    -------
+    max_xi : ndarray of shape (size,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geolearn.diffeo import max_xi, sample_displacement_fields
+    >>> d = sample_displacement_fields(32, T=1.0, c=3, size=500, random_state=0)
+    >>> T_max = 1 / float(np.median(max_xi(d))) ** 2   # homogeneity: max Xi scales as sqrt(T)
+    >>> round(T_max, 3)
+    0.014
+    """
+    fields = torch.as_tensor(fields, dtype=torch.float64)
+    if fields.ndim != 4 or fields.shape[1] != 2 or fields.shape[2] != fields.shape[3]:
+        raise ValueError(f"fields must have shape (size, 2, n, n); got {tuple(fields.shape)}.")
+    n = _check_n(fields.shape[-1], name="the field side")
+    S, _ = _sine_tables(n, n - 2, fields.device, fields.dtype)
+    # DST-I orthogonality: sum_p S[p, i] S[p, j] = (n - 1) / 2 delta_ij
+    coeffs = (2 / (n - 1)) ** 2 * (S.T @ fields @ S) / n
+    return _max_xi_from_coefficients(coeffs, n).cpu().numpy()
+
+
+def displacement_delta(T, c, n, formula="exact"):
+    """Typical pixel displacement ``delta`` (root mean square over the image) at temperature ``T``.
+
+    ``formula="exact"``: ``delta^2 = (T / 2) (n - 1)^2 S(c)`` on the pixel grid,
+    ``S(c) = sum_{M_c} 1 / (i^2 + j^2)``. ``formula="asymptotic"``: the paper's
+    large-``c`` form ``delta^2 = (pi / 4) n^2 T ln c`` (Eq. 3), about 40% larger at
+    ``c = 3`` and undefined for ``c = 1``.
+
+    Parameters
+    ----------
+    T : float or array-like
+    c : int
+    n : int
+    formula : {"exact", "asymptotic"}, default="exact"
+
+    Returns
+    -------
+    delta : float or ndarray
+
+    Examples
+    --------
+    >>> from geolearn.diffeo import displacement_delta
+    >>> round(displacement_delta(0.00726, c=3, n=16), 3)
+    1.0
+    """
+    n, c = _check_n(n), _check_c(c, n)
+    delta = np.sqrt(_check_T(T) * _delta_sq_per_T(c, n, formula))
+    return delta if delta.ndim else float(delta)
+
+
+def temperature_for_delta(delta, c, n, formula="exact"):
+    """Temperature whose typical displacement is ``delta`` pixels.
+
+    The inverse of :func:`displacement_delta`.
+
+    Parameters
+    ----------
+    delta : float or array-like
+        Target displacement in pixels, ``> 0``.
+    c : int
+    n : int
+    formula : {"exact", "asymptotic"}, default="exact"
+        ``"asymptotic"`` is the reference library's ``typical_temperature``:
+        ``4 delta^2 / (pi n^2 ln c)``.
+
+    Returns
+    -------
+    T : float or ndarray
+
+    Examples
+    --------
+    >>> from geolearn.diffeo import temperature_for_delta
+    >>> round(temperature_for_delta(1.0, c=3, n=16), 5)
+    0.00726
+    """
+    n, c = _check_n(n), _check_c(c, n)
+    d = np.asarray(delta, dtype=float)
+    if not np.all(np.isfinite(d)) or np.any(d <= 0):
+        raise ValueError(f"delta must be finite and > 0 (pixels); got {delta!r}.")
+    T = d**2 / _delta_sq_per_T(c, n, formula)
+    return T if T.ndim else float(T)
+
+
+def _delta_sq_per_T(c, n, formula):
+    _check_choice(formula, _FORMULAS, "formula")
+    if formula == "exact":
+        return 0.5 * (n - 1) ** 2 * _mode_sum(c)
+    if c == 1:
+        raise ValueError(
+            "formula='asymptotic' is undefined for c=1 (it divides by ln c); use formula='exact'."
+        )
+    return math.pi / 4 * n**2 * math.log(c)
+
+
+def temperature_range(n, c, method="asymptotic", n_samples=500, random_state=0):
+    """Temperatures ``(T_min, T_max)`` of significant yet diffeomorphic deformations.
+
+    ``method="asymptotic"`` (Petrini et al., Eqs. 8 and 14):
+    ``T_min = 1 / (pi n^2 ln c)`` (displacement of half a pixel) and
+    ``T_max = 4 / (pi^3 c^2 ln c)`` (about half the fields are diffeomorphisms);
+    undefined for ``c = 1``. ``method="empirical"``: ``T_min`` gives ``delta = 1/2``
+    with the exact formula, and ``T_max = 1 / median(max Xi at T = 1)^2`` over
+    ``n_samples`` fields (``max Xi`` scales as ``sqrt(T)``), valid for every ``c``.
+
+    Parameters
+    ----------
+    n : int
+    c : int
+    method : {"asymptotic", "empirical"}, default="asymptotic"
+    n_samples : int, default=500
+        Fields drawn by ``method="empirical"``.
+    random_state : int, RandomState instance or None, default=0
+
+    Returns
+    -------
+    T_min, T_max : float
+
+    Examples
+    --------
+    >>> from geolearn.diffeo import temperature_range
+    >>> [round(t, 4) for t in temperature_range(32, 3)]
+    [0.0003, 0.013]
+    >>> [round(t, 4) for t in temperature_range(32, 1, method="empirical")]
+    [0.001, 0.1596]
+    """
+    n, c = _check_n(n), _check_c(c, n)
+    _check_choice(method, ("asymptotic", "empirical"), "method")
+    if method == "asymptotic":
+        if c == 1:
+            raise ValueError(
+                "temperature_range(method='asymptotic') is undefined for c=1 (it divides by "
+                "ln c); use method='empirical'."
+            )
+        log_c = math.log(c)
+        return 1 / (math.pi * n**2 * log_c), 4 / (math.pi**3 * c**2 * log_c)
+    if not isinstance(n_samples, numbers.Integral) or n_samples < 1:
+        raise ValueError(f"n_samples must be a positive integer; got {n_samples!r}.")
+    z = check_random_state(random_state).standard_normal((int(n_samples), 2, c, c))
+    xi = _max_xi_from_coefficients(_coefficients(z, 1.0, c), n)
+    return temperature_for_delta(0.5, c, n), float(1 / np.median(xi.numpy()) ** 2)

@@ -1,0 +1,738 @@
+"""Relative stability to diffeomorphisms ``R_f = D_f / G_f`` (Petrini et al., Eqs. 4-6)."""
+
+import numbers
+import warnings
+
+import numpy as np
+import torch
+from scipy.spatial.distance import pdist
+from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
+from sklearn.utils import Bunch, check_random_state, get_tags
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.validation import check_array, check_is_fitted
+
+from .._utils import check_images, iter_batches, resolve_device
+from ._exceptions import StabilityWarning
+from ._response import RESPONSES, Probe, resolve_response
+from ._sampler import (
+    _check_c,
+    _check_n,
+    _coefficients,
+    _fields_from_coefficients,
+    _max_xi_from_coefficients,
+    _remap,
+    displacement_delta,
+    temperature_for_delta,
+    temperature_range,
+)
+
+AVERAGES = ("mean", "median", "median_per_unit")
+NOISE_NORMS = ("per_sample", "average")
+_RNG_BLOCK = 64  # samples per random stream: results do not depend on batch_size
+_TINY = 1e-300
+_RECOMMENDED_PROBES = 100
+
+
+# --------------------------------------------------------------------------- log averages
+def log_average(values, axis=None):
+    """Geometric mean ``exp(mean(log v))``, the paper's way of combining realisations.
+
+    ``log_average(R) == log_average(D) / log_average(G)`` whenever ``R = D / G``
+    realisation by realisation.
+
+    Parameters
+    ----------
+    values : array-like of positive floats
+    axis : int or None, default=None
+
+    Returns
+    -------
+    float or ndarray
+
+    Examples
+    --------
+    >>> from geolearn.diffeo import log_average
+    >>> round(log_average([0.01, 1.0]), 6)
+    0.1
+    """
+    v = np.asarray(values, dtype=float)
+    if np.any(v < 0):
+        raise ValueError("log_average needs values >= 0.")
+    with np.errstate(divide="ignore"):
+        out = np.exp(np.mean(np.log(v), axis=axis))
+    return float(out) if np.ndim(out) == 0 else out
+
+
+def log_std(values, axis=None):
+    """Standard deviation of ``log10(values)``: the paper's error bars.
+
+    Examples
+    --------
+    >>> from geolearn.diffeo import log_std
+    >>> round(log_std([0.01, 1.0]), 6)
+    1.0
+    """
+    v = np.asarray(values, dtype=float)
+    if np.any(v <= 0):
+        raise ValueError("log_std needs values > 0.")
+    out = np.std(np.log10(v), axis=axis)
+    return float(out) if np.ndim(out) == 0 else out
+
+
+# --------------------------------------------------------------------------- engine
+def _normals(entropy, stream, start, stop, shape):
+    """Rows ``start:stop`` of a standard normal array drawn in fixed blocks of samples.
+
+    Each block has its own seed, so any batching of the rows gives the same numbers.
+    """
+    parts = []
+    for b in range(start // _RNG_BLOCK, (stop - 1) // _RNG_BLOCK + 1):
+        z = np.random.default_rng([entropy, *stream, b]).standard_normal((_RNG_BLOCK, *shape))
+        parts.append(z[max(start - b * _RNG_BLOCK, 0):stop - b * _RNG_BLOCK])
+    return np.concatenate(parts)
+
+
+def _pair_sq_distances(F, max_pairs, rng):
+    """Squared distances of all pairs ``i < j``, or of ``max_pairs`` uniform random pairs."""
+    N = len(F)
+    if N * (N - 1) // 2 <= max_pairs:
+        return pdist(F, "sqeuclidean")
+    i = rng.integers(0, N, max_pairs)
+    j = rng.integers(0, N - 1, max_pairs)
+    j += j >= i  # uniform over j != i
+    out = np.empty(max_pairs)
+    for sl in iter_batches(max_pairs, 8192):
+        out[sl] = ((F[i[sl]] - F[j[sl]]) ** 2).sum(axis=1)
+    return out
+
+
+def _average(sq, average):
+    """``<.>`` of squared differences: per-sample norms, or per-unit rows for median_per_unit."""
+    if average == "mean":
+        return float(np.mean(sq))
+    if average == "median":
+        return float(np.median(sq))
+    return float(np.median(sq, axis=0).sum())
+
+
+def _ratios(num, den, pairs, what):
+    """``D, G, R`` from averaged quantities; ``nan`` with a warning for a vanishing denominator."""
+    def ratio(a, b, name):
+        if b < _TINY:
+            warnings.warn(f"{what}: the denominator of {name} is {b:.3g} (f is constant on the "
+                          "probes or under noise); returning nan.", StabilityWarning, stacklevel=5)
+            return np.nan
+        if a < _TINY:
+            warnings.warn(f"{what}: f did not change under deformation for the typical probe, "
+                          f"so {name} = 0.", StabilityWarning, stacklevel=5)
+        return a / b
+
+    return ratio(num, pairs, "D"), ratio(den, pairs, "G"), ratio(num, den, "R")
+
+
+def _summary(R, D, G):
+    R, D, G = (np.asarray(v, dtype=float) for v in (R, D, G))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        std = float(np.std(np.log10(R))) if len(R) > 1 else 0.0
+    return Bunch(R=log_average(R), D=log_average(D), G=log_average(G), R_repeats=R,
+                 D_repeats=D, G_repeats=G, log10_R_std=std)
+
+
+def _stability(probe, X, *, T, c, interp, average, noise_norm, n_diffeo, n_repeats,
+               max_pairs, batch_size, entropy):
+    """The engine of :class:`DiffeoStability`; ``X`` is a float64 tensor ``(N, C, n, n)``."""
+    N, n = len(X), X.shape[-1]
+    d = X[0].numel()
+    per_unit = average == "median_per_unit"
+    batches = list(iter_batches(N, batch_size))
+
+    def sq(F, F0):
+        diff2 = (F - F0) ** 2
+        return diff2 if per_unit else diff2.sum(axis=1)
+
+    if interp == "gaussian":
+        # Gaussian interpolation smooths even at T = 0: compare with the smoothed image
+        x_ref = torch.cat([_remap(X[sl], torch.zeros(sl.stop - sl.start, 2, n, n,
+                                                     dtype=torch.float64, device=X.device),
+                                  "gaussian") for sl in batches])
+    else:
+        x_ref = X
+    F0 = {}
+    for sl in batches:
+        for name, F in probe(x_ref[sl]).items():
+            F0.setdefault(name, []).append(F)
+    F0 = {name: np.concatenate(parts) for name, parts in F0.items()}
+    pair_rng = np.random.default_rng([entropy, 2])
+    pairs = {name: _average(_pair_sq_distances(F, max_pairs, pair_rng),
+                            "mean" if average == "mean" else "median")
+             for name, F in F0.items()}
+
+    per_repeat = {name: ([], [], []) for name in F0}
+    sum_sq_disp, n_non_diffeo = 0.0, 0
+    for r in range(n_repeats):
+        radii = np.empty((n_diffeo, N))
+        num = {name: [] for name in F0}
+        for k in range(n_diffeo):
+            for sl in batches:
+                z = _normals(entropy, (0, r, k), sl.start, sl.stop, (2, c, c))
+                coeffs = _coefficients(z, T, c, device=X.device)
+                fields = _fields_from_coefficients(coeffs, n)
+                n_non_diffeo += int((_max_xi_from_coefficients(coeffs, n) >= 1).sum())
+                sum_sq_disp += float(fields.square().sum(1).mean((1, 2)).sum())
+                X_tau = _remap(X[sl], fields, interp)
+                radii[k, sl] = torch.linalg.vector_norm((X_tau - x_ref[sl]).flatten(1),
+                                                        dim=1).cpu().numpy()
+                for name, F in probe(X_tau).items():
+                    num[name].append(sq(F, F0[name][sl]))
+        if noise_norm == "average":
+            radii = np.full_like(radii, radii.mean())
+        den = {name: [] for name in F0}
+        for k in range(n_diffeo):
+            for sl in batches:
+                g = torch.as_tensor(_normals(entropy, (1, r, k), sl.start, sl.stop, (d,)),
+                                    device=X.device)
+                scale = torch.as_tensor(radii[k, sl], device=X.device) / torch.linalg.vector_norm(
+                    g, dim=1)
+                X_eta = x_ref[sl] + (scale[:, None] * g).reshape(x_ref[sl].shape)
+                for name, F in probe(X_eta).items():
+                    den[name].append(sq(F, F0[name][sl]))
+        for name in F0:
+            num_r = np.concatenate(num[name])
+            den_r = np.concatenate(den[name])
+            D, G, R = _ratios(_average(num_r, average), _average(den_r, average), pairs[name],
+                              f"layer {name!r}" if name != "output" else "output")
+            for lst, value in zip(per_repeat[name], (R, D, G)):
+                lst.append(value)
+    n_fields = N * n_diffeo * n_repeats
+    frac_non_diffeo = n_non_diffeo / n_fields
+    if frac_non_diffeo > 0.5:
+        warnings.warn(f"{frac_non_diffeo:.0%} of the sampled fields are not diffeomorphisms "
+                      "(max Xi >= 1): lower T or c.", StabilityWarning, stacklevel=3)
+    out = _summary(*per_repeat["output"])
+    num_out, den_out = np.concatenate(num["output"]), np.concatenate(den["output"])
+    if per_unit:
+        num_out, den_out = num_out.sum(axis=1), den_out.sum(axis=1)
+    out.update(num=num_out, den=den_out, pairs=pairs["output"],
+               delta_empirical=float(np.sqrt(sum_sq_disp / n_fields)),
+               frac_non_diffeo=frac_non_diffeo)
+    if len(F0) > 1:
+        out["layers"] = {name: _summary(*per_repeat[name]) for name in F0}
+    return out
+
+
+# --------------------------------------------------------------------------- estimator
+def _estimator_has(attr):
+    def check(self):
+        est = getattr(self, "estimator_", self.estimator)
+        return hasattr(est, attr)
+
+    return check
+
+
+class DiffeoStability(MetaEstimatorMixin, BaseEstimator):
+    """Relative stability of a model to smooth deformations of its input images.
+
+    Measures how much a predictor ``f`` changes when images are deformed by
+    typical diffeomorphisms of size ``delta`` pixels (the maximum-entropy
+    ensemble at temperature ``T`` and cut-off ``c``), relative to isotropic
+    noise of the same norm (Petrini et al., Eqs. 4-5)::
+
+        D_f = <|f(tau x) - f(x)|^2> / <|f(x) - f(z)|^2>
+        G_f = <|f(x + eta) - f(x)|^2> / <|f(x) - f(z)|^2>
+        R_f = D_f / G_f
+
+    ``R_f`` is about 1 for untrained nets and drops by one to two decades for
+    good image classifiers, where the test error follows ``0.2 sqrt(R_f)``.
+
+    Parameters
+    ----------
+    estimator : estimator, skorch net or torch.nn.Module
+        The model ``f``. A ``torch.nn.Module`` is always treated as fitted.
+    image_shape : tuple of int, optional
+        ``(n, n)`` or ``(C, n, n)``; required when ``X`` is flat (rows are
+        unfolded as ``X.reshape(N, C, n, n)``), inferred from 3-D/4-D ``X``.
+    T : float, optional
+        Temperature; when given it overrides ``delta``.
+    c : int, default=3
+        Cut-off of the deformation modes, ``1 <= c <= n - 2``.
+    delta : float, default=1.0
+        Typical displacement in pixels, converted to ``T`` with ``delta_formula``.
+    delta_formula : {"exact", "asymptotic"}, default="exact"
+        See :func:`displacement_delta`.
+    interp : {"bilinear", "gaussian"}, default="bilinear"
+    average : {"median", "mean", "median_per_unit"}, default="median"
+        ``"median"``: median over samples of squared norms (Eq. 4 literally);
+        ``"median_per_unit"``: sum over output units of per-unit medians (the
+        authors' code).
+    noise_norm : {"per_sample", "average"}, default="per_sample"
+        Noise norm equal to each pair's ``|tau x - x|`` (authors' code), or to
+        its average (paper text).
+    n_diffeo : int, default=1
+        Deformations (and noise draws) per probe image.
+    n_repeats : int, default=1
+        Independent repetitions, combined by :func:`log_average`.
+    response : {"auto", "decision_function", "predict_proba", "clr_proba", "predict", \
+"module"}, default="auto"
+        What ``f`` is. ``"auto"``: the logits of torch modules and skorch nets,
+        else ``decision_function``, else centred log-probabilities ``clr(p)``,
+        else ``predict`` (regressors).
+    layers : list of str, optional
+        Also measure these representations: torch submodule names, or
+        Pipeline step names (the output after the step).
+    bn_mode : {"eval", "batch"}, default="eval"
+        ``"batch"`` evaluates batch norms with batch statistics on a copy of
+        the module (how the paper probes untrained nets); each forward pass
+        then sees the whole probe set.
+    max_pairs : int, default=250_000
+        Pairs ``(x, z)`` of the normaliser; random pairs beyond that.
+    batch_size : int, default=256
+        Images per forward pass. Results do not depend on it.
+    prefit : bool, default=False
+        Whether ``estimator`` is already fitted (then ``fit`` does not refit it).
+    device : str or torch.device, optional
+        ``None``: the model's own device. A user's module is never moved.
+    random_state : int, RandomState instance or None
+        Seeds deformations, noise and pair sampling.
+
+    Attributes
+    ----------
+    estimator_ : estimator
+        The fitted (or prefit) model.
+    image_shape_ : tuple of int
+        ``(C, n, n)``.
+    n_features_in_ : int
+    T_ : float
+        Temperature used.
+    delta_ : float
+        Typical displacement in pixels at ``T_`` (by ``delta_formula``).
+    T_range_ : tuple of float
+        ``(T_min, T_max)`` of :func:`temperature_range` (``"empirical"`` for ``c = 1``).
+    response_ : str
+        The resolved response.
+    classes_ : ndarray
+        The estimator's classes, for classifiers.
+
+    See Also
+    --------
+    relative_stability : the same measurement for an already fitted model.
+    make_stability_scorer : ``-log10 R_f`` as a GridSearchCV scorer.
+    MaxEntropyDiffeo : the deformations as a transformer.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from geolearn.datasets import load_digits_images
+    >>> from geolearn.diffeo import DiffeoStability
+    >>> X, y = load_digits_images(upsample=2, return_X_y=True)
+    >>> X = X.reshape(len(X), -1)
+    >>> est = DiffeoStability(LogisticRegression(max_iter=200), image_shape=(16, 16),
+    ...                       random_state=0).fit(X[:1000], y[:1000])
+    >>> res = est.stability(X[1000:1500])
+    >>> round(res.T, 5), bool(res.R > 1)   # a linear model is less stable to deformations
+    (0.00726, True)
+    """
+
+    # sklearn's checks feed tabular rows of 1-20 features; DiffeoStability needs square images of
+    # side >= 4 (flat rows with image_shape), so fit raises on their data. tests/diffeo
+    # checks the same contracts (clone, pickle, dtypes, nan/inf, n_features_in_, pipelines)
+    # on image data.
+    _expected_failed_checks = dict.fromkeys((
+        "check_classifier_data_not_an_array",
+        "check_classifiers_classes",
+        "check_classifiers_one_label",
+        "check_classifiers_one_label_sample_weights",
+        "check_classifiers_regression_target",
+        "check_classifiers_train",
+        "check_decision_proba_consistency",
+        "check_dict_unchanged",
+        "check_dont_overwrite_parameters",
+        "check_dtype_object",
+        "check_estimators_dtypes",
+        "check_estimators_fit_returns_self",
+        "check_estimators_nan_inf",
+        "check_estimators_overwrite_params",
+        "check_estimators_pickle",
+        "check_f_contiguous_array_estimator",
+        "check_fit2d_1feature",
+        "check_fit2d_predict1d",
+        "check_fit_check_is_fitted",
+        "check_fit_idempotent",
+        "check_fit_score_takes_y",
+        "check_methods_sample_order_invariance",
+        "check_methods_subset_invariance",
+        "check_n_features_in",
+        "check_n_features_in_after_fitting",
+        "check_pipeline_consistency",
+        "check_positive_only_tag_during_fit",
+        "check_readonly_memmap_input",
+        "check_supervised_y_2d",
+    ), "needs square images (or flat rows with image_shape): sklearn's tabular check data "
+       "cannot be folded into them")
+
+    _parameter_constraints = {
+        "estimator": "no_validation",
+        "image_shape": [tuple, list, None],
+        "T": [Interval(numbers.Real, 0, None, closed="left"), None],
+        "c": [Interval(numbers.Integral, 1, None, closed="left")],
+        "delta": [Interval(numbers.Real, 0, None, closed="neither")],
+        "delta_formula": [StrOptions({"exact", "asymptotic"})],
+        "interp": [StrOptions({"bilinear", "gaussian"})],
+        "average": [StrOptions(set(AVERAGES))],
+        "noise_norm": [StrOptions(set(NOISE_NORMS))],
+        "n_diffeo": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_repeats": [Interval(numbers.Integral, 1, None, closed="left")],
+        "response": [StrOptions(set(RESPONSES))],
+        "layers": [list, tuple, None],
+        "bn_mode": [StrOptions({"eval", "batch"})],
+        "max_pairs": [Interval(numbers.Integral, 1, None, closed="left")],
+        "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        "prefit": ["boolean"],
+        "device": "no_validation",
+        "random_state": ["random_state"],
+    }
+
+    def __init__(self, estimator=None, *, image_shape=None, T=None, c=3, delta=1.0,
+                 delta_formula="exact", interp="bilinear", average="median",
+                 noise_norm="per_sample", n_diffeo=1, n_repeats=1, response="auto", layers=None,
+                 bn_mode="eval", max_pairs=250_000, batch_size=256, prefit=False, device=None,
+                 random_state=None):
+        self.estimator = estimator
+        self.image_shape = image_shape
+        self.T = T
+        self.c = c
+        self.delta = delta
+        self.delta_formula = delta_formula
+        self.interp = interp
+        self.average = average
+        self.noise_norm = noise_norm
+        self.n_diffeo = n_diffeo
+        self.n_repeats = n_repeats
+        self.response = response
+        self.layers = layers
+        self.bn_mode = bn_mode
+        self.max_pairs = max_pairs
+        self.batch_size = batch_size
+        self.prefit = prefit
+        self.device = device
+        self.random_state = random_state
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        if self.estimator is not None and not isinstance(self.estimator, torch.nn.Module):
+            inner = get_tags(self.estimator)
+            tags.estimator_type = inner.estimator_type
+            tags.classifier_tags = inner.classifier_tags
+            tags.regressor_tags = inner.regressor_tags
+        return tags
+
+    def fit(self, X, y=None, **fit_params):
+        """Fit the estimator (unless prefit) and resolve the temperature and response.
+
+        Parameters
+        ----------
+        X : array-like of shape (N, C, n, n), (N, n, n) or (N, C*n*n)
+            Training images, in the layout the estimator takes.
+        y : array-like of shape (N,), optional
+        **fit_params : dict
+            Passed to the estimator's ``fit``.
+
+        Returns
+        -------
+        self : DiffeoStability
+        """
+        self._validate_params()
+        if self.estimator is None:
+            raise ValueError("estimator is None: pass the model whose stability to measure.")
+        images = self._images(X, self.image_shape, min_samples=2)
+        self.image_shape_ = images.shape[1:]
+        self.n_features_in_ = int(np.prod(self.image_shape_))
+        n = self.image_shape_[-1]
+        c = _check_c(self.c, n)
+        est = self.estimator
+        if isinstance(est, torch.nn.Module):
+            self.estimator_ = est
+        elif self.prefit:
+            check_is_fitted(est)
+            self.estimator_ = est
+        else:
+            self.estimator_ = clone(est).fit(X, y, **fit_params)
+        self.response_ = resolve_response(self.estimator_, self.response)
+        # raises early for unknown layers or a device mismatch
+        self._probe(np.asarray(X).shape[1:])
+        if self.T is None:
+            self.T_ = temperature_for_delta(self.delta, c, n, self.delta_formula)
+            self.delta_ = float(self.delta)
+        else:
+            self.T_ = float(self.T)
+            self.delta_ = float(displacement_delta(self.T_, c, n, self.delta_formula))
+        self.T_range_ = temperature_range(n, c, "empirical" if c == 1 else "asymptotic")
+        T_min, T_max = self.T_range_
+        if not T_min <= self.T_ <= T_max:
+            warnings.warn(
+                f"T={self.T_:.3g} lies outside the range [{T_min:.3g}, {T_max:.3g}] of "
+                f"significant yet diffeomorphic deformations of {n}x{n} images at c={c}"
+                + (" (upsample the images)" if T_min > T_max or self.T_ > T_max else "") + ".",
+                StabilityWarning, stacklevel=2)
+        if hasattr(self.estimator_, "classes_"):
+            self.classes_ = self.estimator_.classes_
+        return self
+
+    def _images(self, X, image_shape, min_samples):
+        images = check_images(X, image_shape, dtype=np.float64, estimator=self,
+                              min_samples=min_samples)
+        n_rows, n_cols = images.shape[-2:]
+        if n_rows != n_cols:
+            raise ValueError(f"images must be square (the ensemble lives on a square frame); "
+                             f"got {n_rows}x{n_cols}. Crop or pad them.")
+        _check_n(n_cols, name="image side")
+        return images
+
+    def _probe(self, layout):
+        return Probe(self.estimator_, self.response_, layout, layers=self.layers or (),
+                     bn_mode=self.bn_mode, device=self.device)
+
+    def stability(self, X):
+        """Measure ``R_f``, ``D_f`` and ``G_f`` on the probe images ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (N, C, n, n), (N, n, n) or (N, C*n*n)
+            Probe images (a test set; 500 recommended), raw as the estimator takes them.
+
+        Returns
+        -------
+        result : Bunch
+            ``R, D, G`` (log-averaged over repeats), ``R_repeats, D_repeats,
+            G_repeats``, ``log10_R_std``, ``num`` and ``den`` (per-sample squared
+            changes of the last repeat), ``pairs`` (the normaliser), ``T, c,
+            delta_target, delta_empirical`` (RMS pixel displacement sampled),
+            ``frac_non_diffeo``, ``interp, average, response``, and ``layers``
+            (``name -> Bunch(R, D, G, ...)``) when layers are probed.
+        """
+        check_is_fitted(self)
+        X_arr = X if hasattr(X, "ndim") else np.asarray(X)
+        images = self._images(X_arr, self.image_shape_ if X_arr.ndim == 2 else None,
+                              min_samples=2)
+        if images.shape[1:] != self.image_shape_:
+            raise ValueError(f"X holds images of shape {images.shape[1:]}, but "
+                             f"{type(self).__name__} was fitted on {self.image_shape_}.")
+        if len(images) < _RECOMMENDED_PROBES:
+            warnings.warn(f"only {len(images)} probe images: the averages are noisy "
+                          f"(>= {_RECOMMENDED_PROBES}, ideally 500, are recommended).",
+                          StabilityWarning, stacklevel=2)
+        probe = self._probe(X_arr.shape[1:])
+        device = probe.device
+        if self.response_ != "module" and self.device is not None:
+            device = resolve_device(self.device)
+        entropy = int(check_random_state(self.random_state).randint(0, 2**31 - 1))
+        result = _stability(
+            probe, torch.as_tensor(images, device=device), T=self.T_, c=self.c,
+            interp=self.interp, average=self.average, noise_norm=self.noise_norm,
+            n_diffeo=self.n_diffeo, n_repeats=self.n_repeats, max_pairs=self.max_pairs,
+            batch_size=len(images) if self.bn_mode == "batch" else self.batch_size,
+            entropy=entropy)
+        result.update(T=self.T_, c=self.c, delta_target=self.delta_, interp=self.interp,
+                      average=self.average, response=self.response_)
+        return result
+
+    def score(self, X, y=None):
+        """``R_f`` of the output on ``X`` (smaller: relatively more stable).
+
+        GridSearchCV maximises scores: to select models by stability use
+        :func:`make_stability_scorer`, not this method.
+        """
+        return self.stability(X).R
+
+    @available_if(_estimator_has("predict"))
+    def predict(self, X):
+        """The estimator's ``predict``."""
+        check_is_fitted(self)
+        return self.estimator_.predict(X)
+
+    @available_if(_estimator_has("predict_proba"))
+    def predict_proba(self, X):
+        """The estimator's ``predict_proba``."""
+        check_is_fitted(self)
+        return self.estimator_.predict_proba(X)
+
+    @available_if(_estimator_has("decision_function"))
+    def decision_function(self, X):
+        """The estimator's ``decision_function``."""
+        check_is_fitted(self)
+        return self.estimator_.decision_function(X)
+
+    @available_if(_estimator_has("transform"))
+    def transform(self, X):
+        """The estimator's ``transform``."""
+        check_is_fitted(self)
+        return self.estimator_.transform(X)
+
+
+# --------------------------------------------------------------------------- functions
+def relative_stability(model, X, **params):
+    """``R_f``, ``D_f`` and ``G_f`` of an already fitted model on probe images ``X``.
+
+    The functional form of ``DiffeoStability(model, prefit=True, **params).fit(X).stability(X)``.
+
+    Parameters
+    ----------
+    model : fitted estimator, skorch net or torch.nn.Module
+    X : array-like of shape (N, C, n, n), (N, n, n) or (N, C*n*n)
+    **params
+        Any parameter of :class:`DiffeoStability`.
+
+    Returns
+    -------
+    result : Bunch
+        See :meth:`DiffeoStability.stability`.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from geolearn.diffeo import relative_stability
+    >>> X = torch.rand(200, 1, 16, 16).numpy()
+    >>> net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(256, 10))
+    >>> res = relative_stability(net, X, c=3, delta=1.0, random_state=0)
+    >>> bool(0.3 < res.R < 3)
+    True
+    """
+    return DiffeoStability(model, prefit=True, **params).fit(X).stability(X)
+
+
+class _StabilityScorer:
+    """Picklable ``(estimator, X, y=None) -> -log10 quantity`` for model selection."""
+
+    def __init__(self, quantity, params):
+        self.quantity = quantity
+        self.params = params
+
+    def __call__(self, estimator, X, y=None):
+        res = DiffeoStability(estimator, prefit=True, **self.params).fit(X).stability(X)
+        value = res[self.quantity]
+        with np.errstate(divide="ignore"):
+            return float(-np.log10(value))
+
+    def __repr__(self):
+        args = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
+        return f"make_stability_scorer(quantity={self.quantity!r}, {args})"
+
+
+def make_stability_scorer(quantity="R", **params):
+    """A scorer returning ``-log10`` of ``R_f``, ``D_f`` or ``G_f`` (greater is more stable).
+
+    Averaging ``-log10 R`` over CV folds is the paper's log-averaging. The
+    default ``random_state=0`` probes every candidate of a search with the
+    same deformations and noise (common random numbers).
+
+    Parameters
+    ----------
+    quantity : {"R", "D", "G"}, default="R"
+    **params
+        Parameters of :class:`DiffeoStability` (``image_shape``, ``c``,
+        ``delta``, ...); ``prefit`` is implied.
+
+    Returns
+    -------
+    scorer : callable ``(estimator, X, y=None) -> float``
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sklearn.model_selection import GridSearchCV
+    >>> from geolearn.datasets import load_digits_images
+    >>> from geolearn.diffeo import make_stability_scorer
+    >>> X, y = load_digits_images(upsample=2, return_X_y=True)
+    >>> X = X[:600].reshape(600, -1); y = y[:600]
+    >>> scoring = {"acc": "accuracy",
+    ...            "neg_log10_R": make_stability_scorer(image_shape=(16, 16))}
+    >>> search = GridSearchCV(LogisticRegression(max_iter=100), {"C": [0.01, 1.0]},
+    ...                       scoring=scoring, refit="acc", cv=2).fit(X, y)
+    >>> sorted(k for k in search.cv_results_ if k.startswith("mean_test"))
+    ['mean_test_acc', 'mean_test_neg_log10_R']
+    """
+    if quantity not in ("R", "D", "G"):
+        raise ValueError(f"quantity must be 'R', 'D' or 'G'; got {quantity!r}.")
+    if "prefit" in params or "estimator" in params:
+        raise TypeError("make_stability_scorer takes no 'estimator' or 'prefit': the scorer "
+                        "is called with the fitted estimator.")
+    params.setdefault("random_state", 0)
+    DiffeoStability(**params)._validate_params()
+    return _StabilityScorer(quantity, params)
+
+
+def subspace_relative_stability(model, X, parallel_dims, *, radius=1.0, average="median",
+                                response="auto", random_state=None):
+    """Relative stability to moves along the directions the task does not depend on (Eq. 6).
+
+    For tabular data where the label depends only on the coordinates
+    ``parallel_dims`` (the stripe model, Section 6)::
+
+        R_f = <|f(x_par, x_perp + nu) - f(x)|^2> / <|f(x + eta) - f(x)|^2>,
+
+    with ``nu`` isotropic in the other directions and ``eta`` isotropic in
+    all, both of norm ``radius``. ``D`` and ``G`` divide by
+    ``<|f(x) - f(z)|^2>``. For a linear score ``w . x`` and ``average="mean"``,
+    ``R = d / (d - 1) |w_perp|^2 / |w|^2``.
+
+    Parameters
+    ----------
+    model : fitted estimator, skorch net or torch.nn.Module
+    X : array-like of shape (N, d)
+    parallel_dims : int or sequence of int
+        The coordinates the label depends on.
+    radius : float, default=1.0
+    average : {"median", "mean", "median_per_unit"}, default="median"
+    response : str, default="auto"
+        As in :class:`DiffeoStability`.
+    random_state : int, RandomState instance or None
+
+    Returns
+    -------
+    result : Bunch
+        ``R, D, G``, ``num``, ``den``, ``pairs``, ``radius``, ``average``, ``response``.
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from geolearn.datasets import make_stripes
+    >>> from geolearn.diffeo import subspace_relative_stability
+    >>> X, y = make_stripes(2000, 30, boundaries=(0.0,), random_state=0)
+    >>> clf = LogisticRegression().fit(X, y)
+    >>> res = subspace_relative_stability(clf, X[:1000], parallel_dims=0, random_state=0)
+    >>> bool(res.R < 0.1)
+    True
+    """
+    X = check_array(X, dtype=np.float64, ensure_min_samples=2)
+    N, d = X.shape
+    dims = np.unique(np.atleast_1d(np.asarray(parallel_dims)))
+    if dims.dtype.kind not in "iu" or len(dims) == 0 or dims[0] < 0 or dims[-1] >= d \
+            or len(dims) == d:
+        raise ValueError(f"parallel_dims must hold between 1 and d - 1 = {d - 1} distinct "
+                         f"integer indices in [0, {d}); got {parallel_dims!r}.")
+    if not np.isfinite(radius) or radius <= 0:
+        raise ValueError(f"radius must be finite and > 0; got {radius!r}.")
+    if average not in AVERAGES:
+        raise ValueError(f"average must be one of {list(AVERAGES)}; got {average!r}.")
+    response = resolve_response(model, response)
+    probe = Probe(model, response, (d,))
+    rng = np.random.default_rng(int(check_random_state(random_state).randint(0, 2**31 - 1)))
+    nu = rng.standard_normal((N, d))
+    nu[:, dims] = 0.0
+    eta = rng.standard_normal((N, d))
+    nu *= radius / np.linalg.norm(nu, axis=1, keepdims=True)
+    eta *= radius / np.linalg.norm(eta, axis=1, keepdims=True)
+    to = probe.device
+    F0, F_nu, F_eta = (probe(torch.as_tensor(A, device=to))["output"]
+                       for A in (X, X + nu, X + eta))
+    per_unit = average == "median_per_unit"
+    num, den = ((F - F0) ** 2 for F in (F_nu, F_eta))
+    if not per_unit:
+        num, den = num.sum(1), den.sum(1)
+    pairs = _average(_pair_sq_distances(F0, 250_000, rng), "mean" if average == "mean"
+                     else "median")
+    D, G, R = _ratios(_average(num, average), _average(den, average), pairs, "output")
+    return Bunch(R=R, D=D, G=G, num=num.sum(1) if per_unit else num,
+                 den=den.sum(1) if per_unit else den, pairs=pairs, radius=radius,
+                 average=average, response=response)

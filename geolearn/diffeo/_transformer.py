@@ -1,0 +1,410 @@
+"""Maximum-entropy deformations as data augmentation: a transformer and a torch module."""
+
+import functools
+import numbers
+import warnings
+
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._utils import check_images
+from ._exceptions import StabilityWarning
+from ._sampler import (
+    _check_c,
+    _check_n,
+    _coefficients,
+    _fields_from_coefficients,
+    _max_xi_from_coefficients,
+    _remap,
+    temperature_for_delta,
+    temperature_range,
+)
+
+_MAX_REDRAWS = 20
+
+
+def _check_sampling(T, c, delta, delta_formula, p, n=None):
+    """Validate the sampling parameters shared by the transformer and the module."""
+    if isinstance(c, tuple):
+        if len(c) != 2 or c[0] > c[1]:
+            raise ValueError(f"c must be an integer or a range (c_min, c_max); got {c!r}.")
+        for ci in c:
+            _check_c(ci, n)
+    else:
+        _check_c(c, n)
+    if isinstance(T, tuple):
+        ok = len(T) == 2 and all(isinstance(t, numbers.Real) and np.isfinite(t) for t in T)
+        if not ok or not 0 < T[0] <= T[1]:
+            raise ValueError(f"T range must be (low, high) with 0 < low <= high; got {T!r}.")
+    elif T is not None and not isinstance(T, str):
+        if not isinstance(T, numbers.Real) or not np.isfinite(T) or T < 0:
+            raise ValueError(f"T must be None, 'auto', a number >= 0 or a range; got {T!r}.")
+    elif isinstance(T, str) and T != "auto":
+        raise ValueError(f"T must be None, 'auto', a number >= 0 or a range; got {T!r}.")
+    if T is None and (not isinstance(delta, numbers.Real) or not delta > 0):
+        raise ValueError(f"delta must be a number > 0 (pixels); got {delta!r}.")
+    if delta_formula not in ("exact", "asymptotic"):
+        raise ValueError(f"delta_formula must be 'exact' or 'asymptotic'; got {delta_formula!r}.")
+    if not isinstance(p, numbers.Real) or not 0 <= p <= 1:
+        raise ValueError(f"p must be a probability in [0, 1]; got {p!r}.")
+
+
+@functools.lru_cache(maxsize=None)
+def _auto_range(n, c):
+    return temperature_range(n, c, "empirical" if c == 1 else "asymptotic")
+
+
+def _range_for(n, c):
+    """``T_range_``: for a range of cut-offs, that of the largest (the most restrictive T_max)."""
+    return _auto_range(n, max(c) if isinstance(c, tuple) else c)
+
+
+def _draw_fields(rng, size, n, *, T, c, delta, delta_formula, reject_non_diffeo, device):
+    """One pixel displacement field per image, ``(size, 2, n, n)`` float64 on ``device``."""
+    cs = (rng.randint(c[0], c[1] + 1, size) if isinstance(c, tuple)
+          else np.full(size, c))
+    if T is None:
+        Ts = np.array([temperature_for_delta(delta, ci, n, delta_formula) for ci in cs])
+    elif isinstance(T, str):  # "auto": log-uniform in the range of each image's cut-off
+        lo, hi = np.array([_auto_range(n, ci) for ci in cs]).T
+        Ts = np.exp(rng.uniform(np.log(lo), np.log(hi)))
+    elif isinstance(T, tuple):
+        Ts = np.exp(rng.uniform(np.log(T[0]), np.log(T[1]), size))
+    else:
+        Ts = np.full(size, float(T))
+    m = int(cs.max())
+    z = rng.standard_normal((size, 2, m, m))
+    if reject_non_diffeo:
+        for _ in range(_MAX_REDRAWS):
+            bad = _max_xi_from_coefficients(_coefficients(z, Ts, cs), n).numpy() >= 1
+            if not bad.any():
+                break
+            z[bad] = rng.standard_normal((int(bad.sum()), 2, m, m))
+        else:
+            warnings.warn(f"{int(bad.sum())} fields are still not diffeomorphisms after "
+                          f"{_MAX_REDRAWS} redraws: lower T or c.", StabilityWarning,
+                          stacklevel=3)
+    return _fields_from_coefficients(_coefficients(z, Ts, cs, device=device), n)
+
+
+def _deform_rows(X, rng, p, interp, **sampling):
+    """Deform each image of the tensor ``X`` (N, C, n, n) with probability ``p``."""
+    rows = np.flatnonzero(rng.uniform(size=len(X)) < p) if p < 1 else np.arange(len(X))
+    out = X.clone()
+    if len(rows):
+        fields = _draw_fields(rng, len(rows), X.shape[-1], device=X.device, **sampling)
+        idx = torch.as_tensor(rows, device=X.device)
+        out[idx] = _remap(X[idx], fields, interp)
+    return out
+
+
+class MaxEntropyDiffeo(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+    """Deform images by random smooth diffeomorphisms of the maximum-entropy ensemble.
+
+    Each image gets its own field (Petrini et al., Eq. 2) at temperature ``T``
+    and cut-off ``c``. By default only ``fit_transform`` deforms, so in a
+    Pipeline the deformations augment training data while predictions are
+    made on clean images.
+
+    Parameters
+    ----------
+    image_shape : tuple of int, optional
+        ``(n, n)`` or ``(C, n, n)``; required for flat ``X``.
+    T : float, (low, high), "auto" or None, default=None
+        Temperature; a range draws log-uniformly per image; ``"auto"`` draws
+        log-uniformly in :func:`temperature_range` of each image's ``c``;
+        ``None`` uses ``delta``.
+    c : int or (c_min, c_max), default=3
+        Cut-off; a range draws an integer uniformly per image.
+    delta : float, default=1.0
+        Typical displacement in pixels when ``T`` is None.
+    delta_formula : {"exact", "asymptotic"}, default="exact"
+    interp : {"bilinear", "gaussian"}, default="bilinear"
+    p : float, default=1.0
+        Probability that a given image is deformed.
+    apply_on : {"fit", "always"}, default="fit"
+        ``"fit"``: ``fit_transform`` deforms and ``transform`` returns a copy of
+        ``X``; ``"always"``: both deform.
+    reject_non_diffeo : bool, default=False
+        Redraw fields with ``max Xi >= 1`` (at most 20 times, then warn). The
+        paper does not reject.
+    random_state : int, RandomState instance or None
+        An int reseeds at every call, so ``fit(X).transform(X)`` equals
+        ``fit_transform(X)`` with ``apply_on="always"``.
+
+    Attributes
+    ----------
+    image_shape_ : tuple of int
+        ``(C, n, n)``.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Defined when ``X`` has string column names.
+    T_range_ : tuple of float
+        ``(T_min, T_max)`` for ``c`` (the largest ``c`` of a range).
+
+    See Also
+    --------
+    DiffeoAugment : the same deformations as a torch module, for skorch training.
+    diffeo_augment : expand a training set with deformed copies.
+
+    Examples
+    --------
+    >>> from geolearn.datasets import load_digits_images
+    >>> from geolearn.diffeo import MaxEntropyDiffeo
+    >>> X, _ = load_digits_images(upsample=2, return_X_y=True)
+    >>> aug = MaxEntropyDiffeo(T=0.005, c=3, random_state=0)
+    >>> X_train = aug.fit_transform(X[:10])
+    >>> X_train.shape, bool((X_train != X[:10]).any())
+    ((10, 1, 16, 16), True)
+    >>> bool((aug.transform(X[:10]) == X[:10]).all())   # test-time images pass through
+    True
+    """
+
+    # sklearn's checks feed tabular rows of 1-20 features; MaxEntropyDiffeo needs square images of
+    # side >= 4 (flat rows with image_shape), so fit raises on their data. tests/diffeo
+    # checks the same contracts (clone, pickle, dtypes, nan/inf, n_features_in_, pipelines)
+    # on image data.
+    _expected_failed_checks = dict.fromkeys((
+        "check_dict_unchanged",
+        "check_dont_overwrite_parameters",
+        "check_dtype_object",
+        "check_estimators_dtypes",
+        "check_estimators_fit_returns_self",
+        "check_estimators_nan_inf",
+        "check_estimators_overwrite_params",
+        "check_estimators_pickle",
+        "check_f_contiguous_array_estimator",
+        "check_fit2d_1feature",
+        "check_fit2d_1sample",
+        "check_fit2d_predict1d",
+        "check_fit_check_is_fitted",
+        "check_fit_idempotent",
+        "check_fit_score_takes_y",
+        "check_methods_sample_order_invariance",
+        "check_methods_subset_invariance",
+        "check_n_features_in",
+        "check_n_features_in_after_fitting",
+        "check_pipeline_consistency",
+        "check_positive_only_tag_during_fit",
+        "check_readonly_memmap_input",
+        "check_transformer_data_not_an_array",
+        "check_transformer_general",
+        "check_transformer_preserve_dtypes",
+    ), "needs square images (or flat rows with image_shape): sklearn's tabular check data "
+       "cannot be folded into them")
+
+    _parameter_constraints = {
+        "image_shape": [tuple, list, None],
+        "T": [Interval(numbers.Real, 0, None, closed="left"), tuple, StrOptions({"auto"}), None],
+        "c": [Interval(numbers.Integral, 1, None, closed="left"), tuple],
+        "delta": [Interval(numbers.Real, 0, None, closed="neither")],
+        "delta_formula": [StrOptions({"exact", "asymptotic"})],
+        "interp": [StrOptions({"bilinear", "gaussian"})],
+        "p": [Interval(numbers.Real, 0, 1, closed="both")],
+        "apply_on": [StrOptions({"fit", "always"})],
+        "reject_non_diffeo": ["boolean"],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(self, image_shape=None, *, T=None, c=3, delta=1.0, delta_formula="exact",
+                 interp="bilinear", p=1.0, apply_on="fit", reject_non_diffeo=False,
+                 random_state=None):
+        self.image_shape = image_shape
+        self.T = T
+        self.c = c
+        self.delta = delta
+        self.delta_formula = delta_formula
+        self.interp = interp
+        self.p = p
+        self.apply_on = apply_on
+        self.reject_non_diffeo = reject_non_diffeo
+        self.random_state = random_state
+
+    def fit(self, X, y=None):
+        """Validate the parameters and learn the image shape.
+
+        Parameters
+        ----------
+        X : array-like of shape (N, C, n, n), (N, n, n) or (N, C*n*n)
+        y : ignored
+
+        Returns
+        -------
+        self : MaxEntropyDiffeo
+        """
+        self._validate_params()
+        images, _ = self._check_X(X, reset=True)
+        n = images.shape[-1]
+        _check_sampling(self.T, self.c, self.delta, self.delta_formula, self.p, n)
+        if self.T is None:  # raises for delta_formula="asymptotic" with c = 1
+            for ci in np.atleast_1d(self.c):
+                temperature_for_delta(self.delta, int(ci), n, self.delta_formula)
+        self.T_range_ = _range_for(n, self.c)
+        return self
+
+    def fit_transform(self, X, y=None):
+        """Fit, then deform ``X`` (in both ``apply_on`` modes).
+
+        Returns
+        -------
+        X_new : ndarray of the shape and dtype of ``X``
+        """
+        return self.fit(X)._deform(X)
+
+    def transform(self, X):
+        """Deform ``X`` (``apply_on="always"``) or return a validated copy (``"fit"``).
+
+        Returns
+        -------
+        X_new : ndarray of the shape and dtype of ``X``
+        """
+        check_is_fitted(self)
+        if self.apply_on == "always":
+            return self._deform(X)
+        return np.array(self._check_X(X, reset=False)[1], copy=True)
+
+    def _check_X(self, X, reset):
+        """``(images (N, C, n, n), X as validated, in its own layout)``."""
+        X = X if hasattr(X, "ndim") else np.asarray(X)
+        dtypes = [np.float64, np.float32]
+        if X.ndim == 2:
+            X = validate_data(self, X, reset=reset, dtype=dtypes)
+            images = check_images(X, self.image_shape if reset else self.image_shape_,
+                                  dtype=dtypes, estimator=self)
+        else:
+            images = check_images(X, self.image_shape if reset else None, dtype=dtypes,
+                                  estimator=self)
+            X = images.reshape(X.shape)
+            if reset:
+                self.n_features_in_ = int(np.prod(images.shape[1:]))
+                if hasattr(self, "feature_names_in_"):
+                    del self.feature_names_in_
+        if reset:
+            if images.shape[-1] != images.shape[-2]:
+                raise ValueError(f"images must be square; got {images.shape[-2:]}.")
+            _check_n(images.shape[-1], name="image side")
+            self.image_shape_ = images.shape[1:]
+        elif images.shape[1:] != self.image_shape_:
+            raise ValueError(f"X holds images of shape {images.shape[1:]}, but "
+                             f"{type(self).__name__} was fitted on {self.image_shape_}.")
+        return images, X
+
+    def _deform(self, X):
+        images, X = self._check_X(X, reset=False)
+        out = _deform_rows(torch.from_numpy(np.require(images, requirements="W")), check_random_state(self.random_state),
+                           self.p, self.interp, T=self.T, c=self.c, delta=self.delta,
+                           delta_formula=self.delta_formula,
+                           reject_non_diffeo=self.reject_non_diffeo)
+        return out.numpy().reshape(X.shape)
+
+
+class DiffeoAugment(torch.nn.Module):
+    """Random maximum-entropy deformations as a torch layer (training mode only).
+
+    Put it first in a skorch module so that every epoch sees fresh
+    deformations; in eval mode it is the identity. Fields are drawn per
+    sample on the input's device.
+
+    Parameters
+    ----------
+    image_shape : tuple of int, optional
+        ``(n, n)`` or ``(C, n, n)``; required for flat ``(B, C*n*n)`` inputs.
+    T, c, delta, delta_formula, interp, p, reject_non_diffeo, random_state
+        As in :class:`MaxEntropyDiffeo`.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from geolearn.diffeo import DiffeoAugment
+    >>> net = torch.nn.Sequential(DiffeoAugment(T=0.005, c=3, random_state=0),
+    ...                           torch.nn.Flatten(), torch.nn.Linear(256, 10))
+    >>> x = torch.rand(8, 1, 16, 16)
+    >>> bool(torch.equal(net[0](x), x)), bool(torch.equal(net.eval()[0](x), x))
+    (False, True)
+    """
+
+    def __init__(self, image_shape=None, *, T=None, c=3, delta=1.0, delta_formula="exact",
+                 interp="bilinear", p=1.0, reject_non_diffeo=False, random_state=None):
+        super().__init__()
+        if interp not in ("bilinear", "gaussian"):
+            raise ValueError(f"interp must be 'bilinear' or 'gaussian'; got {interp!r}.")
+        _check_sampling(T, c, delta, delta_formula, p)
+        self.image_shape = image_shape
+        self.T = T
+        self.c = c
+        self.delta = delta
+        self.delta_formula = delta_formula
+        self.interp = interp
+        self.p = p
+        self.reject_non_diffeo = reject_non_diffeo
+        self.random_state = random_state
+        self._rng = check_random_state(random_state)
+
+    def extra_repr(self):
+        return f"T={self.T!r}, c={self.c!r}, delta={self.delta!r}, interp={self.interp!r}"
+
+    def forward(self, x):
+        if not self.training:
+            return x
+        if x.ndim == 2:
+            if self.image_shape is None:
+                raise ValueError("flat inputs need image_shape=(C, n, n) or (n, n).")
+            images = x.reshape(len(x), -1, *tuple(self.image_shape)[-2:])
+        elif x.ndim in (3, 4):
+            images = x.reshape(len(x), -1, *x.shape[-2:])
+        else:
+            raise ValueError(f"x must be (B, C, n, n), (B, n, n) or (B, C*n*n); got "
+                             f"{tuple(x.shape)}.")
+        if images.shape[-1] != images.shape[-2]:
+            raise ValueError(f"images must be square; got {tuple(images.shape[-2:])}.")
+        out = _deform_rows(images, self._rng, self.p, self.interp, T=self.T, c=self.c,
+                           delta=self.delta, delta_formula=self.delta_formula,
+                           reject_non_diffeo=self.reject_non_diffeo)
+        return out.reshape(x.shape)
+
+
+def diffeo_augment(X, y=None, n_copies=1, include_original=True, **params):
+    """Expand a training set with deformed copies (a Pipeline cannot change ``n_samples``).
+
+    Parameters
+    ----------
+    X : array-like of shape (N, C, n, n), (N, n, n) or (N, C*n*n)
+    y : array-like of shape (N,), optional
+    n_copies : int, default=1
+        Deformed copies of each image.
+    include_original : bool, default=True
+        Keep the original images first.
+    **params
+        Parameters of :class:`MaxEntropyDiffeo` (``image_shape``, ``T``, ``c``,
+        ``delta``, ``random_state``, ...).
+
+    Returns
+    -------
+    X_aug : ndarray of shape ((include_original + n_copies) * N, ...)
+    y_aug : ndarray or None
+
+    Examples
+    --------
+    >>> from geolearn.datasets import load_digits_images
+    >>> from geolearn.diffeo import diffeo_augment
+    >>> X, y = load_digits_images(upsample=2, return_X_y=True)
+    >>> X_aug, y_aug = diffeo_augment(X[:50], y[:50], n_copies=2, T=0.005, random_state=0)
+    >>> X_aug.shape, y_aug.shape
+    ((150, 1, 16, 16), (150,))
+    """
+    if not isinstance(n_copies, numbers.Integral) or n_copies < 1:
+        raise ValueError(f"n_copies must be a positive integer; got {n_copies!r}.")
+    rng = check_random_state(params.pop("random_state", None))
+    params.pop("apply_on", None)
+    transformer = MaxEntropyDiffeo(apply_on="always", random_state=rng, **params).fit(X)
+    X_valid = transformer._check_X(X, reset=False)[1]
+    parts = [X_valid] if include_original else []
+    parts += [transformer.transform(X_valid) for _ in range(n_copies)]
+    X_aug = np.concatenate(parts)
+    if y is None:
+        return X_aug, None
+    return X_aug, np.tile(np.asarray(y), len(parts))

@@ -1,0 +1,28 @@
+"""Image manifolds, probabilistically and semantically: GridVAE and its companions.
+
+From "Probabilistic and semantic descriptions of image manifolds and their
+applications": a VAE with a grid mixture prior whose latent dimensions are
+discrete symbols (:class:`GridVAE`), the VAE classifier of Eq. 29
+(:class:`VAEClassifier`), ELBO purification (:class:`ELBOPurifier`), flow and
+diffusion-chain log-likelihoods (:class:`FlowDensity`, :class:`DiffusionDensity`),
+patch attacks and emergent-language metrics.
+"""
+
+from ._grid import grid_codes
+from .attacks import patch_attack, rectangular_patch_mask
+from .diffusion import DiffusionDensity
+from .flow import FlowDensity
+from .gridvae import GridVAE
+from .purification import ELBOPurifier
+from .vae_classifier import VAEClassifier
+
+__all__ = [
+    "DiffusionDensity",
+    "ELBOPurifier",
+    "FlowDensity",
+    "GridVAE",
+    "VAEClassifier",
+    "grid_codes",
+    "patch_attack",
+    "rectangular_patch_mask",
+]

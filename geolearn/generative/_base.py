@@ -1,0 +1,370 @@
+"""What the VAE estimators share: validation, the skorch net, inference, the ELBO."""
+
+import math
+import numbers
+import warnings
+
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._utils import (
+    check_image_shape,
+    iter_batches,
+    resolve_device,
+    to_numpy,
+    to_tensor,
+    torch_seed,
+)
+from ._losses import (
+    decoded_mean,
+    kl_batch,
+    kl_gaussian_dims,
+    kl_normal,
+    kl_sample_dims,
+    neg_entropy_dims,
+    reconstruction_nll,
+)
+from ._modules import VAEModule, build_backbone
+from ._net import ObjectiveNet, TensorDataset, collate_batch, history_records
+
+_BOUNDS_TOL = 1e-6
+
+
+def check_device(device):
+    """Resolve ``device``; an explicit CUDA device without a GPU is an error."""
+    dev = resolve_device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device={device!r} but CUDA is not available; use device='auto' "
+                         "or 'cpu'.")
+    return dev
+
+
+def check_unit_interval(X, bounds=(0.0, 1.0), what="likelihood='bernoulli'",
+                        advice="Scale X to [0,1] (MinMaxScaler) or use likelihood='gaussian'."):
+    """Raise when ``X`` leaves ``bounds`` by more than a rounding tolerance."""
+    lo, hi = bounds
+    if X.size and (X.min() < lo - _BOUNDS_TOL or X.max() > hi + _BOUNDS_TOL):
+        raise ValueError(f"{what} needs X in [{lo:g}, {hi:g}]; got values in "
+                         f"[{X.min():g}, {X.max():g}]. {advice}")
+
+
+class VAEObjective:
+    """Per-sample negative ELBO (+ guidance, + weighted cross-entropy) for training and scoring.
+
+    Parameters
+    ----------
+    prior : GridPrior or None
+        None is the standard normal prior.
+    kl_estimator : {'sample', 'batch', 'nearest'}
+        Estimator on the unguided dimensions of a grid prior (spec section 2.4).
+    guided_dims : sequence of int
+        Dimensions whose KL targets the given grid code (Eq. 28 with ``mu_gt``).
+    """
+
+    def __init__(self, *, prior, kl_estimator, likelihood, decoder_std, output_activation,
+                 kl_weight=1.0, kl_warmup_epochs=0, guided_dims=(), classification_weight=0.0):
+        self.prior = prior
+        self.kl_estimator = kl_estimator
+        self.likelihood = likelihood
+        self.decoder_std = decoder_std
+        self.output_activation = output_activation
+        self.kl_weight = kl_weight
+        self.kl_warmup_epochs = kl_warmup_epochs
+        self.guided_dims = list(guided_dims)
+        self.classification_weight = classification_weight
+
+    def recon(self, module, z, x):
+        return reconstruction_nll(module.decode(z), x, self.likelihood, self.decoder_std,
+                                  self.output_activation)
+
+    def kl(self, mu, logvar, z, codes=None, estimator=None):
+        """Per-sample KL term; ``codes`` are the guided dimensions' codes (NaN = missing)."""
+        if self.prior is None:
+            return kl_normal(mu, logvar)
+        estimator = estimator or self.kl_estimator
+        prior = self.prior
+        guided = self.guided_dims if codes is not None else []
+        free = [m for m in range(mu.shape[1]) if m not in guided]
+        total = mu.new_zeros(len(mu))
+        nearest = prior.nearest(mu) if (guided or estimator == "nearest") else None
+        if guided:
+            missing = torch.isnan(codes)
+            target = prior.values(torch.nan_to_num(codes).long(), dims=guided)
+            target = torch.where(missing, nearest[:, guided], target)
+            total = total + kl_gaussian_dims(mu[:, guided], logvar[:, guided], target,
+                                             prior.std).sum(-1)
+        if not free:
+            return total
+        if estimator == "nearest":
+            return total + kl_gaussian_dims(mu[:, free], logvar[:, free], nearest[:, free],
+                                            prior.std).sum(-1)
+        if estimator == "batch":
+            log_p = prior.log_prob_dims(z)[:, free].sum(-1)
+            return total + kl_batch(mu[:, free], logvar[:, free], z[:, free], log_p)
+        return total + kl_sample_dims(logvar, z, prior)[:, free].sum(-1)
+
+    def __call__(self, module, y_pred, x, y, epoch=0):
+        mu, logvar = y_pred
+        z = mu + torch.exp(0.5 * logvar) * torch.randn_like(mu)
+        recon = self.recon(module, z, x)
+        codes = y if (self.guided_dims and y.numel()) else None
+        kl = self.kl(mu, logvar, z, codes)
+        warm = min(1.0, epoch / self.kl_warmup_epochs) if self.kl_warmup_epochs else 1.0
+        loss = recon + self.kl_weight * warm * kl
+        parts = {"recon": recon.mean().detach(), "kl": kl.mean().detach()}
+        if module.head is not None:
+            ce = torch.nn.functional.cross_entropy(module.head(z), y.long(), reduction="none")
+            loss = loss + self.classification_weight * ce
+            parts["ce"] = ce.mean().detach()
+        return loss.mean(), parts
+
+    def neg_elbo(self, module, x, stochastic=True):
+        """One-sample negative ELBO per sample; never the batch estimator (it couples samples)."""
+        mu, logvar = module.encode(x)
+        z = mu + torch.exp(0.5 * logvar) * torch.randn_like(mu) if stochastic else mu
+        estimator = "sample" if self.kl_estimator == "batch" else self.kl_estimator
+        return self.recon(module, z, x) + self.kl(mu, logvar, z, estimator=estimator)
+
+    def elbo(self, module, x, xi):
+        """ELBO with the full prior, averaged over shared standard-normal draws ``xi`` (S, d)."""
+        mu, logvar = module.encode(x)
+        std = torch.exp(0.5 * logvar)
+        log_lik = torch.zeros(len(x), dtype=torch.float64, device=x.device)
+        log_prior = torch.zeros_like(log_lik)
+        for e in xi:
+            z = mu + std * e
+            log_lik -= self.recon(module, z, x).double()
+            if self.prior is not None:
+                log_prior += self.prior.log_prob(z).double()
+        S = len(xi)
+        if self.prior is None:
+            kl = kl_normal(mu, logvar).double()
+        else:
+            kl = neg_entropy_dims(logvar).sum(-1).double() - log_prior / S
+        return log_lik / S - kl
+
+
+class BaseVAE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+    """Shared machinery of :class:`GridVAE` and :class:`VAEClassifier` (not public)."""
+
+    _parameter_constraints = {
+        "n_latent": [Interval(numbers.Integral, 1, None, closed="left")],
+        "prior_std": [Interval(numbers.Real, 0, None, closed="neither")],
+        "kl_estimator": [StrOptions({"sample", "batch", "nearest"})],
+        "likelihood": [StrOptions({"bernoulli", "gaussian"})],
+        "decoder_std": [Interval(numbers.Real, 0, None, closed="neither")],
+        "output_activation": [StrOptions({"sigmoid", "identity"})],
+        "architecture": [StrOptions({"mlp", "conv", "resnet"}), callable],
+        "hidden_sizes": ["array-like"],
+        "conv_channels": [Interval(numbers.Integral, 1, None, closed="left")],
+        "image_shape": ["array-like", None],
+        "max_epochs": [Interval(numbers.Integral, 0, None, closed="left")],
+        "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        "lr": [Interval(numbers.Real, 0, None, closed="neither")],
+        "weight_decay": [Interval(numbers.Real, 0, None, closed="left")],
+        "n_mc_score": [Interval(numbers.Integral, 1, None, closed="left")],
+        "device": "no_validation",
+        "callbacks": [list, None],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    # -- validation -----------------------------------------------------------------------
+
+    def _check_common_params(self):
+        if not np.isfinite(self.prior_std):
+            raise ValueError(f"prior_std must be a positive finite number; got {self.prior_std!r}.")
+        sizes = np.asarray(self.hidden_sizes)
+        if sizes.ndim != 1 or sizes.dtype.kind not in "iu" or np.any(sizes < 1):
+            raise ValueError("hidden_sizes must be a sequence of positive integers; got "
+                             f"{self.hidden_sizes!r}.")
+
+    def _validate_X(self, X, reset):
+        """Flatten image arrays and validate; returns float32 ``(n, D)``."""
+        ndim = getattr(X, "ndim", None)
+        if ndim is None and isinstance(X, (list, tuple)):
+            ndim = np.ndim(X)
+        if ndim is not None and ndim >= 3:
+            X = np.asarray(X)
+            shape = check_image_shape(X.shape[1:], name="the images' shape")
+            expected = getattr(self, "image_shape_", None) if not reset else (
+                check_image_shape(self.image_shape) if self.image_shape is not None else None)
+            if expected is not None and shape != tuple(expected):
+                name = "image_shape" if reset else "image_shape_"
+                raise ValueError(f"X holds images of shape {X.shape[1:]} but {name}={expected}.")
+            X = X.reshape(len(X), -1)
+        elif reset:
+            shape = check_image_shape(self.image_shape) if self.image_shape is not None else None
+        X = validate_data(self, X, reset=reset, dtype=np.float32, ensure_min_samples=2 if reset
+                          else 1)
+        if reset:
+            if shape is not None and math.prod(shape) != X.shape[1]:
+                raise ValueError(f"image_shape={self.image_shape!r} holds {math.prod(shape)} "
+                                 f"values but X has {X.shape[1]} features per row.")
+            if shape is None and not callable(self.architecture) and self.architecture != "mlp":
+                raise ValueError(f"architecture={self.architecture!r} needs image arrays "
+                                 "(n, C, H, W) or flat X with image_shape=(C, H, W).")
+            self.image_shape_ = shape
+        if self.likelihood == "bernoulli":
+            check_unit_interval(X)
+        return X
+
+    # -- training -------------------------------------------------------------------------
+
+    def _make_prior(self):
+        raise NotImplementedError
+
+    def _fit_net(self, X, y, objective, *, n_classes=0, parts=("recon", "kl"), drop_last=False):
+        self.device_ = check_device(self.device)
+        n = len(X)
+        with torch_seed(self.random_state):
+            backbone = build_backbone(self.architecture, X.shape[1], self.n_latent,
+                                      self.image_shape_, self.hidden_sizes,
+                                      getattr(self, "conv_channels", 32))
+            module = VAEModule(backbone, self.n_latent, n_classes)
+            self.net_ = ObjectiveNet(
+                module, objective=objective, parts=parts,
+                optimizer=torch.optim.Adam, optimizer__weight_decay=self.weight_decay,
+                lr=self.lr, max_epochs=self.max_epochs, batch_size=min(self.batch_size, n),
+                train_split=None, iterator_train__shuffle=True,
+                iterator_train__drop_last=drop_last,
+                iterator_train__collate_fn=collate_batch, iterator_valid__collate_fn=collate_batch,
+                callbacks=list(self.callbacks) if self.callbacks else None,
+                device=self.device_, verbose=self.verbose)
+            self.net_.initialize()
+            if self.max_epochs:
+                X_t = torch.from_numpy(np.ascontiguousarray(X))
+                self.net_.partial_fit(TensorDataset(X_t, y), None)
+        self.history_ = history_records(self.net_, parts)
+        self.n_iter_ = len(self.history_)
+        return self
+
+    # -- inference ------------------------------------------------------------------------
+
+    @property
+    def module_(self):
+        """The fitted torch module (``net_.module_``)."""
+        return self.net_.module_
+
+    @property
+    def _n_features_out(self):
+        return self.n_latent
+
+    def _batches(self, X):
+        """Yield float32 tensors of ``batch_size`` rows on ``device_``."""
+        for sl in iter_batches(len(X), self.batch_size):
+            yield to_tensor(X[sl], device=self.device_)
+
+    @torch.no_grad()
+    def _encode(self, X):
+        self.module_.eval()
+        return np.concatenate([to_numpy(self.module_.encode(x)[0]) for x in self._batches(X)])
+
+    @torch.no_grad()
+    def _decode(self, Z):
+        self.module_.eval()
+        out = [to_numpy(decoded_mean(self.module_.decode(z), self.likelihood,
+                                     self.output_activation)) for z in self._batches(Z)]
+        return np.concatenate(out).astype(np.float64)
+
+    def transform(self, X):
+        """Latent means ``mu(x)``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or image array
+
+        Returns
+        -------
+        Z : ndarray of shape (n_samples, n_latent), float64
+        """
+        check_is_fitted(self)
+        return self._encode(self._validate_X(X, reset=False)).astype(np.float64)
+
+    def inverse_transform(self, Z):
+        """Decode latent points to the mean of ``p(x|z)`` (probabilities for 'bernoulli').
+
+        Parameters
+        ----------
+        Z : array-like of shape (n_samples, n_latent)
+
+        Returns
+        -------
+        X : ndarray of shape (n_samples, n_features), float64
+        """
+        check_is_fitted(self)
+        Z = np.asarray(Z, dtype=np.float32)
+        if Z.ndim != 2 or Z.shape[1] != self.n_latent:
+            raise ValueError(f"Z must have shape (n_samples, {self.n_latent}) (n_latent); "
+                             f"got {Z.shape}.")
+        if not np.all(np.isfinite(Z)):
+            raise ValueError("Z contains NaN or infinity.")
+        return self._decode(Z)
+
+    def score_samples(self, X):
+        """Per-sample ELBO in nats, with the model's full prior.
+
+        Both expectations use the same ``n_mc_score`` reparameterised draws, shared by
+        all samples and seeded by ``random_state`` (0 when not an int), so repeated
+        calls agree and each sample's score does not depend on the batch it is in.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or image array
+
+        Returns
+        -------
+        elbo : ndarray of shape (n_samples,), float64
+        """
+        check_is_fitted(self)
+        X = self._validate_X(X, reset=False)
+        seed = self.random_state if isinstance(self.random_state, numbers.Integral) else 0
+        gen = torch.Generator().manual_seed(int(seed))
+        xi = torch.randn(self.n_mc_score, self.n_latent, generator=gen).to(self.device_)
+        self.module_.eval()
+        with torch.no_grad():
+            out = [to_numpy(self.net_.objective.elbo(self.module_, x, xi))
+                   for x in self._batches(X)]
+        return np.concatenate(out)
+
+    def as_images(self, X):
+        """Reshape flat rows to ``(n, *image_shape_)`` images.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        images : ndarray of shape (n_samples, C, H, W)
+        """
+        check_is_fitted(self)
+        if self.image_shape_ is None:
+            raise ValueError("as_images needs image_shape_: fit on image arrays or pass "
+                             "image_shape.")
+        return np.asarray(X).reshape(len(X), *self.image_shape_)
+
+    # -- hooks for purification and attacks ----------------------------------------------
+
+    def _torch_neg_elbo(self, x, stochastic=True):
+        """Per-sample negative ELBO of a float32 tensor on ``device_`` (differentiable in x)."""
+        return self.net_.objective.neg_elbo(self.module_, x, stochastic=stochastic)
+
+    # -- sklearn plumbing ------------------------------------------------------------------
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = True
+        return tags
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        device = state.get("device_")
+        if device is not None and device.type == "cuda" and not torch.cuda.is_available():
+            warnings.warn(f"{type(self).__name__} was fitted on {device}, which is not available; "
+                          "using the CPU.", RuntimeWarning)
+            self.device_ = torch.device("cpu")
+            self.net_.set_params(device="cpu")

@@ -1,0 +1,151 @@
+"""Encoder/decoder networks. Each exposes ``encode(x) -> (mu, logvar)`` and ``decode(z) -> raw``.
+
+``x`` is flat ``(B, D)``; convolutional networks fold it with their ``image_shape``.
+The raw decoder output is Bernoulli logits or, for a Gaussian likelihood, the
+mean before ``output_activation``.
+"""
+
+import math
+
+import torch
+from torch import nn
+
+
+def _mlp(sizes):
+    layers = []
+    for a, b in zip(sizes[:-1], sizes[1:]):
+        layers += [nn.Linear(a, b), nn.ReLU()]
+    return nn.Sequential(*layers)
+
+
+class MLPVAE(nn.Module):
+    """Linear-ReLU encoder with two linear heads and its mirrored decoder."""
+
+    def __init__(self, n_features, n_latent, hidden_sizes=(256, 128)):
+        super().__init__()
+        sizes = (n_features, *hidden_sizes)
+        self.encoder = _mlp(sizes)
+        self.mu = nn.Linear(sizes[-1], n_latent)
+        self.logvar = nn.Linear(sizes[-1], n_latent)
+        self.decoder = nn.Sequential(_mlp((n_latent, *sizes[::-1][:-1])),
+                                     nn.Linear(sizes[1] if len(sizes) > 1 else n_latent,
+                                               n_features))
+
+    def encode(self, x):
+        h = self.encoder(x)
+        return self.mu(h), self.logvar(h)
+
+    def decode(self, z):
+        return self.decoder(z)
+
+
+class ConvVAE(nn.Module):
+    """3x3 conv, stride-2 3x3 conv, linear 256; mirrored with a 4x4 stride-2 transposed conv."""
+
+    def __init__(self, image_shape, n_latent, channels=32):
+        super().__init__()
+        C, H, W = image_shape
+        self.image_shape = tuple(image_shape)
+        h2, w2 = (H + 1) // 2, (W + 1) // 2
+        self.encoder = nn.Sequential(
+            nn.Conv2d(C, channels, 3, padding=1), nn.ReLU(),
+            nn.Conv2d(channels, 2 * channels, 3, stride=2, padding=1), nn.ReLU(),
+            nn.Flatten(), nn.Linear(2 * channels * h2 * w2, 256), nn.ReLU())
+        self.mu = nn.Linear(256, n_latent)
+        self.logvar = nn.Linear(256, n_latent)
+        self.decoder = nn.Sequential(
+            nn.Linear(n_latent, 256), nn.ReLU(),
+            nn.Linear(256, 2 * channels * h2 * w2), nn.ReLU(),
+            nn.Unflatten(1, (2 * channels, h2, w2)),
+            nn.ConvTranspose2d(2 * channels, channels, 4, stride=2, padding=1), nn.ReLU(),
+            nn.Conv2d(channels, C, 3, padding=1))
+
+    def encode(self, x):
+        h = self.encoder(x.reshape(len(x), *self.image_shape))
+        return self.mu(h), self.logvar(h)
+
+    def decode(self, z):
+        C, H, W = self.image_shape
+        return self.decoder(z)[:, :, :H, :W].reshape(len(z), -1)
+
+
+class _ResBlock(nn.Module):
+    """conv-BN-ReLU, then conv-BN-ReLU-conv-BN with a skip connection."""
+
+    def __init__(self, c_in, c_out):
+        super().__init__()
+        self.inp = nn.Sequential(nn.Conv2d(c_in, c_out, 3, padding=1), nn.BatchNorm2d(c_out),
+                                 nn.ReLU())
+        self.body = nn.Sequential(
+            nn.Conv2d(c_out, c_out, 3, padding=1), nn.BatchNorm2d(c_out), nn.ReLU(),
+            nn.Conv2d(c_out, c_out, 3, padding=1), nn.BatchNorm2d(c_out))
+
+    def forward(self, x):
+        h = self.inp(x)
+        return torch.relu(h + self.body(h))
+
+
+class ResNetVAE(nn.Module):
+    """The paper's 4-block residual encoder (each block then 2x max-pool) and its mirror."""
+
+    def __init__(self, image_shape, n_latent, channels=32, n_blocks=4):
+        super().__init__()
+        C, H, W = image_shape
+        self.image_shape = tuple(image_shape)
+        widths = [channels * 2 ** min(i, 2) for i in range(n_blocks)]
+        enc, c = [], C
+        for w in widths:
+            enc += [_ResBlock(c, w), nn.MaxPool2d(2, ceil_mode=True)]
+            c = w
+        self.encoder = nn.Sequential(*enc, nn.AdaptiveAvgPool2d(1), nn.Flatten())
+        self.mu = nn.Linear(c, n_latent)
+        self.logvar = nn.Linear(c, n_latent)
+        self.start = (c, math.ceil(H / 2 ** n_blocks), math.ceil(W / 2 ** n_blocks))
+        dec = []
+        for w in widths[::-1]:
+            dec += [nn.Upsample(scale_factor=2, mode="nearest"), _ResBlock(c, w)]
+            c = w
+        self.decoder = nn.Sequential(
+            nn.Linear(n_latent, math.prod(self.start)), nn.ReLU(),
+            nn.Unflatten(1, self.start), *dec, nn.Conv2d(c, C, 3, padding=1))
+
+    def encode(self, x):
+        h = self.encoder(x.reshape(len(x), *self.image_shape))
+        return self.mu(h), self.logvar(h)
+
+    def decode(self, z):
+        C, H, W = self.image_shape
+        return self.decoder(z)[:, :, :H, :W].reshape(len(z), -1)
+
+
+class VAEModule(nn.Module):
+    """A backbone with ``encode``/``decode`` plus an optional linear classification head on z.
+
+    ``forward(x)`` returns ``(mu, logvar)`` with ``logvar`` clamped to a safe range.
+    """
+
+    def __init__(self, backbone, n_latent, n_classes=0, logvar_range=(-14.0, 8.0)):
+        super().__init__()
+        self.backbone = backbone
+        self.head = nn.Linear(n_latent, n_classes) if n_classes else None
+        self.logvar_range = logvar_range
+
+    def encode(self, x):
+        mu, logvar = self.backbone.encode(x)
+        return mu, logvar.clamp(*self.logvar_range)
+
+    def decode(self, z):
+        return self.backbone.decode(z)
+
+    def forward(self, x):
+        return self.encode(x)
+
+
+def build_backbone(architecture, n_features, n_latent, image_shape, hidden_sizes, channels):
+    """The backbone for an ``architecture`` parameter (a name or a callable)."""
+    if callable(architecture):
+        return architecture(n_features, n_latent, image_shape)
+    if architecture == "mlp":
+        return MLPVAE(n_features, n_latent, tuple(hidden_sizes))
+    cls = ConvVAE if architecture == "conv" else ResNetVAE
+    return cls(image_shape, n_latent, channels)

@@ -1,0 +1,469 @@
+"""InvariantClassifier: data augmentation, invariance regularisation and weight-tying (DA/IR/WT)."""
+
+import copy
+from collections import OrderedDict
+from numbers import Integral, Real
+
+import numpy as np
+import torch
+from scipy.special import softmax
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.metrics import accuracy_score
+from sklearn.preprocessing import LabelEncoder
+from sklearn.utils import Bunch, check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import (
+    _check_feature_names,
+    check_array,
+    check_consistent_length,
+    check_is_fitted,
+    column_or_1d,
+)
+from torch import nn
+
+from .._utils import check_image_shape, check_images, resolve_device, torch_seed
+from ..models import as_model
+from . import metrics
+from ._groups import FiniteGroup, resolve_group
+from ._nets import InvarianceNet, RestoreBest, Standardize, build_mlp
+
+# samples per forward/backward pass of the metrics (inference needs no mini-batch noise)
+_METRIC_BATCH = 1024
+_OPTIMIZERS = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW, "sgd": torch.optim.SGD}
+
+
+class InvariantClassifier(ClassifierMixin, BaseEstimator):
+    """An MLP image classifier made invariant to a finite group: by DA, IR or weight-tying.
+
+    The three routes of "On genuine invariance learning without weight-tying"
+    are three settings of one estimator:
+
+    - DA (data augmentation): ``augment=True, nu=0``;
+    - IR (invariance regularisation): ``augment=True, nu>0`` -- the loss is
+      ``CE(f(x), y) + nu * I(f, batch, G)`` with ``I`` the logit (``"li"``),
+      normalised logit (``"nli"``) or distribution (``"di"``) invariance error;
+    - WT (weight-tying): ``weight_tying=True, nu=0`` -- the first layer is
+      ``max_{g in G} w_j . vec(g x) + b_j``, so the network is exactly invariant.
+
+    Training runs through a skorch ``NeuralNetClassifier`` (``net_``, with its
+    ``history``). Inputs are normalised inside the network by one scalar mean
+    and std, which commutes with the group: never put a per-feature scaler, PCA
+    or feature selection before this estimator in a Pipeline, it would break
+    the group action.
+
+    Parameters
+    ----------
+    group : {"rot4", "xtrans3"}, FiniteGroup or list of callables, default="rot4"
+        ``"rot4"``: rotations by multiples of 90 degrees (square images);
+        ``"xtrans3"``: cyclic x-shifts by thirds of the width; or any finite
+        group of callables on ``(N, C, H, W)`` tensors (identity included; use
+        module-level functions, not lambdas, to keep the estimator picklable).
+        Flat ``X`` without ``image_shape`` is read as rows ``(1, 1, n_features)``,
+        which only a user group may act on.
+    image_shape : tuple of int, default=None
+        ``(H, W)`` or ``(C, H, W)`` for flat ``X``; ``X`` may also be given as
+        ``(n, H, W)`` or ``(n, C, H, W)`` images.
+    weight_tying : bool, default=False
+        Tie the first layer over the group and pool (WT). Built-in MLP only.
+    group_pool : {"max", "mean"}, default="max"
+        Pooling of the tied layer over the group (``"mean"`` makes the layer
+        see only the orbit average; for experiments).
+    augment : bool, default=True
+        Apply a uniformly drawn group element to every training sample.
+    nu : float, default=0.0
+        Weight of the invariance regulariser (IR when > 0).
+    invariance_loss : {"li", "nli", "di"}, default="li"
+    reg_elements : "all" or int, default="all"
+        Regularise over every non-identity element per batch, or over this many
+        drawn at random.
+    hidden_layer_sizes : tuple of int, default=(128, 128, 128, 128, 128)
+        The paper's MLP (233k parameters on 36x36 images with 9 classes).
+    activation : {"relu", "tanh", "gelu"}, default="relu"
+    module : torch.nn.Module class or instance, default=None
+        Replaces the built-in MLP: a class is called with ``n_classes=``, an
+        instance is deep-copied; it maps ``(N, C, H, W)`` float32 (normalised)
+        to logits. DA and IR work with any module; WT needs the built-in MLP.
+    max_epochs : int, default=300
+    batch_size : int, default=512
+    lr : float, default=8e-4
+    optimizer : {"adam", "adamw", "sgd"} or torch optimizer class, default="adam"
+    weight_decay : float, default=0.0
+    normalize : {"global"} or None, default="global"
+        ``"global"``: subtract the training set's scalar mean and divide by its
+        scalar std (``mean_``, ``std_``) inside the network.
+    validation_fraction : float in (0, 1), default=None
+        Hold out a stratified split (skorch ``ValidSplit``).
+    select_best : {"valid_acc", "valid_loss"} or None, default="valid_acc"
+        With a validation split, restore the parameters of the best epoch.
+    device : str or torch.device, default="auto"
+        ``"auto"``: CUDA when available.
+    random_state : int, RandomState or None, default=None
+        Seeds the initialisation, the split, batch shuffling and augmentation.
+    saliency_target : {"label", "pred"}, default="label"
+        Class explained by the saliency maps (``"pred"`` when no ``y`` is given).
+    ig_steps : int, default=50
+        Integrated-gradients steps (midpoint rule).
+    ig_baseline : "zeros", float or array, default="zeros"
+        IG baseline. ``"zeros"``: zero in the normalised space the network sees
+        (the constant image ``mean_``; padded pixels then get non-zero
+        attributions, as in the paper's setting); a number or an image is taken
+        in the space of ``X``.
+    saliency_threshold : float in (0, 1], default=0.9
+    saliency_sigma : float, default=1.0
+    saliency_kernel_size : int, default=3
+    saliency_padding : {"auto", "zeros", "circular", "circular_x"}, default="auto"
+    verbose : int, default=0
+        1 prints skorch's epoch table, 2 adds a progress bar per epoch.
+
+    Attributes
+    ----------
+    net_ : InvarianceNet
+        The fitted skorch net (``net_.history``).
+    module_ : torch.nn.Module
+        ``net_.module_``: raw images -> logits (normalisation included).
+    classes_ : ndarray of shape (n_classes,)
+    n_features_in_ : int
+    feature_names_in_ : ndarray, only for DataFrame input
+    image_shape_ : tuple of int
+        ``(C, H, W)``.
+    group_ : FiniteGroup
+        The checked group.
+    mean_, std_ : float
+        The scalar normalisation (0 and 1 with ``normalize=None``).
+    n_params_ : int
+        Number of trainable parameters.
+
+    See Also
+    --------
+    geolearn.invariance.logit_invariance, geolearn.invariance.saliency_invariance
+
+    Examples
+    --------
+    >>> from geolearn.datasets import make_transforming_mnist
+    >>> from geolearn.invariance import InvariantClassifier
+    >>> X, y = make_transforming_mnist(group="rot4", return_X_y=True, random_state=0)
+    >>> wt = InvariantClassifier(group="rot4", weight_tying=True, hidden_layer_sizes=(32,),
+    ...                          max_epochs=5, batch_size=128, random_state=0).fit(X, y)
+    >>> wt.logit_invariance(X[:50]) < 1e-8
+    True
+    """
+
+    _parameter_constraints = {
+        "group": [StrOptions({"rot4", "xtrans3"}), FiniteGroup, list, tuple],
+        "image_shape": [tuple, list, None],
+        "weight_tying": ["boolean"],
+        "group_pool": [StrOptions({"max", "mean"})],
+        "augment": ["boolean"],
+        "nu": [Interval(Real, 0, None, closed="left")],
+        "invariance_loss": [StrOptions({"li", "nli", "di"})],
+        "reg_elements": [StrOptions({"all"}), Interval(Integral, 1, None, closed="left")],
+        "hidden_layer_sizes": [tuple, list],
+        "activation": [StrOptions({"relu", "tanh", "gelu"})],
+        "module": [None, type, nn.Module],
+        "max_epochs": [Interval(Integral, 1, None, closed="left")],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "lr": [Interval(Real, 0, None, closed="neither")],
+        "optimizer": [StrOptions(set(_OPTIMIZERS)), type],
+        "weight_decay": [Interval(Real, 0, None, closed="left")],
+        "normalize": [StrOptions({"global"}), None],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither"), None],
+        "select_best": [StrOptions({"valid_acc", "valid_loss"}), None],
+        "device": [str, torch.device],
+        "random_state": ["random_state"],
+        "saliency_target": [StrOptions({"label", "pred"})],
+        "ig_steps": [Interval(Integral, 1, None, closed="left")],
+        "ig_baseline": [StrOptions({"zeros"}), Real, "array-like"],
+        "saliency_threshold": [Interval(Real, 0, 1, closed="right")],
+        "saliency_sigma": [Interval(Real, 0, None, closed="neither")],
+        "saliency_kernel_size": [Interval(Integral, 1, None, closed="left")],
+        "saliency_padding": [StrOptions({"auto", "zeros", "circular", "circular_x"})],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(self, group="rot4", image_shape=None, *, weight_tying=False, group_pool="max",
+                 augment=True, nu=0.0, invariance_loss="li", reg_elements="all",
+                 hidden_layer_sizes=(128, 128, 128, 128, 128), activation="relu", module=None,
+                 max_epochs=300, batch_size=512, lr=8e-4, optimizer="adam", weight_decay=0.0,
+                 normalize="global", validation_fraction=None, select_best="valid_acc",
+                 device="auto", random_state=None, saliency_target="label", ig_steps=50,
+                 ig_baseline="zeros", saliency_threshold=0.9, saliency_sigma=1.0,
+                 saliency_kernel_size=3, saliency_padding="auto", verbose=0):
+        self.group = group
+        self.image_shape = image_shape
+        self.weight_tying = weight_tying
+        self.group_pool = group_pool
+        self.augment = augment
+        self.nu = nu
+        self.invariance_loss = invariance_loss
+        self.reg_elements = reg_elements
+        self.hidden_layer_sizes = hidden_layer_sizes
+        self.activation = activation
+        self.module = module
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.lr = lr
+        self.optimizer = optimizer
+        self.weight_decay = weight_decay
+        self.normalize = normalize
+        self.validation_fraction = validation_fraction
+        self.select_best = select_best
+        self.device = device
+        self.random_state = random_state
+        self.saliency_target = saliency_target
+        self.ig_steps = ig_steps
+        self.ig_baseline = ig_baseline
+        self.saliency_threshold = saliency_threshold
+        self.saliency_sigma = saliency_sigma
+        self.saliency_kernel_size = saliency_kernel_size
+        self.saliency_padding = saliency_padding
+        self.verbose = verbose
+
+    # -- validation -------------------------------------------------------------------------
+
+    def _check_X(self, X, *, reset=False):
+        """``X`` as float32 images ``(n, C, H, W)``; fixes ``image_shape_`` when ``reset``."""
+        if not reset:
+            check_is_fitted(self)
+        _check_feature_names(self, X, reset=reset)
+        if not (hasattr(X, "ndim") and hasattr(X, "shape")):
+            X = np.asarray(X)
+        ndim = X.ndim
+        if ndim not in (2, 3, 4):
+            # sklearn's message ("Expected 2D array ... Reshape your data") for 1-D input
+            check_array(X, dtype=np.float32, allow_nd=ndim > 4, estimator=self)
+            raise ValueError(f"X must have 2, 3 or 4 dimensions; got {ndim}.")
+        if reset:
+            shape = check_image_shape(self.image_shape)
+            if ndim == 2 and shape is None:
+                if isinstance(self.group, str):
+                    raise ValueError(
+                        f"X is flat (n_samples, n_features) but group={self.group!r} acts on "
+                        "images: pass image_shape=(H, W) or (C, H, W), or X as images."
+                    )
+                X = check_array(X, dtype=np.float32, estimator=self)
+                shape = (1, 1, X.shape[1])
+        else:
+            shape = self.image_shape_
+            n_features = int(np.prod(X.shape[1:]))
+            if n_features != self.n_features_in_:
+                raise ValueError(
+                    f"X has {n_features} features, but {type(self).__name__} is expecting "
+                    f"{self.n_features_in_} features as input (images {self.image_shape_})."
+                )
+        images = check_images(X, shape, estimator=self)
+        if reset:
+            self.image_shape_ = tuple(images.shape[1:])
+            self.n_features_in_ = int(np.prod(self.image_shape_))
+        return np.ascontiguousarray(images)  # views such as np.rot90 have negative strides
+
+    def _check_params(self, group):
+        if any(isinstance(h, bool) or not isinstance(h, Integral) or h < 1
+               for h in self.hidden_layer_sizes):
+            raise ValueError("hidden_layer_sizes must be a tuple of positive integers; got "
+                             f"{self.hidden_layer_sizes!r}.")
+        if self.weight_tying and self.module is not None:
+            raise ValueError("weight_tying=True is defined for the built-in MLP only; set "
+                             "module=None or weight_tying=False.")
+        if self.nu > 0 and group.order == 1:
+            raise ValueError(f"nu={self.nu} > 0 needs a group with more than the identity; "
+                             f"{group!r} has order 1.")
+        if self.reg_elements != "all" and self.reg_elements > group.order - 1:
+            raise ValueError(f"reg_elements={self.reg_elements} exceeds the {group.order - 1} "
+                             "non-identity elements of the group.")
+        device = resolve_device(self.device)
+        if device.type == "cuda" and not torch.cuda.is_available():
+            raise ValueError(f"device={self.device!r} but CUDA is not available; use 'auto' "
+                             "or 'cpu'.")
+        return device
+
+    def _build_module(self, n_classes):
+        if self.module is None:
+            body = build_mlp(self.image_shape_, n_classes, tuple(self.hidden_layer_sizes),
+                             self.activation, self.group_, self.weight_tying, self.group_pool)
+        elif isinstance(self.module, nn.Module):
+            body = copy.deepcopy(self.module)
+        else:
+            body = self.module(n_classes=n_classes)
+        return nn.Sequential(OrderedDict(standardize=Standardize(self.mean_, self.std_),
+                                         model=body))
+
+    # -- fitting ----------------------------------------------------------------------------
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Train the network on images ``X`` and labels ``y``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, C, H, W), (n, H, W) or (n, C*H*W)
+        y : array-like of shape (n,)
+
+        Returns
+        -------
+        self : InvariantClassifier
+        """
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y "
+                             "is None.")
+        images = self._check_X(X, reset=True)
+        y = column_or_1d(y, warn=True)
+        check_consistent_length(images, y)
+        check_classification_targets(y)
+        encoder = LabelEncoder().fit(y)
+        self.classes_ = encoder.classes_
+        if len(self.classes_) < 2:
+            raise ValueError(f"y has {len(self.classes_)} class; {type(self).__name__} needs "
+                             "at least 2 classes.")
+        self.group_ = resolve_group(self.group, self.image_shape_)
+        device = self._check_params(self.group_)
+        if self.normalize == "global":
+            self.mean_ = float(images.mean(dtype=np.float64))
+            std = float(images.std(dtype=np.float64))
+            self.std_ = std if std > 0 else 1.0
+        else:
+            self.mean_, self.std_ = 0.0, 1.0
+        optimizer = _OPTIMIZERS.get(self.optimizer, self.optimizer)
+        with torch_seed(self.random_state) as seed:
+            module = self._build_module(len(self.classes_))
+            callbacks, train_split = [], None
+            if self.validation_fraction is not None:
+                from skorch.dataset import ValidSplit
+
+                train_split = ValidSplit(self.validation_fraction, stratified=True,
+                                         random_state=seed)
+                if self.select_best is not None:
+                    callbacks.append(("restore_best", RestoreBest(self.select_best)))
+            if self.verbose >= 2:
+                from skorch.callbacks import ProgressBar
+
+                callbacks.append(("progress", ProgressBar()))
+            self.net_ = InvarianceNet(
+                module=module, criterion=nn.CrossEntropyLoss, optimizer=optimizer, lr=self.lr,
+                optimizer__weight_decay=self.weight_decay, batch_size=self.batch_size,
+                max_epochs=self.max_epochs, iterator_train__shuffle=True,
+                train_split=train_split, callbacks=callbacks, device=device,
+                verbose=int(self.verbose >= 1), group=self.group_, augment=self.augment,
+                nu=self.nu, invariance_loss=self.invariance_loss,
+                reg_elements=self.reg_elements,
+            )
+            self.net_.fit(images, encoder.transform(y).astype(np.int64))
+        self.module_ = self.net_.module_
+        self.n_params_ = sum(p.numel() for p in self.module_.parameters() if p.requires_grad)
+        return self
+
+    # -- prediction -------------------------------------------------------------------------
+
+    def _logits(self, X):
+        images = self._check_X(X)
+        return as_model(self.net_).forward(images, batch_size=_METRIC_BATCH)
+
+    def decision_function(self, X):
+        """Logits ``f(x)``; for two classes the log-odds ``f_1 - f_0``, shape (n,)."""
+        logits = self._logits(X)
+        return logits[:, 1] - logits[:, 0] if logits.shape[1] == 2 else logits
+
+    def predict_proba(self, X):
+        """Softmax of the logits, shape (n, n_classes)."""
+        return softmax(self._logits(X).astype(np.float64), axis=1)
+
+    def predict(self, X):
+        """Predicted class labels (no augmentation is ever applied)."""
+        logits = self._logits(X)
+        return self.classes_[logits.argmax(1)]
+
+    def transformed_score(self, X, y, random_state=None):
+        """Accuracy on ``X`` with an independent random group element applied to each sample."""
+        images = self._check_X(X)
+        seed = int(check_random_state(random_state).randint(0, 2**31 - 1))
+        gx, _ = self.group_.apply_random(torch.from_numpy(images),
+                                         torch.Generator().manual_seed(seed))
+        return accuracy_score(y, self.predict(gx.numpy()))
+
+    # -- invariance diagnostics ---------------------------------------------------------------
+
+    def logit_invariance(self, X):
+        """``LI_f`` over ``X`` and every non-identity group element (Eq. 2)."""
+        return metrics.logit_invariance(self, self._check_X(X), self.group_,
+                                        batch_size=_METRIC_BATCH)
+
+    def distribution_invariance(self, X):
+        """``DI_f``: mean KL between the predicted distributions of ``x`` and ``gx`` (Eq. 1)."""
+        return metrics.distribution_invariance(self, self._check_X(X), self.group_,
+                                               batch_size=_METRIC_BATCH)
+
+    def normalized_logit_invariance(self, X):
+        """Normalised logit invariance ``NLI_f`` (Section 4.4)."""
+        return metrics.normalized_logit_invariance(self, self._check_X(X), self.group_,
+                                                   batch_size=_METRIC_BATCH)
+
+    def _saliency_kw(self):
+        # "zeros" is the zero of the normalised space the network sees: raw value mean_
+        baseline = self.mean_ if isinstance(self.ig_baseline, str) else self.ig_baseline
+        return dict(steps=self.ig_steps, baseline=baseline,
+                    threshold=self.saliency_threshold, sigma=self.saliency_sigma,
+                    kernel_size=self.saliency_kernel_size, batch_size=_METRIC_BATCH)
+
+    def _padding(self):
+        if self.saliency_padding != "auto":
+            return self.saliency_padding
+        return "circular_x" if self.group_.name == "xtrans3" else "zeros"
+
+    def saliency_invariance(self, X, y=None, *, return_details=False):
+        """``SI_f``: cosine similarity of realigned saliency maps over the orbit (Eq. 3).
+
+        See :func:`geolearn.invariance.saliency_invariance`.
+        """
+        return metrics.saliency_invariance(
+            self, self._check_X(X), self.group_, y, target=self.saliency_target,
+            padding=self._padding(), return_details=return_details, **self._saliency_kw())
+
+    def saliency_maps(self, X, y=None):
+        """The paper's saliency maps ``m_f(x)``, shape (n, H, W)."""
+        images = self._check_X(X)
+        if self.saliency_target == "label" and y is not None:
+            target = metrics._target_indices(self, y, len(images))
+        else:
+            target = self._logits(images).argmax(1)
+        return metrics.saliency_map(self, images, target, padding=self._padding(),
+                                    **self._saliency_kw())
+
+    def jacobian_sigma_max(self, X):
+        """Mean over ``X`` of the largest singular value of the input Jacobian of the logits."""
+        return metrics.jacobian_sigma_max(self, self._check_X(X), batch_size=_METRIC_BATCH)
+
+    def layer_spectral_norms(self):
+        """Spectral norm ``||W_l||_2`` of each linear layer, by layer name."""
+        check_is_fitted(self)
+        out = {}
+        for name, mod in self.module_.named_modules():
+            if isinstance(mod, nn.Linear):
+                out[name] = float(torch.linalg.matrix_norm(mod.weight.detach().double(), 2))
+        return out
+
+    def invariance_report(self, X, y=None):
+        """Accuracy and every invariance metric on ``X`` (Table 1 of the paper, one row).
+
+        Returns
+        -------
+        report : Bunch
+            ``accuracy`` and ``transformed_accuracy`` (None without ``y``),
+            ``LI``, ``DI``, ``NLI``, ``SI``, ``sigma_max``, ``n_degenerate``.
+        """
+        images = self._check_X(X)
+        si, details = self.saliency_invariance(images, y, return_details=True)
+        return Bunch(
+            accuracy=None if y is None else self.score(images, y),
+            transformed_accuracy=None if y is None else self.transformed_score(images, y, 0),
+            LI=self.logit_invariance(images),
+            DI=self.distribution_invariance(images),
+            NLI=self.normalized_logit_invariance(images),
+            SI=si,
+            sigma_max=self.jacobian_sigma_max(images),
+            n_degenerate=details.n_degenerate,
+        )
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = self.random_state is None
+        return tags

@@ -1,0 +1,136 @@
+"""The torch side of InvariantClassifier: the (weight-tied) MLP, the skorch net, a callback."""
+
+from collections import OrderedDict
+
+import torch
+from skorch import NeuralNetClassifier
+from skorch.callbacks import Callback
+from skorch.dataset import unpack_data
+from skorch.utils import to_tensor
+from torch import nn
+
+ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "gelu": nn.GELU}
+
+
+class Standardize(nn.Module):
+    """``(x - mean) / std`` with scalar buffers: commutes with every pixel permutation."""
+
+    def __init__(self, mean=0.0, std=1.0):
+        super().__init__()
+        self.register_buffer("mean", torch.tensor(float(mean)))
+        self.register_buffer("std", torch.tensor(float(std)))
+
+    def forward(self, x):
+        return (x - self.mean) / self.std
+
+
+class GroupPooledLinear(nn.Module):
+    """``z_j(x) = pool_{g in G} (w_j . vec(g x)) + b_j``: a group-invariant linear layer.
+
+    Each neuron sees every element of the orbit through one tied weight vector
+    and pools over the group, so ``z(hx) = z(x)`` exactly for every ``h`` in G.
+    """
+
+    def __init__(self, in_features, out_features, group, pool="max"):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features)
+        self.group = group
+        self.pool = pool
+
+    def forward(self, x):
+        n = len(x)
+        orbit = torch.cat([g(x) for g in self.group.transforms]).flatten(1)
+        z = (orbit @ self.linear.weight.T).view(self.group.order, n, -1)
+        z = z.amax(0) if self.pool == "max" else z.mean(0)
+        return z + self.linear.bias
+
+
+def build_mlp(image_shape, n_classes, hidden_layer_sizes, activation, group=None,
+              weight_tying=False, group_pool="max"):
+    """Images ``(N, C, H, W)`` -> logits; the first layer pooled over ``group`` when tied."""
+    d = int(torch.Size(image_shape).numel())
+    sizes = [d, *hidden_layer_sizes, n_classes]
+    layers = OrderedDict()
+    if not weight_tying:
+        layers["flatten"] = nn.Flatten()
+    for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
+        last = i == len(sizes) - 2
+        name = "out" if last else f"fc{i}"
+        if i == 0 and weight_tying:
+            layers[name] = GroupPooledLinear(a, b, group, group_pool)
+        else:
+            layers[name] = nn.Linear(a, b)
+        if not last:
+            layers[f"act{i}"] = ACTIVATIONS[activation]()
+    return nn.Sequential(layers)
+
+
+def invariance_error(f0, fg, kind, eps=1e-8):
+    """Mean over the batch and ``g`` of ``e(f(x), f(gx))``; ``fg`` has shape (|G_b|, n, K)."""
+    if kind == "li":
+        return 0.5 * ((f0 - fg) ** 2).sum(-1).mean()
+    if kind == "nli":
+        return (((f0 - fg) ** 2).sum(-1) / ((f0**2).sum(-1) + eps)).mean()
+    log_u = torch.log_softmax(f0, -1)
+    return (log_u.exp() * (log_u - torch.log_softmax(fg, -1))).sum(-1).mean()
+
+
+class InvarianceNet(NeuralNetClassifier):
+    """skorch classifier whose training step adds group augmentation and the regulariser.
+
+    One forward pass on ``[x; g_1 x; ...; g_k x]`` gives ``f(x)`` and every
+    ``f(g x)``; the loss is ``CE(f(x), y) + nu * I`` with gradients through both.
+    """
+
+    def __init__(self, *args, group=None, augment=True, nu=0.0, invariance_loss="li",
+                 reg_elements="all", **kwargs):
+        super().__init__(*args, **kwargs)
+        self.group = group
+        self.augment = augment
+        self.nu = nu
+        self.invariance_loss = invariance_loss
+        self.reg_elements = reg_elements
+
+    def train_step_single(self, batch, **fit_params):
+        self._set_training(True)
+        Xi, yi = unpack_data(batch)
+        x = to_tensor(Xi, device=self.device)
+        if self.augment:
+            x, _ = self.group.apply_random(x)
+        if self.nu > 0:
+            others = self.group.non_identity
+            if self.reg_elements != "all":
+                pick = torch.randperm(len(others))[: self.reg_elements]
+                others = [others[i] for i in pick.tolist()]
+            n = len(x)
+            logits = self.infer(torch.cat([x] + [self.group[k](x) for k in others]),
+                                **fit_params)
+            y_pred = logits[:n]
+            reg = invariance_error(y_pred, logits[n:].view(len(others), n, -1),
+                                   self.invariance_loss)
+            loss = self.get_loss(y_pred, yi, X=x, training=True) + self.nu * reg
+        else:
+            y_pred = self.infer(x, **fit_params)
+            loss = self.get_loss(y_pred, yi, X=x, training=True)
+        loss.backward()
+        return {"loss": loss, "y_pred": y_pred}
+
+
+class RestoreBest(Callback):
+    """Keep the ``state_dict`` of the best epoch by ``monitor`` in memory and load it at the end."""
+
+    def __init__(self, monitor="valid_acc"):
+        self.monitor = monitor
+
+    def on_train_begin(self, net, **kwargs):
+        self.best_state_ = None
+
+    def on_epoch_end(self, net, **kwargs):
+        if net.history[-1, f"{self.monitor}_best"]:
+            self.best_state_ = {k: v.detach().clone() for k, v in net.module_.state_dict().items()}
+            self.best_epoch_ = net.history[-1, "epoch"]
+
+    def on_train_end(self, net, **kwargs):
+        if self.best_state_ is not None:
+            net.module_.load_state_dict(self.best_state_)
+        self.best_state_ = None

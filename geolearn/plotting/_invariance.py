@@ -1,0 +1,140 @@
+"""Displays of the invariance family: saliency maps over a group orbit, the metrics table."""
+
+import numpy as np
+
+from ._base import axes_or_new, check_matplotlib
+
+
+class SaliencyOrbitDisplay:
+    """Saliency maps over a group orbit, realigned to a common orientation (paper's Fig. 3).
+
+    Rows are samples, columns the group elements ``g``; cell ``(i, g)`` shows
+    ``g^-1 m(g x_i)``. A genuinely invariant model shows identical rows.
+
+    Parameters
+    ----------
+    maps : ndarray of shape (n_samples, |G|, H, W)
+        Realigned maps (``details.maps`` of
+        :func:`geolearn.invariance.saliency_invariance`).
+    si : float, optional
+        The saliency invariance similarity, shown in the title.
+    labels : list of str, optional
+        Column titles (default: ``g0, g1, ...``).
+
+    Attributes
+    ----------
+    axes_ : ndarray of matplotlib Axes, shape (n_samples, |G|)
+    figure_ : matplotlib Figure
+    images_ : ndarray of AxesImage
+
+    Examples
+    --------
+    >>> import numpy as np, torch
+    >>> from geolearn.plotting import SaliencyOrbitDisplay
+    >>> net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(36, 3))
+    >>> X = np.random.default_rng(0).random((2, 1, 6, 6), dtype=np.float32)
+    >>> disp = SaliencyOrbitDisplay.from_estimator(net, X, group="rot4", steps=4)
+    >>> disp.axes_.shape
+    (2, 4)
+    """
+
+    def __init__(self, maps, *, si=None, labels=None):
+        self.maps = maps
+        self.si = si
+        self.labels = labels
+
+    @classmethod
+    def from_estimator(cls, estimator, X, y=None, *, group=None, n_samples=4, ax=None, **kwargs):
+        """Compute the realigned maps of the first ``n_samples`` of ``X`` and plot them.
+
+        ``group=None`` uses the estimator's fitted ``group_``; ``kwargs`` go to
+        :func:`geolearn.invariance.saliency_invariance` (an
+        :class:`InvariantClassifier` uses its own saliency settings instead).
+        """
+        from ..invariance import saliency_invariance
+
+        X = X[:n_samples]
+        y = None if y is None else np.asarray(y)[:n_samples]
+        if group is None and hasattr(estimator, "saliency_invariance"):
+            si, details = estimator.saliency_invariance(X, y, return_details=True)
+        else:
+            group = estimator.group_ if group is None else group
+            si, details = saliency_invariance(estimator, X, group, y, return_details=True,
+                                              **kwargs)
+        return cls(details.maps, si=si).plot(ax=ax)
+
+    def plot(self, ax=None, *, cmap="hot"):
+        """Draw the grid; ``ax`` is an array of Axes of shape (n_samples, |G|) or None."""
+        plt = check_matplotlib("SaliencyOrbitDisplay")
+        n, order = self.maps.shape[:2]
+        if ax is None:
+            fig, ax = plt.subplots(n, order, figsize=(1.6 * order, 1.6 * n), squeeze=False)
+        ax = np.asarray(ax).reshape(n, order)
+        self.figure_ = ax.flat[0].figure
+        self.images_ = np.empty((n, order), dtype=object)
+        labels = self.labels or [f"g{k}" for k in range(order)]
+        for i in range(n):
+            for k in range(order):
+                self.images_[i, k] = ax[i, k].imshow(self.maps[i, k], cmap=cmap)
+                ax[i, k].set_xticks([])
+                ax[i, k].set_yticks([])
+                if i == 0:
+                    ax[i, k].set_title(labels[k], fontsize=9)
+        if self.si is not None:
+            self.figure_.suptitle(f"saliency over the orbit, realigned (SI = {self.si:.3f})")
+        self.axes_ = ax
+        return self
+
+
+class InvarianceReportDisplay:
+    """Table 1 of the paper: accuracy and LI / DI / SI / sigma_max for several models.
+
+    Parameters
+    ----------
+    reports : dict of str to Bunch
+        Model name -> :meth:`InvariantClassifier.invariance_report` result.
+    metrics : sequence of str, default=("transformed_accuracy", "LI", "DI", "SI", "sigma_max")
+
+    Attributes
+    ----------
+    ax_ : matplotlib Axes
+    figure_ : matplotlib Figure
+    table_ : matplotlib Table
+
+    Examples
+    --------
+    >>> from sklearn.utils import Bunch
+    >>> from geolearn.plotting import InvarianceReportDisplay
+    >>> r = Bunch(transformed_accuracy=0.95, LI=0.0, DI=0.0, SI=1.0, sigma_max=14.9)
+    >>> disp = InvarianceReportDisplay.from_result({"WT": r})
+    >>> disp.table_.get_celld()[(1, 0)].get_text().get_text()
+    '0.950'
+    """
+
+    def __init__(self, reports, metrics=("transformed_accuracy", "LI", "DI", "SI", "sigma_max")):
+        self.reports = reports
+        self.metrics = metrics
+
+    @classmethod
+    def from_estimators(cls, estimators, X, y, *, ax=None):
+        """Compute ``invariance_report(X, y)`` of each named estimator and plot the table."""
+        return cls({name: est.invariance_report(X, y) for name, est in estimators.items()}
+                   ).plot(ax=ax)
+
+    @classmethod
+    def from_result(cls, reports, *, ax=None, **kwargs):
+        """Plot reports already computed."""
+        return cls(reports, **kwargs).plot(ax=ax)
+
+    def plot(self, ax=None):
+        """Draw the table on ``ax`` (a new figure when None)."""
+        fig, ax = axes_or_new(ax, figsize=(1.5 * (len(self.metrics) + 1),
+                                           0.5 * (len(self.reports) + 2)))
+        cells = [[f"{float(r[m]):.3f}" if abs(float(r[m])) < 1e3 else f"{float(r[m]):.3g}"
+                  for m in self.metrics] for r in self.reports.values()]
+        headers = ["acc (G)" if m == "transformed_accuracy" else m for m in self.metrics]
+        ax.axis("off")
+        self.table_ = ax.table(cellText=cells, rowLabels=list(self.reports), colLabels=headers,
+                               loc="center")
+        self.ax_, self.figure_ = ax, fig
+        return self

@@ -1,0 +1,32 @@
+"""Linear regions of ReLU networks (paper 1) and their local linear maps (paper 2).
+
+A ReLU network cuts its input space into convex polyhedra, each with one
+affine map. :class:`ReLUPolytopes` computes them exactly for trained MLPs:
+bit strings, H-representations, facets and Chebyshev balls by linear
+programming, regions along segments, enumeration with the dual graph and the
+papers' statistics. :class:`LocalLinearClustering` and :class:`LocalLinearMap`
+treat the local affine maps as points of a dual space (network reduction by
+k-means; least-squares maps between two networks).
+"""
+
+from ._enumeration import RegionEnumeration
+from ._local_linear import LocalLinearClustering, LocalLinearMap, local_rows
+from ._network import ReLUNet, as_relu_network
+from ._polytope import Polytope
+from ._relu_polytopes import ReLUPolytopes
+from ._segments import SegmentRegions
+from ._stats import describe, nn_agreement
+
+__all__ = [
+    "LocalLinearClustering",
+    "LocalLinearMap",
+    "Polytope",
+    "RegionEnumeration",
+    "ReLUNet",
+    "ReLUPolytopes",
+    "SegmentRegions",
+    "as_relu_network",
+    "describe",
+    "local_rows",
+    "nn_agreement",
+]

@@ -1,0 +1,251 @@
+"""Every region of a ReLU network: traversal of the dual graph (paper 1, Algorithm 1)
+and, for 2-D boxes, exact polygon subdivision."""
+
+import warnings
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import sparse
+
+from ._lp import (chebyshev_lp, clip_polygon, facet_center, facet_radius, facets_clarkson,
+                  facets_lp, is_bounded, polygon_area, stack_rows)
+from ._maps import forward_bits, hrep, local_maps
+from ._segments import segment_exact
+
+
+@dataclass(frozen=True, eq=False)
+class RegionEnumeration:
+    """All regions of a network (in a box or in R^m) and their dual graph.
+
+    Attributes
+    ----------
+    patterns : ndarray of shape (N, h), bool
+    n_regions : int
+    bounded : ndarray of shape (N,), bool
+        Whether each region itself (ignoring the box) is bounded.
+    chebyshev_radius : ndarray of shape (N,)
+        Of the region cut by the box (``inf`` for unbounded balls).
+    W : ndarray of shape (N, o, m)
+    b : ndarray of shape (N, o)
+    adjacency : scipy.sparse.csr_matrix of shape (N, N)
+        Regions sharing a facet; the value is the flipped unit + 1.
+    polygons : list of ndarray or None
+        Ordered vertices of each region cut by the box (2-D with a box only).
+    areas : ndarray of shape (N,) or None
+    complete : bool
+        False when ``max_regions`` stopped the enumeration (a warning says so).
+    n_degenerate_crossings : int
+        Facet crossings where more than the facet's bit flipped (the one-bit
+        flip is then an empty region, skipped).
+    """
+
+    patterns: np.ndarray
+    n_regions: int
+    bounded: np.ndarray
+    chebyshev_radius: np.ndarray
+    W: np.ndarray
+    b: np.ndarray
+    adjacency: sparse.csr_matrix
+    polygons: list = None
+    areas: np.ndarray = None
+    complete: bool = True
+    n_degenerate_crossings: int = 0
+
+    def dual_distances(self, i=None):
+        """Shortest-path lengths in the dual graph (unweighted).
+
+        Parameters
+        ----------
+        i : int, optional
+            One source region; None gives the full ``(N, N)`` matrix.
+        """
+        from scipy.sparse.csgraph import shortest_path
+
+        dist = shortest_path(self.adjacency, unweighted=True, directed=False,
+                             indices=None if i is None else [i])
+        return dist if i is None else dist[0]
+
+
+def _finish(net, patterns, edges, lo, hi, solver, complete, n_degenerate, polygons, *,
+            radii=None, bounded=None, device="cpu"):
+    patterns = np.asarray(patterns, bool).reshape(-1, net.n_hidden_units)
+    N = len(patterns)
+    if radii is None or bounded is None:
+        radii, bounded = np.empty(N), np.empty(N, bool)
+        for r, s in enumerate(patterns):
+            A, c = hrep(net, s)
+            radii[r] = chebyshev_lp(*stack_rows(A, c, lo, hi)[:2], solver=solver)[1]
+            bounded[r] = is_bounded(stack_rows(A, c)[0], solver=solver)
+    W, b = local_maps(net, patterns, device=device)
+    if edges:
+        e = np.array(sorted(set(edges)))
+        adj = sparse.coo_matrix((e[:, 2], (e[:, 0], e[:, 1])), shape=(N, N)).tocsr()
+        adj = adj.maximum(adj.T).tocsr()
+    else:
+        adj = sparse.csr_matrix((N, N), dtype=int)
+    areas = None if polygons is None else np.array([polygon_area(V) for V in polygons])
+    return RegionEnumeration(patterns=patterns, n_regions=N, bounded=np.asarray(bounded),
+                             chebyshev_radius=np.asarray(radii, float), W=W, b=b, adjacency=adj,
+                             polygons=polygons, areas=areas, complete=complete,
+                             n_degenerate_crossings=n_degenerate)
+
+
+def _truncated(max_regions):
+    warnings.warn(f"enumeration stopped at max_regions={max_regions}: the count is incomplete "
+                  "(RegionEnumeration.complete is False). Raise max_regions.", RuntimeWarning,
+                  stacklevel=3)
+
+
+def region_neighbours(net, s, lo, hi, *, scale, tol, facet_method, solver):
+    """Neighbours across each neuron facet of ``P(s)`` (cut by the box), found by crossing.
+
+    For each facet, the exact segment from just inside its Chebyshev centre
+    along the outward normal gives the first region beyond it (spec step 6):
+    the one-bit flip generically, a multi-bit one when units vanish together.
+
+    Returns
+    -------
+    neighbours : list of (unit, pattern)
+    n_degenerate : int
+        Crossings that flipped more than the facet's bit.
+    radius, bounded : the region's Chebyshev radius (cut by the box) and boundedness.
+    """
+    h = net.n_hidden_units
+    A, c = hrep(net, s)
+    An, cn, owner, _ = stack_rows(A, c, lo, hi)
+    interior, radius = chebyshev_lp(An, cn, solver=solver)
+    bounded = is_bounded(stack_rows(A, c)[0], solver=solver)
+    r_int = radius
+    if np.isinf(radius):  # chebyshev_lp's centre is then the one found with r <= 1
+        r_int = 1.0
+    if r_int <= tol:
+        return [], 0, radius, bounded
+    if facet_method == "lp":
+        rows, points = facets_lp(An, cn, tol=tol, solver=solver), {}
+    else:
+        rows, points = facets_clarkson(An, cn, interior, box=None if lo is None else (lo, hi),
+                                       tol=tol, solver=solver, return_points=True)
+    out, n_degenerate = [], 0
+    for row in rows[owner[rows] < h]:
+        unit = int(owner[row])
+        # a point where a ray left through the facet, unless too close to the facet's edge
+        x_f = points.get(int(row))
+        r_f = -np.inf if x_f is None else min(facet_radius(An, cn, row, x_f), scale)
+        if r_f < 1e-6 * scale:
+            x_f, r_f = facet_center(An, cn, row, r_max=scale, solver=solver)
+        eps, delta = 1e-7 * scale, min(1e-3 * scale, r_f)
+        seg = segment_exact(net, x_f - eps * An[row], x_f + delta * An[row])
+        beyond = [p for p in seg.patterns if np.any(p != s)]
+        if not beyond:
+            continue
+        nb = beyond[0]
+        n_degenerate += int(np.count_nonzero(nb != s) != 1 or nb[unit] == s[unit])
+        out.append((unit, nb))
+    return out, n_degenerate, radius, bounded
+
+
+def traverse(net, start, lo, hi, *, scale, tol, facet_method, solver, max_regions,
+             device="cpu", verbose=0):
+    """Paper 1, Algorithm 1 with robust neighbours found by crossing each facet."""
+    s0 = forward_bits(net, start[None])[0][0]
+    index, patterns, queue = {s0.tobytes(): 0}, [s0], deque([0])
+    edges, radii, bounded, n_degenerate, complete = [], {}, {}, 0, True
+    while queue:
+        r = queue.popleft()
+        try:
+            nbs, n_deg, radii[r], bounded[r] = region_neighbours(
+                net, patterns[r], lo, hi, scale=scale, tol=tol, facet_method=facet_method,
+                solver=solver)
+        except RuntimeError as exc:
+            raise RuntimeError(f"region {r} of the enumeration: {exc}") from exc
+        n_degenerate += n_deg
+        for unit, nb in nbs:
+            key = nb.tobytes()
+            if key not in index:
+                if len(patterns) >= max_regions:
+                    complete = False
+                    continue
+                index[key] = len(patterns)
+                patterns.append(nb)
+                queue.append(index[key])
+            edges.append((r, index[key], unit + 1))
+        if verbose and len(radii) % 100 == 0:
+            print(f"[enumerate_regions] {len(index)} regions found, {len(queue)} to expand")
+    if not complete:
+        _truncated(max_regions)
+    n = len(patterns)
+    polygons = None
+    if net.n_inputs == 2 and lo is not None:
+        from ._polytope import Polytope
+
+        polygons = [Polytope(p, *hrep(net, p), None, None, lo, hi).polygon() for p in patterns]
+    return _finish(net, patterns, edges, lo, hi, solver, complete, n_degenerate, polygons,
+                   radii=[radii.get(i, np.nan) for i in range(n)],
+                   bounded=[bounded.get(i, False) for i in range(n)], device=device)
+
+
+def _share_edge(V, v1, direction, length, normal, tol):
+    """Whether polygon ``V`` has a side of positive length on the segment ``v1 + t direction``."""
+    on_line = np.abs((V - v1) @ normal) <= tol
+    if on_line.sum() < 2:
+        return False
+    t = (V[on_line] - v1) @ direction
+    return min(t.max(), length) - max(t.min(), 0.0) > tol
+
+
+def subdivide(net, lo, hi, *, solver, max_regions, device="cpu"):
+    """Exact 2-D partition of a box: clip convex cells layer by layer (LP-free)."""
+    box = np.array([[lo[0], lo[1]], [hi[0], lo[1]], [hi[0], hi[1]], [lo[0], hi[1]]], float)
+    min_area = 1e-14 * polygon_area(box)
+    cells = [(box, np.zeros(0, bool), np.eye(2), np.zeros(2))]
+    for W, b in zip(net.weights[:-1], net.biases[:-1]):
+        new = []
+        for V, bits, Wc, bc in cells:
+            Ahat, bh = W @ Wc, W @ bc + b
+            pieces = [(V, [])]
+            for a, z0 in zip(Ahat, bh):
+                if np.linalg.norm(a) < 1e-14:  # constant unit on this cell: no split
+                    pieces = [(P, sb + [z0 > 0]) for P, sb in pieces]
+                    continue
+                nxt = []
+                for P, sb in pieces:
+                    for Q, bit in ((clip_polygon(P, a, -z0), False), (clip_polygon(P, -a, z0), True)):
+                        if polygon_area(Q) > min_area:
+                            nxt.append((Q, sb + [bit]))
+                pieces = nxt
+            for P, sb in pieces:
+                s = np.array(sb, bool)
+                new.append((P, np.concatenate([bits, s]), s[:, None] * Ahat, s * bh))
+        cells = new
+        if len(cells) > max_regions:
+            _truncated(max_regions)
+            cells = cells[:max_regions]
+            complete = False
+            break
+    else:
+        complete = True
+    patterns = np.array([bits for _, bits, _, _ in cells]).reshape(len(cells), -1)
+    polygons = [V for V, _, _, _ in cells]
+    index = {p.tobytes(): i for i, p in enumerate(patterns)}
+    scale = float(np.max(hi - lo))
+    edges = []
+    for r, V in enumerate(polygons):
+        for k in range(len(V)):
+            v1, v2 = V[k], V[(k + 1) % len(V)]
+            d = v2 - v1
+            length = np.linalg.norm(d)
+            if length < 1e-9 * scale:
+                continue
+            normal = np.array([d[1], -d[0]]) / length  # outward for counter-clockwise polygons
+            shift = 1e-9 * scale * normal
+            p1, p2 = v1 + 1e-6 * d + shift, v2 - 1e-6 * d + shift
+            if np.any(np.minimum(p1, p2) < lo) or np.any(np.maximum(p1, p2) > hi):
+                continue  # an edge on the box boundary
+            for p in segment_exact(net, p1, p2).patterns:
+                j = index.get(p.tobytes())
+                if j is not None and j != r and _share_edge(polygons[j], v1, d / length, length,
+                                                            normal, 1e-9 * scale):
+                    unit = int(np.flatnonzero(p != patterns[r])[0])
+                    edges.append((r, j, unit + 1))
+    return _finish(net, patterns, edges, lo, hi, solver, complete, 0, polygons, device=device)

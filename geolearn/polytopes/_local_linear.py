@@ -1,0 +1,443 @@
+"""Paper 2: local affine maps as points of a dual space; network reduction by k-means and
+linear maps between the local linear functions of two networks."""
+
+import copy
+import numbers
+import warnings
+
+import numpy as np
+import torch
+from scipy import linalg
+from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
+from sklearn.cluster import KMeans, MiniBatchKMeans
+from sklearn.metrics import accuracy_score, r2_score
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._utils import iter_batches, resolve_device
+from ..models import as_model
+from ..models._sklearn import BinaryProba
+from ._maps import forward_bits, local_maps, unique_patterns
+from ._network import _OUTPUT_ACTIVATIONS, _classes_of, as_relu_network, fitted_network, needs_fit
+
+_PIECEWISE_LINEAR = (torch.nn.ReLU, torch.nn.Linear, torch.nn.Conv1d, torch.nn.Conv2d,
+                     torch.nn.Conv3d, torch.nn.MaxPool1d, torch.nn.MaxPool2d, torch.nn.AvgPool1d,
+                     torch.nn.AvgPool2d, torch.nn.AdaptiveAvgPool2d, torch.nn.BatchNorm1d,
+                     torch.nn.BatchNorm2d, torch.nn.Flatten, torch.nn.Identity, torch.nn.Dropout,
+                     torch.nn.LeakyReLU, torch.nn.Sequential)
+
+
+def _autograd_module(network):
+    """A float64 copy of a torch module (its trailing output activation stripped)."""
+    module = as_model(network, dtype=torch.float64).module
+    if module is None:
+        raise ValueError(f"network is a {type(network).__name__}, seen only as a black box; local "
+                         "affine maps need a torch module, a skorch net or an MLP.")
+    module = copy.deepcopy(module).double()
+    if isinstance(module, torch.nn.Sequential):
+        keep = len(module)
+        while keep and isinstance(module[keep - 1], (BinaryProba, *_OUTPUT_ACTIVATIONS)):
+            keep -= 1
+        module = module[:keep]
+    other = sorted({type(m).__name__ for m in module.modules()
+                    if not isinstance(m, _PIECEWISE_LINEAR) and len(list(m.children())) == 0})
+    if other:
+        warnings.warn(f"network contains {', '.join(other)} layers that may not be piecewise "
+                      "linear: the local rows are tangent maps (Jacobians), not exact local "
+                      "affine maps.", UserWarning, stacklevel=4)
+    return module
+
+
+def local_rows(network, X, *, input_shape=None, batch_size=1024, device="cpu"):
+    """Local affine map ``G(x) = W(x) x + b(x)`` of a network at each sample.
+
+    Exact recurrence for ReLU MLPs (:func:`as_relu_network`); autograd
+    (``b = G(x) - J(x) x``, float64) for any other torch module, as paper 2's
+    code did for conv nets.
+
+    Returns
+    -------
+    W : ndarray of shape (n, o, m)
+    b : ndarray of shape (n, o)
+    """
+    try:
+        net = as_relu_network(network)
+    except ValueError:
+        net = None
+    if net is not None:
+        bits = forward_bits(net, X, device=device, batch_size=batch_size)[0]
+        patterns, labels, _ = unique_patterns(bits)
+        W, b = local_maps(net, patterns, device=device, batch_size=batch_size)
+        return W[labels], b[labels]
+    model = as_model(_autograd_module(network), batch_size=batch_size, dtype=torch.float64)
+    Xs = X if input_shape is None else X.reshape(len(X), *input_shape)
+    out = model.forward(Xs).reshape(len(X), -1)
+    J = model.jacobian(Xs).reshape(len(X), out.shape[1], -1)
+    return J, out - np.einsum("nom,nm->no", J, X)
+
+
+def _classes(network, n_outputs):
+    classes = _classes_of(network)
+    if classes is not None:
+        return classes
+    return np.arange(2 if n_outputs == 1 else n_outputs)
+
+
+def _rows(W, b, include_bias):
+    return np.concatenate([W, b[..., None]], axis=2) if include_bias else W
+
+
+def _evaluate(rows, X, include_bias):
+    """``y_j = [x; 1] . row_j`` (or ``x . w_j``) per sample and output."""
+    Xa = np.column_stack([X, np.ones(len(X))]) if include_bias else X
+    return np.einsum("nod,nd->no", rows, Xa)
+
+
+def _check_int(value, name, minimum=1):
+    if not isinstance(value, numbers.Integral) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}.")
+
+
+class LocalLinearMap(TransformerMixin, BaseEstimator):
+    """Per-output linear maps between the local affine maps of two networks (paper 2, eq. 8).
+
+    For output ``j`` the local rows ``c_j(x) = [w_j(x), b_j(x)]`` of the source
+    network at the fit samples are stacked into ``C_j^(1)`` (eq. 7), those of the
+    target into ``C_j^(2)``, and ``M_j = argmin ||C_j^(1) M - C_j^(2)||_F`` (least
+    squares without intercept, minimum norm when rank-deficient). At a new
+    ``x``, the mapped row ``c_j^(1)(x) M_j`` evaluated at ``x`` gives output ``j``
+    (a function that is no longer continuous).
+
+    Parameters
+    ----------
+    source, target : object, default=None
+        Networks with the same input and output sizes: ReLU MLPs (exact
+        local maps) or any torch module / skorch net (autograd). Unfitted
+        scikit-learn / skorch networks are fitted on ``(X, y)``.
+    include_bias : bool, default=True
+        Map ``[w, b]`` rows (paper's Table 2); False maps weights only.
+    alpha : float, default=0.0
+        Ridge penalty (0: minimum-norm least squares).
+    input_shape : tuple of int, default=None
+        Shape each flat row is reshaped to before calling a torch module.
+    memory_limit : float, default=2e9
+        Bytes; above it the normal equations are accumulated in batches
+        (squared conditioning, warned).
+    batch_size : int, default=1024
+    device : str, default='auto'
+
+    Attributes
+    ----------
+    maps_ : ndarray of shape (o, d, d)
+        ``d = m + 1`` (or ``m`` without bias).
+    rank_ : ndarray of shape (o,)
+    r2_fit_ : ndarray of shape (o,)
+        Coefficient R^2 of the mapped rows on the fit set.
+    classes_ : ndarray
+    n_features_in_ : int
+    n_outputs_ : int
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn.neural_network import MLPClassifier
+    >>> from geolearn.polytopes import LocalLinearMap
+    >>> X, y = load_iris(return_X_y=True)
+    >>> a = MLPClassifier((16,), max_iter=2000, random_state=0).fit(X, y)
+    >>> llm = LocalLinearMap(source=a, target=a).fit(X)
+    >>> bool((llm.predict(X) == a.predict(X)).all())
+    True
+    """
+
+    def __init__(self, source=None, target=None, *, include_bias=True, alpha=0.0,
+                 input_shape=None, memory_limit=2e9, batch_size=1024, device="auto"):
+        self.source = source
+        self.target = target
+        self.include_bias = include_bias
+        self.alpha = alpha
+        self.input_shape = input_shape
+        self.memory_limit = memory_limit
+        self.batch_size = batch_size
+        self.device = device
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = False
+        tags.target_tags.required = needs_fit(self.source) or needs_fit(self.target)
+        return tags
+
+    def _local(self, network, X):
+        return local_rows(network, X, input_shape=self.input_shape, batch_size=self.batch_size,
+                          device=self._device)
+
+    def fit(self, X, y=None):
+        """Fit one map per output from the local rows of both networks at ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, m)
+        y : array-like, optional
+            Used only to fit unfitted scikit-learn / skorch networks.
+
+        Returns
+        -------
+        self : LocalLinearMap
+        """
+        if not isinstance(self.alpha, numbers.Real) or self.alpha < 0:
+            raise ValueError(f"alpha must be a non-negative float; got {self.alpha!r}.")
+        _check_int(self.batch_size, "batch_size")
+        X = validate_data(self, X, dtype=np.float64)
+        self._device = resolve_device(self.device)
+        self.source_ = fitted_network(self.source, X, y, "source")
+        self.target_ = fitted_network(self.target, X, y, "target")
+        n, m = X.shape
+        for name, net in (("source", self.source_), ("target", self.target_)):
+            n_in = _n_inputs(net)
+            if n_in is not None and n_in != m:
+                raise ValueError(f"X has {m} features but the {name} network expects {n_in} "
+                                 "inputs; source and target must have the same inputs and "
+                                 "outputs.")
+        W1, b1 = self._local(self.source_, X[:1])
+        W2, b2 = self._local(self.target_, X[:1])
+        if W1.shape != W2.shape:
+            raise ValueError(f"source and target must have the same inputs and outputs: source "
+                             f"maps {W1.shape[2]} -> {W1.shape[1]}, target {W2.shape[2]} -> "
+                             f"{W2.shape[1]}.")
+        if W1.shape[2] != m:
+            raise ValueError(f"X has {m} features but the networks expect {W1.shape[2]} inputs.")
+        o = W1.shape[1]
+        d = m + 1 if self.include_bias else m
+        if n < d:
+            warnings.warn(f"{n} samples for maps of size {d} x {d}: the least-squares problem "
+                          "is underdetermined (minimum-norm solution).", UserWarning, stacklevel=2)
+        if n * d * o * 8 <= self.memory_limit:
+            C1 = _rows(*self._local(self.source_, X), self.include_bias)
+            C2 = _rows(*self._local(self.target_, X), self.include_bias)
+            # C order: a pickle round trip must not change the einsum path (bitwise outputs)
+            self.maps_ = np.ascontiguousarray([self._solve(C1[:, j], C2[:, j]) for j in range(o)])
+            self.rank_ = np.array([np.linalg.matrix_rank(C1[:, j]) for j in range(o)])
+            self.r2_fit_ = self._r2(C1, C2)
+        else:
+            self._fit_normal_equations(X, o, d)
+        self.n_outputs_ = o
+        self.classes_ = _classes(self.target_, o)
+        self._is_classifier = _classes_of_any(self.target_)
+        return self
+
+    def _solve(self, C1, C2):
+        if self.alpha == 0:
+            return linalg.lstsq(C1, C2, lapack_driver="gelsd")[0]
+        d = C1.shape[1]
+        return linalg.solve(C1.T @ C1 + self.alpha * np.eye(d), C1.T @ C2, assume_a="pos")
+
+    def _fit_normal_equations(self, X, o, d):
+        warnings.warn("local rows exceed memory_limit: solving the normal equations accumulated "
+                      "in batches (squared conditioning).", UserWarning, stacklevel=3)
+        G, K = np.zeros((o, d, d)), np.zeros((o, d, d))
+        for sl in iter_batches(len(X), self.batch_size):
+            C1 = _rows(*self._local(self.source_, X[sl]), self.include_bias)
+            C2 = _rows(*self._local(self.target_, X[sl]), self.include_bias)
+            G += np.einsum("noa,nob->oab", C1, C1)
+            K += np.einsum("noa,nob->oab", C1, C2)
+        eye = self.alpha * np.eye(d)
+        self.maps_ = np.ascontiguousarray([linalg.lstsq(G[j] + eye, K[j])[0] for j in range(o)])
+        self.rank_ = np.array([np.linalg.matrix_rank(G[j]) for j in range(o)])
+        self.r2_fit_ = np.stack([self.coefficient_r2(X[sl]) for sl in
+                                 iter_batches(len(X), self.batch_size)]).mean(axis=0)
+
+    def _r2(self, C1, C2):
+        mapped = np.einsum("noa,oab->nob", C1, self.maps_)
+        return np.array([r2_score(C2[:, j], mapped[:, j]) for j in range(C1.shape[1])])
+
+    def _check(self, X):
+        check_is_fitted(self, "maps_")
+        return validate_data(self, X, dtype=np.float64, reset=False)
+
+    def transform(self, X):
+        """Mapped local rows ``c_j^(1)(x) M_j``, flattened to ``(n, o * d)``."""
+        X = self._check(X)
+        C1 = _rows(*self._local(self.source_, X), self.include_bias)
+        return np.einsum("noa,oab->nob", C1, self.maps_).reshape(len(X), -1)
+
+    def decision_function(self, X):
+        """Mapped outputs ``y_j(x) = [x; 1] . c_j`` of shape (n, o)."""
+        X = self._check(X)
+        rows = self.transform(X).reshape(len(X), self.n_outputs_, -1)
+        return _evaluate(rows, X, self.include_bias)
+
+    def predict(self, X):
+        """``classes_[argmax_j y_j]`` (one output: ``classes_[1]`` iff ``y > 0``); the
+        outputs themselves when the target is not a classifier."""
+        out = self.decision_function(X)
+        if not self._is_classifier:
+            return out.ravel() if out.shape[1] == 1 else out
+        if out.shape[1] == 1:
+            return self.classes_[(out[:, 0] > 0).astype(int)]
+        return self.classes_[np.argmax(out, axis=1)]
+
+    def score(self, X, y):
+        """Accuracy against ``y`` (R^2 of the outputs when the target is not a classifier)."""
+        pred = self.predict(X)
+        if self._is_classifier:
+            return accuracy_score(y, pred)
+        return r2_score(y, pred)
+
+    def coefficient_r2(self, X):
+        """R^2 between the mapped rows and the target's own rows at ``X``, per output."""
+        X = self._check(X)
+        C1 = _rows(*self._local(self.source_, X), self.include_bias)
+        C2 = _rows(*self._local(self.target_, X), self.include_bias)
+        return self._r2(C1, C2)
+
+
+def _n_inputs(network):
+    """Input size of a ReLU MLP (None for other modules, whose size only a forward pass tells)."""
+    try:
+        return as_relu_network(network).n_inputs
+    except ValueError:
+        return None
+
+
+def _classes_of_any(network):
+    return _classes_of(network) is not None
+
+
+class LocalLinearClustering(ClassifierMixin, BaseEstimator):
+    """Network reduction by k-means on local affine maps (paper 2, Section 2.4.1).
+
+    Per output ``j``, k-means with ``n_clusters`` centres runs on the local rows
+    ``[w_j(x), b_j(x)]`` of the fit samples. At prediction the network's own
+    row at ``x`` is replaced by its nearest centre ``(w, b)``, the output is
+    ``w . x + b`` and the class the argmax over outputs. ``n_clusters=1`` is one
+    global linear model; accuracy against ``n_clusters`` measures how few
+    affine pieces the network really uses.
+
+    Parameters
+    ----------
+    network : object, default=None
+        A ReLU MLP (exact rows) or any torch module / skorch net (autograd);
+        unfitted scikit-learn / skorch networks are fitted on ``(X, y)``.
+    n_clusters : int, default=10
+    include_bias : bool, default=True
+        Cluster ``[w, b]`` rows; False clusters weights only (outputs ``w . x``).
+    algorithm : {'kmeans', 'minibatch'}, default='kmeans'
+        ``'minibatch'``: the paper's ``MiniBatchKMeans(init_size=max(300, 3k))``.
+    n_init : 'auto' or int, default='auto'
+    random_state : int, RandomState or None, default=None
+    input_shape : tuple of int, default=None
+    batch_size : int, default=1024
+    device : str, default='auto'
+
+    Attributes
+    ----------
+    cluster_centers_ : ndarray of shape (o, n_clusters, d)
+    inertia_ : ndarray of shape (o,)
+    n_distinct_maps_ : ndarray of shape (o,)
+        Distinct local rows per output among the fit samples.
+    classes_ : ndarray
+    n_features_in_ : int
+    network_ : object
+        The (fitted) network.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn.neural_network import MLPClassifier
+    >>> from geolearn.polytopes import LocalLinearClustering
+    >>> X, y = load_iris(return_X_y=True)
+    >>> mlp = MLPClassifier((16,), max_iter=2000, random_state=0).fit(X, y)
+    >>> red = LocalLinearClustering(mlp, n_clusters=3, random_state=0).fit(X)
+    >>> red.cluster_centers_.shape
+    (3, 3, 5)
+    >>> bool(red.score(X, y) > 0.9)
+    True
+    """
+
+    def __init__(self, network=None, *, n_clusters=10, include_bias=True, algorithm="kmeans",
+                 n_init="auto", random_state=None, input_shape=None, batch_size=1024,
+                 device="auto"):
+        self.network = network
+        self.n_clusters = n_clusters
+        self.include_bias = include_bias
+        self.algorithm = algorithm
+        self.n_init = n_init
+        self.random_state = random_state
+        self.input_shape = input_shape
+        self.batch_size = batch_size
+        self.device = device
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = False
+        return tags
+
+    def _rows(self, X):
+        W, b = local_rows(self.network_, X, input_shape=self.input_shape,
+                          batch_size=self.batch_size, device=self._device)
+        return _rows(W, b, self.include_bias)
+
+    def fit(self, X, y=None):
+        """Cluster the local rows of the network at ``X``, output by output.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, m)
+        y : array-like, optional
+            Used only to fit an unfitted scikit-learn / skorch ``network``.
+
+        Returns
+        -------
+        self : LocalLinearClustering
+        """
+        _check_int(self.n_clusters, "n_clusters")
+        _check_int(self.batch_size, "batch_size")
+        if self.algorithm not in ("kmeans", "minibatch"):
+            raise ValueError(f"algorithm must be 'kmeans' or 'minibatch'; got {self.algorithm!r}.")
+        X = validate_data(self, X, dtype=np.float64)
+        if self.n_clusters > len(X):
+            raise ValueError(f"n_clusters={self.n_clusters} exceeds the number of samples "
+                             f"({len(X)}).")
+        self._device = resolve_device(self.device)
+        self.network_ = fitted_network(self.network, X, y)
+        C = self._rows(X)
+        if C.shape[2] - int(self.include_bias) != X.shape[1]:
+            raise ValueError(f"X has {X.shape[1]} features but the network expects "
+                             f"{C.shape[2] - int(self.include_bias)} inputs.")
+        rng = check_random_state(self.random_state)
+        centers, inertia, distinct = [], [], []
+        for j in range(C.shape[1]):
+            k = self.n_clusters
+            if self.algorithm == "kmeans":
+                km = KMeans(k, n_init=self.n_init, random_state=rng)
+            else:
+                km = MiniBatchKMeans(k, n_init=self.n_init, init_size=max(300, 3 * k),
+                                     random_state=rng)
+            km.fit(C[:, j])
+            centers.append(km.cluster_centers_)
+            inertia.append(km.inertia_)
+            scale = max(float(np.abs(C[:, j]).max()), np.finfo(float).tiny)
+            distinct.append(len(np.unique(np.round(C[:, j] / scale * 1e9), axis=0)))
+        self.cluster_centers_ = np.ascontiguousarray(centers)
+        self.inertia_ = np.array(inertia)
+        self.n_distinct_maps_ = np.array(distinct)
+        self.classes_ = _classes(self.network_, C.shape[1])
+        return self
+
+    def decision_function(self, X):
+        """Outputs of the reduced network, ``w . x + b`` with the nearest centre (n, o)."""
+        check_is_fitted(self, "cluster_centers_")
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        C = self._rows(X)
+        # nearest centre per sample and output (squared Euclidean distance)
+        d2 = ((C[:, :, None, :] - self.cluster_centers_[None]) ** 2).sum(axis=3)
+        nearest = np.take_along_axis(self.cluster_centers_[None],
+                                     d2.argmin(axis=2)[:, :, None, None], axis=2)[:, :, 0]
+        out = _evaluate(nearest, X, self.include_bias)
+        return out[:, 0] if out.shape[1] == 1 else out
+
+    def predict(self, X):
+        """``classes_[argmax_j]`` of the reduced outputs (one output: sign rule)."""
+        out = self.decision_function(X)
+        if out.ndim == 1:
+            return self.classes_[(out > 0).astype(int)]
+        return self.classes_[np.argmax(out, axis=1)]

@@ -1,0 +1,263 @@
+"""Canonical form of a ReLU network: float64 weight matrices, layer by layer."""
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from ..models import as_model
+from ..models._sklearn import BinaryProba
+
+_SUPPORTED = ("Linear", "ReLU", "Identity", "Flatten", "Dropout", "BatchNorm1d",
+              "a trailing Softmax/LogSoftmax/Sigmoid")
+_OUTPUT_ACTIVATIONS = {nn.Softmax: "softmax", nn.LogSoftmax: "log_softmax",
+                       nn.Sigmoid: "sigmoid"}
+
+
+@dataclass(frozen=True, eq=False)
+class ReLUNet:
+    """A ReLU MLP in canonical form ``G(x) = W_{L+1} ReLU(... ReLU(W_1 x + b_1) ...) + b_{L+1}``.
+
+    Built by :func:`as_relu_network`; all arrays are float64 copies.
+
+    Attributes
+    ----------
+    weights : tuple of ndarray
+        ``W_i`` of shape ``(n_out, n_in)``, hidden layers first, the output map last.
+    biases : tuple of ndarray
+        ``b_i`` of shape ``(n_out,)``.
+    layer_sizes : tuple of int
+        ``(m, h_1, ..., h_L, o)``.
+    n_inputs, n_outputs : int
+    classes : ndarray or None
+        Class labels of the source classifier, if it has them.
+    output_activation : str or None
+        The stripped output activation (``'softmax'``, ``'log_softmax'``,
+        ``'sigmoid'``) or None; all maps refer to the logits.
+    """
+
+    weights: tuple
+    biases: tuple
+    layer_sizes: tuple
+    n_inputs: int
+    n_outputs: int
+    classes: object = None
+    output_activation: object = None
+
+    @property
+    def hidden_sizes(self):
+        """``(h_1, ..., h_L)``."""
+        return self.layer_sizes[1:-1]
+
+    @property
+    def n_hidden_units(self):
+        """``h = sum_i h_i``."""
+        return int(sum(self.hidden_sizes))
+
+    def torch_params(self, device):
+        """The weights as float64 tensors on ``device`` (a list of ``(W, b)`` pairs)."""
+        return [(torch.as_tensor(W, device=device), torch.as_tensor(b, device=device))
+                for W, b in zip(self.weights, self.biases)]
+
+
+def _flatten(module):
+    if isinstance(module, nn.Sequential):
+        return [leaf for child in module for leaf in _flatten(child)]
+    return [module]
+
+
+def _unsupported(layer):
+    return ValueError(
+        f"network contains a {type(layer).__name__} layer; ReLUPolytopes needs a ReLU MLP made of "
+        f"{', '.join(_SUPPORTED)} (an nn.Sequential, a skorch net around one, or an MLPClassifier/"
+        "MLPRegressor with activation='relu'). For other torch modules (conv nets, max-pooling) "
+        "use LocalLinearMap or LocalLinearClustering, which work through autograd."
+    )
+
+
+def _compose(acc, W, b):
+    """``(W, b)`` applied after the affine map ``acc`` (None: the identity)."""
+    if acc is None:
+        return W, b
+    return W @ acc[0], W @ acc[1] + b
+
+
+def _batchnorm_affine(bn):
+    if bn.running_mean is None or bn.running_var is None:
+        raise ValueError("network has a BatchNorm1d without running statistics "
+                         "(track_running_stats=False); it cannot be folded into an affine map.")
+    scale = 1.0 / np.sqrt(bn.running_var.detach().cpu().double().numpy() + bn.eps)
+    shift = -bn.running_mean.detach().cpu().double().numpy() * scale
+    if bn.affine:
+        gamma = bn.weight.detach().cpu().double().numpy()
+        scale, shift = gamma * scale, gamma * shift + bn.bias.detach().cpu().double().numpy()
+    return np.diag(scale), shift
+
+
+def _unfrozen(network):
+    """The estimator inside a ``FrozenEstimator`` (kept fitted through ``clone``)."""
+    from sklearn.frozen import FrozenEstimator
+
+    return network.estimator if isinstance(network, FrozenEstimator) else network
+
+
+def _classes_of(network):
+    from sklearn.neural_network import MLPClassifier
+
+    network = _unfrozen(network)
+    if isinstance(network, MLPClassifier):
+        return np.asarray(network.classes_)
+    try:
+        classes = getattr(network, "classes_", None)
+    except AttributeError:  # skorch raises when it inferred no classes
+        classes = None
+    return None if classes is None else np.asarray(classes)
+
+
+def as_relu_network(network):
+    """Canonicalise a trained ReLU MLP into float64 weight matrices.
+
+    Parameters
+    ----------
+    network : torch.nn.Sequential, skorch.NeuralNet, MLPClassifier or MLPRegressor
+        A fitted ReLU MLP, possibly a :class:`ReLUNet` already. Supported torch
+        layers: ``Linear`` (``bias=False`` means a zero bias), ``ReLU``,
+        ``Identity``, ``Flatten``, ``Dropout`` (eval behaviour), ``BatchNorm1d``
+        (eval statistics, folded into the affine maps) and nested
+        ``Sequential``. Consecutive affine layers without a ReLU between them
+        are multiplied out. A trailing ``Softmax``, ``LogSoftmax`` or
+        ``Sigmoid`` is stripped: every map refers to the logits.
+
+    Returns
+    -------
+    net : ReLUNet
+
+    Raises
+    ------
+    ValueError
+        For ``None``, non-ReLU activations, or layers outside the supported set.
+    sklearn.exceptions.NotFittedError
+        For an unfitted scikit-learn or skorch network.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from geolearn.polytopes import as_relu_network
+    >>> net = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(),
+    ...                           torch.nn.Linear(4, 2), torch.nn.Softmax(dim=1))
+    >>> relu_net = as_relu_network(net)
+    >>> relu_net.layer_sizes, relu_net.output_activation
+    ((3, 4, 2), 'softmax')
+    """
+    from sklearn.neural_network import MLPClassifier, MLPRegressor
+
+    network = _unfrozen(network)
+    if isinstance(network, ReLUNet):
+        return network
+    if network is None:
+        raise ValueError("network=None: pass a trained ReLU MLP (torch nn.Sequential, skorch net, "
+                         "or MLPClassifier/MLPRegressor with activation='relu').")
+    if isinstance(network, (MLPClassifier, MLPRegressor)) and network.activation != "relu":
+        raise ValueError(f"network is an {type(network).__name__} with activation="
+                         f"{network.activation!r}; ReLUPolytopes needs activation='relu'.")
+    model = as_model(network, dtype=torch.float64)
+    if model.module is None:
+        raise ValueError(f"network is a {type(network).__name__}, seen only as a black box; "
+                         "ReLUPolytopes needs a ReLU MLP: " + ", ".join(_SUPPORTED) + ".")
+    layers = [m for m in _flatten(model.module)]
+    output_activation = None
+    while layers and isinstance(layers[-1], (BinaryProba, *_OUTPUT_ACTIVATIONS)):
+        last = layers.pop()
+        if not isinstance(last, BinaryProba):
+            output_activation = output_activation or _OUTPUT_ACTIVATIONS[type(last)]
+    weights, biases, acc, n_inputs, width = [], [], None, None, None
+    for layer in layers:
+        if isinstance(layer, nn.Linear):
+            W = layer.weight.detach().cpu().double().numpy()
+            b = (np.zeros(W.shape[0]) if layer.bias is None
+                 else layer.bias.detach().cpu().double().numpy())
+            n_inputs = W.shape[1] if n_inputs is None else n_inputs
+            acc, width = _compose(acc, W, b), W.shape[0]
+        elif isinstance(layer, nn.BatchNorm1d):
+            n_inputs = layer.num_features if n_inputs is None else n_inputs
+            acc, width = _compose(acc, *_batchnorm_affine(layer)), layer.num_features
+        elif isinstance(layer, nn.ReLU):
+            if width is None:
+                raise ValueError("network starts with a ReLU before any Linear layer; the input "
+                                 "dimension is unknown. Start the Sequential with an nn.Linear.")
+            if acc is None:  # ReLU after ReLU: an identity layer
+                acc = (np.eye(width), np.zeros(width))
+            weights.append(acc[0])
+            biases.append(acc[1])
+            acc = None
+        elif isinstance(layer, (nn.Identity, nn.Flatten, nn.Dropout)):
+            continue
+        else:
+            raise _unsupported(layer)
+    if n_inputs is None:
+        raise ValueError("network has no Linear layer; ReLUPolytopes needs a ReLU MLP.")
+    if acc is None:  # a final ReLU: identity output map
+        acc = (np.eye(width), np.zeros(width))
+    weights.append(acc[0])
+    biases.append(acc[1])
+    sizes = (n_inputs, *(W.shape[0] for W in weights))
+    return ReLUNet(weights=tuple(np.ascontiguousarray(W) for W in weights),
+                   biases=tuple(np.ascontiguousarray(b) for b in biases), layer_sizes=sizes,
+                   n_inputs=n_inputs, n_outputs=sizes[-1], classes=_classes_of(network),
+                   output_activation=output_activation)
+
+
+def fitted_network(network, X, y, name="network"):
+    """The network to analyse: torch modules as given; an unfitted scikit-learn or skorch
+    estimator is fitted on a clone with ``(X, y)`` (its clone inside GridSearchCV, say)."""
+    from sklearn.base import clone
+    from sklearn.exceptions import NotFittedError
+    from sklearn.utils.validation import check_is_fitted
+
+    network = _unfrozen(network)
+    if network is None:
+        raise ValueError(f"{name}=None: pass a trained network (torch nn.Sequential, skorch net, "
+                         "or MLPClassifier/MLPRegressor with activation='relu'), or an unfitted "
+                         "scikit-learn/skorch one to be fitted on (X, y).")
+    if isinstance(network, (nn.Module, ReLUNet)) or not hasattr(network, "fit"):
+        return network
+    try:
+        from skorch import NeuralNet
+    except ImportError:  # pragma: no cover - skorch is a hard dependency
+        NeuralNet = ()
+    if isinstance(network, NeuralNet):
+        fitted = getattr(network, "initialized_", False)
+    else:
+        try:
+            check_is_fitted(network)
+            fitted = True
+        except NotFittedError:
+            fitted = False
+    if fitted:
+        return network
+    if y is None:
+        raise NotFittedError(f"{name} is an unfitted {type(network).__name__}, so fit requires y "
+                             "to be passed, but the target y is None. Pass a fitted network, or y "
+                             "to fit it on (X, y).")
+    est = clone(network)
+    if isinstance(est, NeuralNet):
+        return est.fit(np.asarray(X, np.float32), y)
+    return est.fit(X, y)
+
+
+def needs_fit(network):
+    """Whether ``fit`` needs y to fit an unfitted scikit-learn / skorch network."""
+    from sklearn.exceptions import NotFittedError
+    from sklearn.utils.validation import check_is_fitted
+
+    network = _unfrozen(network)
+    if network is None or isinstance(network, nn.Module) or not hasattr(network, "fit"):
+        return False
+    if hasattr(network, "initialized_"):
+        return not network.initialized_
+    try:
+        check_is_fitted(network)
+        return False
+    except NotFittedError:
+        return True

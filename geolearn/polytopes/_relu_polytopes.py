@@ -1,0 +1,588 @@
+"""ReLUPolytopes: the polyhedral decomposition of a trained ReLU network, seen through data."""
+
+import numbers
+import warnings
+
+import numpy as np
+from joblib import Parallel, delayed
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._utils import resolve_device
+from ._enumeration import region_neighbours, subdivide, traverse
+from ._lp import check_solver
+from ._maps import forward_bits, hrep, local_maps, unique_patterns
+from ._network import as_relu_network, fitted_network, needs_fit
+from ._polytope import Polytope
+from ._segments import segment_bisection, segment_exact
+from ._stats import describe, hamming
+
+_REGION_STATS = ("chebyshev", "facets", "boundedness")
+_METRICS = ("chebyshev_radius", "n_active", "hamming_at_radius", "margin", "segment_regions")
+
+
+def _region_stats(net, pattern, lo, hi, stats, tol, facet_method, solver, region=None):
+    P = Polytope(pattern, *hrep(net, pattern), None, None, lo, hi, tol=tol,
+                 facet_method=facet_method, lp_solver=solver)
+    out = {}
+    try:
+        if "chebyshev" in stats:
+            out["center"], out["radius"] = P.chebyshev()
+        if "facets" in stats:
+            out["facets"] = P.facets()
+        if "boundedness" in stats:
+            out["bounded"] = P.is_bounded()
+    except RuntimeError as exc:
+        raise RuntimeError(f"region {region}: {exc}") from exc
+    return out
+
+
+class ReLUPolytopes(TransformerMixin, BaseEstimator):
+    """The linear regions of a trained ReLU network met by data, computed exactly.
+
+    A ReLU MLP is a continuous piecewise-affine map; its input space is cut
+    into convex polyhedra, each labelled by the on/off pattern of all hidden
+    units (its bit string) and carrying one affine map (paper 1, eqs. 3-5).
+    ``fit`` records the bit string, region and affine map of each sample;
+    the methods give facets ("active bits", LP 6), Chebyshev centres and radii
+    (eqs. 7-8), the regions crossed by segments (exact breakpoints or the
+    paper's bisection), exact enumeration with the dual graph (Algorithm 1,
+    or polygon subdivision in 2-D) and the Hamming statistics of the paper's
+    tables. All analysis runs in float64; LPs use HiGHS.
+
+    Parameters
+    ----------
+    network : object, default=None
+        A trained ReLU MLP (see :func:`as_relu_network`). An unfitted
+        scikit-learn or skorch network (e.g. a clone inside GridSearchCV) is
+        fitted on ``(X, y)`` in ``fit``.
+    bounds : 'global_range', None or (lo, hi), default='global_range'
+        Box for radii, facets and enumeration: ``'global_range'`` uses
+        ``[min X, max X]`` of the fit data on every coordinate; None is all
+        of R^m; ``(lo, hi)`` are scalars or arrays of shape (m,).
+    region_stats : tuple of str, default=()
+        Any of ``'chebyshev'``, ``'facets'``, ``'boundedness'``, computed in
+        ``fit`` for every distinct region (LPs; see ``max_lp_regions``).
+    max_lp_regions : int, default=2000
+        With more distinct regions, the LP statistics use a random subset
+        (a warning says so; see ``lp_region_index_``).
+    facet_method : {'clarkson', 'lp'}, default='clarkson'
+        Clarkson's output-sensitive redundancy removal, or the paper's one
+        LP per row with iterative removal.
+    lp_solver : {'auto', 'highs', 'highspy', 'cvxpy'}, default='auto'
+        ``'highs'``: ``scipy.optimize.linprog(method='highs')``; ``'highspy'``: the
+        same solver through its own API (less overhead per LP); ``'cvxpy'``:
+        the paper's tool, for cross-checks. ``'auto'``: highspy when
+        installed, else scipy.
+    tol : float, default=1e-7
+        LP tolerance in distance units (not below HiGHS' feasibility tolerance).
+    device : str, default='auto'
+        Device of the float64 forward passes and map recurrences.
+    batch_size : int, default=8192
+    n_jobs : int, default=None
+        Parallel LPs over regions (joblib).
+    random_state : int, RandomState or None, default=None
+        For the LP subset and the default directions of ``hamming_at_radius``.
+    verbose : int, default=0
+
+    Attributes
+    ----------
+    network_ : ReLUNet
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when ``X`` has string column names.
+    layer_sizes_ : tuple of int
+        ``(m, h_1, ..., h_L, o)``.
+    n_hidden_units_ : int
+    n_outputs_ : int
+    output_activation_ : str or None
+    bounds_ : tuple of ndarray or None
+    patterns_ : ndarray of shape (n_regions, h), bool
+        Distinct bit strings, in order of first appearance.
+    labels_ : ndarray of shape (n_samples,)
+    region_counts_ : ndarray of shape (n_regions,)
+    n_regions_ : int
+    affine_W_ : ndarray of shape (n_regions, o, m)
+    affine_b_ : ndarray of shape (n_regions, o)
+    n_distinct_affine_maps_ : int
+        Regions whose maps agree to 1e-9 (relative) count once.
+    unit_activation_rate_ : ndarray of shape (h,)
+    margin_ : ndarray of shape (n_samples,)
+        Radius of the largest ball around each sample inside its region (and
+        box); negative for samples outside the box.
+    ambiguous_ : ndarray of shape (n_samples,), bool
+        Samples within ``1e-9 * scale`` of a boundary, or outside the box.
+    chebyshev_radius_, chebyshev_center_, n_active_, active_bits_, n_box_facets_, bounded_
+        Per region, when requested in ``region_stats`` (None otherwise; NaN
+        for regions outside ``lp_region_index_``).
+    lp_region_index_ : ndarray or None
+
+    Examples
+    --------
+    >>> import torch
+    >>> from geolearn.polytopes import ReLUPolytopes
+    >>> torch.manual_seed(0)  # doctest: +ELLIPSIS
+    <torch._C.Generator object at ...>
+    >>> net = torch.nn.Sequential(torch.nn.Linear(2, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+    >>> X = torch.rand(200, 2).numpy() * 2 - 1
+    >>> poly = ReLUPolytopes(network=net, bounds=(-1, 1)).fit(X)
+    >>> poly.transform(X).shape
+    (200, 8)
+    >>> enum = poly.enumerate_regions()
+    >>> bool(abs(enum.areas.sum() - 4) < 1e-9), enum.n_regions >= poly.n_regions_
+    (True, True)
+    """
+
+    def __init__(self, network=None, *, bounds="global_range", region_stats=(),
+                 max_lp_regions=2000, facet_method="clarkson", lp_solver="auto", tol=1e-7,
+                 device="auto", batch_size=8192, n_jobs=None, random_state=None, verbose=0):
+        self.network = network
+        self.bounds = bounds
+        self.region_stats = region_stats
+        self.max_lp_regions = max_lp_regions
+        self.facet_method = facet_method
+        self.lp_solver = lp_solver
+        self.tol = tol
+        self.device = device
+        self.batch_size = batch_size
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = False
+        tags.target_tags.required = needs_fit(self.network)
+        tags.transformer_tags.preserves_dtype = []  # bit strings are uint8
+        return tags
+
+    # ----------------------------------------------------------------- validation
+    def _check_params(self):
+        stats = self.region_stats
+        if isinstance(stats, str) or not all(s in _REGION_STATS for s in stats):
+            raise ValueError(f"region_stats must be a tuple of names from {_REGION_STATS}; "
+                             f"got {stats!r}.")
+        if self.facet_method not in ("clarkson", "lp"):
+            raise ValueError(f"facet_method must be 'clarkson' or 'lp'; got {self.facet_method!r}.")
+        check_solver(self.lp_solver)
+        for name in ("max_lp_regions", "batch_size"):
+            v = getattr(self, name)
+            if not isinstance(v, numbers.Integral) or v < 1:
+                raise ValueError(f"{name} must be a positive integer; got {v!r}.")
+        if not isinstance(self.tol, numbers.Real) or not self.tol > 0:
+            raise ValueError(f"tol must be a positive float; got {self.tol!r}.")
+
+    def _resolve_bounds(self, bounds, X=None):
+        m = self.n_features_in_
+        if bounds is None:
+            return None
+        if isinstance(bounds, str):
+            if bounds != "global_range":
+                raise ValueError(f"bounds must be 'global_range', None or (lo, hi); got {bounds!r}.")
+            lo, hi = float(np.min(X)), float(np.max(X))
+            if not lo < hi:
+                raise ValueError(f"bounds='global_range' is degenerate: every value of X equals "
+                                 f"{lo}. Pass explicit bounds=(lo, hi) or bounds=None.")
+            return np.full(m, lo), np.full(m, hi)
+        try:
+            lo, hi = bounds
+            lo = np.broadcast_to(np.asarray(lo, float), (m,)).copy()
+            hi = np.broadcast_to(np.asarray(hi, float), (m,)).copy()
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"bounds must be 'global_range', None or a pair (lo, hi) of scalars "
+                             f"or arrays of shape ({m},); got {bounds!r}.") from exc
+        if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))):
+            raise ValueError(f"bounds must be finite (no NaN or inf); got {bounds!r}.")
+        if np.any(lo >= hi):
+            raise ValueError(f"bounds need lo < hi on every coordinate; got {bounds!r}.")
+        return lo, hi
+
+    def _method_bounds(self, bounds):
+        if isinstance(bounds, str) and bounds == "fitted":
+            return self.bounds_
+        return self._resolve_bounds(bounds)
+
+    def _scale(self, bounds):
+        return float(np.max(bounds[1] - bounds[0])) if bounds is not None else self._data_scale
+
+    def _validate(self, X):
+        check_is_fitted(self, "patterns_")
+        return validate_data(self, X, dtype=np.float64, reset=False)
+
+    def _solver(self):
+        return check_solver(self.lp_solver)
+
+    # ----------------------------------------------------------------------- fit
+    def fit(self, X, y=None):
+        """Record the region of every sample of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, m)
+            In the network's own input space (after the scaler it was trained behind).
+        y : array-like, optional
+            Used only to fit an unfitted scikit-learn / skorch ``network``.
+
+        Returns
+        -------
+        self : ReLUPolytopes
+        """
+        self._check_params()
+        X = validate_data(self, X, dtype=np.float64)
+        net = as_relu_network(fitted_network(self.network, X, y))
+        if net.n_inputs != X.shape[1]:
+            raise ValueError(f"X has {X.shape[1]} features but the network expects "
+                             f"{net.n_inputs} inputs.")
+        self.network_ = net
+        self.layer_sizes_ = net.layer_sizes
+        self.n_hidden_units_ = net.n_hidden_units
+        self.n_outputs_ = net.n_outputs
+        self.output_activation_ = net.output_activation
+        self.bounds_ = self._resolve_bounds(self.bounds, X)
+        ptp = float(np.ptp(X)) if X.size else 0.0
+        self._data_scale = ptp if ptp > 0 else max(1.0, float(np.max(np.abs(X))))
+        self._device = resolve_device(self.device)
+
+        bits, z, _ = forward_bits(net, X, device=self._device, batch_size=self.batch_size)
+        self.patterns_, self.labels_, self.region_counts_ = unique_patterns(bits)
+        self.n_regions_ = len(self.patterns_)
+        self.affine_W_, self.affine_b_, norms = local_maps(
+            net, self.patterns_, device=self._device, batch_size=self.batch_size, row_norms=True)
+        V = np.column_stack([self.affine_W_.reshape(self.n_regions_, -1), self.affine_b_])
+        scale = max(float(np.max(np.abs(V))), np.finfo(float).tiny) if V.size else 1.0
+        self.n_distinct_affine_maps_ = len(np.unique(np.round(V / scale * 1e9), axis=0))
+        self.unit_activation_rate_ = bits.mean(axis=0)
+        self.margin_ = self._margins(X, z, norms[self.labels_])
+        self.ambiguous_ = self.margin_ < 1e-9 * self._scale(self.bounds_)
+        if self.bounds_ is not None:
+            outside = np.any((X < self.bounds_[0]) | (X > self.bounds_[1]), axis=1)
+            if outside.any():
+                warnings.warn(f"{outside.sum()} samples lie outside bounds; their region cut by "
+                              "the box may not contain them (flagged in ambiguous_).",
+                              UserWarning, stacklevel=2)
+        self._fit_region_stats()
+        return self
+
+    def _margins(self, X, z, norms):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            dist = np.where(norms > 1e-14, np.abs(z) / norms, np.inf)
+        margin = dist.min(axis=1, initial=np.inf)
+        if self.bounds_ is not None:
+            lo, hi = self.bounds_
+            margin = np.minimum(margin, np.minimum(X - lo, hi - X).min(axis=1))
+        return margin
+
+    def _fit_region_stats(self):
+        stats = tuple(self.region_stats)
+        R, m, h = self.n_regions_, self.n_features_in_, self.n_hidden_units_
+        for attr in ("chebyshev_radius_", "chebyshev_center_", "n_active_", "active_bits_",
+                     "n_box_facets_", "bounded_", "lp_region_index_"):
+            setattr(self, attr, None)
+        if not stats:
+            return
+        idx = np.arange(R)
+        if R > self.max_lp_regions:
+            rng = check_random_state(self.random_state)
+            idx = np.sort(rng.choice(R, self.max_lp_regions, replace=False))
+            warnings.warn(f"{R} distinct regions exceed max_lp_regions={self.max_lp_regions}: "
+                          "LP statistics use a random subset (lp_region_index_).", UserWarning,
+                          stacklevel=3)
+        self.lp_region_index_ = idx
+        results = Parallel(n_jobs=self.n_jobs, verbose=self.verbose)(
+            delayed(_region_stats)(self.network_, self.patterns_[r], *self._box(), stats,
+                                   self.tol, self.facet_method, self._solver(), region=r)
+            for r in idx)
+        if "chebyshev" in stats:
+            self.chebyshev_radius_ = np.full(R, np.nan)
+            self.chebyshev_center_ = np.full((R, m), np.nan)
+            for r, res in zip(idx, results):
+                self.chebyshev_center_[r], self.chebyshev_radius_[r] = res["center"], res["radius"]
+        if "facets" in stats:
+            self.n_active_, self.n_box_facets_ = np.full(R, np.nan), np.full(R, np.nan)
+            self.active_bits_ = [None] * R
+            for r, res in zip(idx, results):
+                f = res["facets"]
+                self.active_bits_[r] = f[f < h]
+                self.n_active_[r], self.n_box_facets_[r] = np.sum(f < h), np.sum(f >= h)
+        if "boundedness" in stats:
+            self.bounded_ = np.full(R, np.nan)
+            for r, res in zip(idx, results):
+                self.bounded_[r] = res["bounded"]
+
+    def _box(self, bounds="fitted"):
+        b = self._method_bounds(bounds)
+        return (None, None) if b is None else b
+
+    # ------------------------------------------------------------------- outputs
+    def _bits(self, X):
+        return forward_bits(self.network_, X, device=self._device, batch_size=self.batch_size)
+
+    def transform(self, X):
+        """Bit strings of ``X`` (paper 1, eq. 4), layer-major.
+
+        Returns
+        -------
+        bits : ndarray of shape (n_samples, h), uint8
+        """
+        return self._bits(self._validate(X))[0].astype(np.uint8)
+
+    def get_feature_names_out(self, input_features=None):
+        """``h{layer}_{unit}`` for each hidden unit."""
+        check_is_fitted(self, "patterns_")
+        return np.array([f"h{i}_{k}" for i, size in enumerate(self.network_.hidden_sizes)
+                         for k in range(size)], dtype=object)
+
+    def region_index(self, X):
+        """Index into ``patterns_`` of each sample's region (-1 when no fit sample was there)."""
+        bits = self._bits(self._validate(X))[0]
+        index = {p.tobytes(): i for i, p in enumerate(self.patterns_)}
+        return np.array([index.get(p.tobytes(), -1) for p in bits], dtype=int)
+
+    def local_affine_map(self, X):
+        """Affine map ``G(x) = W x + b`` of each sample's region (``W`` is the Jacobian).
+
+        Returns
+        -------
+        W : ndarray of shape (n_samples, o, m)
+        b : ndarray of shape (n_samples, o)
+        """
+        bits = self._bits(self._validate(X))[0]
+        patterns, labels, _ = unique_patterns(bits)
+        W, b = local_maps(self.network_, patterns, device=self._device, batch_size=self.batch_size)
+        return W[labels], b[labels]
+
+    def margin(self, X):
+        """Radius of the largest ball centred at each sample inside its region (and the box).
+
+        ``min_k |z_k(x)| / ||row k of What||`` over all rows (no LP); a lower
+        bound on the region's Chebyshev radius. Negative outside the box.
+        """
+        X = self._validate(X)
+        bits, z, _ = self._bits(X)
+        patterns, labels, _ = unique_patterns(bits)
+        _, _, norms = local_maps(self.network_, patterns, device=self._device,
+                                 batch_size=self.batch_size, row_norms=True)
+        return self._margins(X, z, norms[labels])
+
+    def polytope(self, x=None, pattern=None, bounds="fitted"):
+        """The region of point ``x`` (or of bit string ``pattern``) as a :class:`Polytope`.
+
+        Parameters
+        ----------
+        x : array-like of shape (m,), optional
+        pattern : array-like of shape (h,), optional
+            Exactly one of ``x`` and ``pattern``.
+        bounds : 'fitted', None or (lo, hi), default='fitted'
+        """
+        check_is_fitted(self, "patterns_")
+        if (x is None) == (pattern is None):
+            raise ValueError("pass exactly one of x and pattern.")
+        if x is not None:
+            pattern = self._bits(self._validate(np.atleast_2d(x)))[0][0]
+        pattern = np.asarray(pattern).astype(bool).ravel()
+        if pattern.shape != (self.n_hidden_units_,):
+            raise ValueError(f"pattern must have {self.n_hidden_units_} bits; got "
+                             f"{pattern.shape[0]}.")
+        A, c = hrep(self.network_, pattern)
+        W, b = local_maps(self.network_, pattern[None])
+        lo, hi = self._box(bounds)
+        return Polytope(pattern, A, c, W[0], b[0], lo, hi, tol=self.tol,
+                        facet_method=self.facet_method, lp_solver=self.lp_solver)
+
+    def chebyshev(self, X):
+        """Chebyshev radius and centre of each sample's region (cut by the fitted box).
+
+        Returns
+        -------
+        radius : ndarray of shape (n_samples,)
+        center : ndarray of shape (n_samples, m)
+        """
+        bits = self._bits(self._validate(X))[0]
+        patterns, labels, _ = unique_patterns(bits)
+        res = Parallel(n_jobs=self.n_jobs)(
+            delayed(_region_stats)(self.network_, p, *self._box(), ("chebyshev",), self.tol,
+                                   self.facet_method, self._solver()) for p in patterns)
+        radius = np.array([r["radius"] for r in res])
+        center = np.array([r["center"] for r in res]).reshape(len(res), -1)
+        return radius[labels], center[labels]
+
+    def neighbours(self, pattern):
+        """Regions sharing a facet with the region of ``pattern`` (inside the fitted box).
+
+        Each neighbour is found by crossing the facet at its Chebyshev centre,
+        so degenerate networks (units vanishing together) give the true
+        neighbour rather than an empty one-bit flip.
+
+        Returns
+        -------
+        neighbours : list of (int, ndarray)
+            The facet's unit and the neighbour's bit string.
+        """
+        check_is_fitted(self, "patterns_")
+        lo, hi = self._box()
+        out, _, _, _ = region_neighbours(
+            self.network_, np.asarray(pattern, bool), lo, hi, scale=self._scale(self.bounds_),
+            tol=self.tol, facet_method=self.facet_method, solver=self._solver())
+        return out
+
+    def hamming_distances(self, X, Y=None, paired=False):
+        """Hamming distances between the bit strings of ``X`` and ``Y`` (default ``X``).
+
+        Returns ``(n, n')`` int, or ``(n,)`` with ``paired=True``.
+        """
+        BX = self._bits(self._validate(X))[0]
+        BY = None if Y is None else self._bits(self._validate(Y))[0]
+        if paired and (BY is None or len(BY) != len(BX)):
+            raise ValueError("paired=True needs Y with as many rows as X.")
+        return hamming(BX, BY, paired=paired)
+
+    def hamming_at_radius(self, X, radius, n_directions=1, random_state=None):
+        """``H(s(x), s(x + radius u))`` for random unit directions ``u`` (paper 1, Table 4).
+
+        Directions are ``g / ||g||`` with ``g ~ N(0, I)``.
+
+        Returns
+        -------
+        H : ndarray of shape (n_samples, n_directions), int
+        """
+        X = self._validate(X)
+        if not isinstance(radius, numbers.Real) or not radius >= 0:
+            raise ValueError(f"radius must be a non-negative float; got {radius!r}.")
+        rng = check_random_state(self.random_state if random_state is None else random_state)
+        g = rng.standard_normal((len(X), n_directions, X.shape[1]))
+        u = g / np.linalg.norm(g, axis=2, keepdims=True)
+        Xp = (X[:, None] + radius * u).reshape(-1, X.shape[1])
+        B = self._bits(X)[0]
+        Bp = self._bits(Xp)[0].reshape(len(X), n_directions, -1)
+        return (Bp != B[:, None]).sum(axis=2)
+
+    def segment_regions(self, x_a, x_b, method="exact"):
+        """Regions crossed by the segment from ``x_a`` to ``x_b`` (paper 1, Section 3.2).
+
+        Parameters
+        ----------
+        x_a, x_b : array-like of shape (m,)
+        method : {'exact', 'bisection'}, default='exact'
+            ``'exact'``: every crossing from the layer-wise breakpoints;
+            ``'bisection'``: the paper's Algorithm 2 (a lower bound).
+
+        Returns
+        -------
+        SegmentRegions
+        """
+        ends = self._validate(np.vstack([np.ravel(x_a), np.ravel(x_b)]))
+        if method == "exact":
+            return segment_exact(self.network_, ends[0], ends[1])
+        if method == "bisection":
+            return segment_bisection(self.network_, ends[0], ends[1])
+        raise ValueError(f"method must be 'exact' or 'bisection'; got {method!r}.")
+
+    def segment_region_counts(self, XA, XB, method="exact"):
+        """Number of regions on each segment ``XA[i] -> XB[i]``.
+
+        Returns
+        -------
+        counts : ndarray of shape (n_pairs,), int
+        """
+        XA, XB = self._validate(XA), self._validate(XB)
+        if XA.shape != XB.shape:
+            raise ValueError(f"XA and XB must have the same shape; got {XA.shape} and {XB.shape}.")
+        return np.array([self.segment_regions(a, b, method=method).n_regions
+                         for a, b in zip(XA, XB)], dtype=int)
+
+    def enumerate_regions(self, bounds="fitted", start=None, method="auto", max_regions=100000):
+        """Every region of the network in a box or in R^m (paper 1, Algorithm 1).
+
+        Parameters
+        ----------
+        bounds : 'fitted', None or (lo, hi), default='fitted'
+        start : array-like of shape (m,), optional
+            A point in the first region (default: the box centre, or the origin).
+        method : {'auto', 'traversal', 'subdivision'}, default='auto'
+            ``'subdivision'`` (exact polygon clipping, LP-free) needs 2-D inputs
+            and a box; ``'auto'`` uses it then, else ``'traversal'``.
+        max_regions : int, default=100000
+            Stop (with a warning and ``complete=False``) past this many regions.
+
+        Returns
+        -------
+        RegionEnumeration
+        """
+        check_is_fitted(self, "patterns_")
+        box = self._method_bounds(bounds)
+        lo, hi = (None, None) if box is None else box
+        m = self.n_features_in_
+        if method == "auto":
+            method = "subdivision" if (m == 2 and box is not None) else "traversal"
+        if method == "subdivision":
+            if m != 2 or box is None:
+                raise ValueError("method='subdivision' needs 2-D inputs and a box; got "
+                                 f"m={m}, bounds={bounds!r}.")
+            return subdivide(self.network_, lo, hi, solver=self._solver(),
+                             max_regions=max_regions, device=self._device)
+        if method != "traversal":
+            raise ValueError(f"method must be 'auto', 'traversal' or 'subdivision'; got {method!r}.")
+        scale = self._scale(box)
+        if start is None:
+            start = self._start_point(lo, hi, scale)
+        start = self._validate(np.atleast_2d(start))[0]
+        return traverse(self.network_, start, lo, hi, scale=scale, tol=self.tol,
+                        facet_method=self.facet_method, solver=self._solver(),
+                        max_regions=max_regions, device=self._device, verbose=self.verbose)
+
+    def _start_point(self, lo, hi, scale):
+        """The box centre (or the origin), nudged off any boundary."""
+        rng = check_random_state(self.random_state)
+        x = np.zeros(self.n_features_in_) if lo is None else 0.5 * (lo + hi)
+        for _ in range(100):
+            bits, z, _ = self._bits(x[None])
+            patterns, labels, _ = unique_patterns(bits)
+            _, _, norms = local_maps(self.network_, patterns, row_norms=True)
+            if self._margins(x[None], z, norms)[0] > 1e-6 * scale:
+                return x
+            x = x + 1e-3 * scale * rng.standard_normal(len(x))
+            if lo is not None:
+                x = np.clip(x, lo + 1e-3 * (hi - lo), hi - 1e-3 * (hi - lo))
+        return x
+
+    def summary_table(self, groups, metric, **kw):
+        """Paper 1's tables: ``{group: describe(values)}`` of one statistic per group.
+
+        Parameters
+        ----------
+        groups : dict
+            ``{'train': X_tr, 'test': X_te, ...}``; for ``'segment_regions'`` the
+            values are ``(XA, XB)`` pairs.
+        metric : {'chebyshev_radius', 'n_active', 'hamming_at_radius', 'margin', \
+'segment_regions'}
+            Tables 6-7, 2, 4, the margin, Table 5 / Fig. 4.
+        **kw
+            ``radius`` (and ``n_directions``) for ``'hamming_at_radius'``;
+            ``method`` for ``'segment_regions'``.
+
+        Returns
+        -------
+        table : dict of dict
+        """
+        if metric not in _METRICS:
+            raise ValueError(f"metric must be one of {_METRICS}; got {metric!r}.")
+        out = {}
+        for name, data in groups.items():
+            if metric == "chebyshev_radius":
+                values = self.chebyshev(data)[0]
+            elif metric == "n_active":
+                patterns, labels, _ = unique_patterns(self._bits(self._validate(data))[0])
+                res = Parallel(n_jobs=self.n_jobs)(
+                    delayed(_region_stats)(self.network_, p, *self._box(), ("facets",), self.tol,
+                                           self.facet_method, self._solver()) for p in patterns)
+                n_act = np.array([np.sum(r["facets"] < self.n_hidden_units_) for r in res])
+                values = n_act[labels]
+            elif metric == "hamming_at_radius":
+                values = self.hamming_at_radius(data, **kw)
+            elif metric == "margin":
+                values = self.margin(data)
+            else:
+                values = self.segment_region_counts(*data, **kw)
+            out[name] = describe(values)
+        return out

@@ -1,0 +1,27 @@
+"""Linear maps between network embeddings and the model-agnostic adversarial detector.
+
+Implements "Leveraging linear mapping for model-agnostic adversarial defense"
+(Frontiers in Computer Science, 2023): :class:`LinearEmbeddingMap` fits the
+least-squares map between two networks' embeddings, :class:`CanonicalAdversarialDetector`
+screens every mapped network with one detector trained in a canonical space, and
+:func:`cross_model_detection` runs the paper's Algorithm 1 end to end.
+
+Depends on :mod:`geolearn.adversarial` (the attacks of Algorithm 1); the dependency
+goes one way.
+"""
+
+from ._detector import CanonicalAdversarialDetector
+from ._embedding import FourierEmbedding, TorchEmbedder
+from ._linear_map import LinearEmbeddingMap
+from ._protocol import cross_model_detection, split_indices
+from .metrics import embedding_mse
+
+__all__ = [
+    "CanonicalAdversarialDetector",
+    "FourierEmbedding",
+    "LinearEmbeddingMap",
+    "TorchEmbedder",
+    "cross_model_detection",
+    "embedding_mse",
+    "split_indices",
+]

@@ -1,0 +1,620 @@
+"""RiemannianFeatureGeometry: the geometry a feature map induces, as a scikit-learn transformer."""
+
+import copy
+import numbers
+import warnings
+
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.exceptions import NotFittedError
+from sklearn.utils.validation import check_array, check_is_fitted, validate_data
+from torch import nn
+
+from .._utils import resolve_device, to_numpy
+from ..models import as_model
+from ._kernels import KernelMetric, make_kernel
+from ._metrics import CURVATURE_METHODS, PullbackMetric, check_scale, scale_value
+from ._slices import GeometrySlice, grid_points, path_points, plane_points
+
+QUANTITIES = ("log_volume", "rank", "ricci_scalar", "log_metric_eigvals")
+NONSMOOTH = (nn.ReLU, nn.LeakyReLU, nn.Hardtanh, nn.ReLU6, nn.Hardswish, nn.Hardsigmoid)
+_DTYPES = {"float64": torch.float64, "float32": torch.float32}
+
+
+def _skorch_net():
+    from skorch import NeuralNet
+
+    return NeuralNet
+
+
+def _flat_map(F, input_shape):
+    """``(N, d) -> (N, m)`` through a batched map ``F`` on ``(N, *input_shape)``."""
+
+    def phi(X):
+        return F(X.reshape(len(X), *input_shape)).reshape(len(X), -1)
+
+    return phi
+
+
+class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
+    """Pullback metric, log volume element and curvature of a feature map, per sample.
+
+    A differentiable feature map ``Φ: R^d -> R^m`` (a layer of a torch/skorch
+    network, a converted scikit-learn MLP, or a kernel's implicit map) pulls
+    the Euclidean metric back to input space: ``g(x) = s·J(x)ᵀJ(x)``. The log
+    volume element ``½ log det g`` measures how much the map magnifies areas
+    near ``x``; training magnifies them along decision boundaries (Zavatone-Veth
+    et al.). As a transformer it outputs the chosen ``quantities`` per sample.
+
+    Parameters
+    ----------
+    feature_map : torch.nn.Module, skorch NeuralNet, fitted MLP or callable, default=None
+        The map (exactly one of ``feature_map`` and ``kernel``). A plain callable
+        takes a ``(N, *input_shape)`` tensor of ``dtype`` and treats samples
+        independently.
+    kernel : str or callable, default=None
+        ``"rbf"``, ``"mahalanobis_rbf"``, ``"poly"``, ``"linear"``, ``"erf_nngp"``
+        with ``kernel_params``, or a torch callable ``(x, y) -> scalar``.
+    kernel_params : dict, default=None
+    layer : None, int, str or callable, default=None
+        For modules: ``None`` (the whole forward pass), an index ``k`` of an
+        ``nn.Sequential`` (``module[:k+1]``), a dotted submodule name (its
+        output), the name of a module method (e.g. ``"features"``), or
+        ``callable(module, x) -> features``.
+    input_shape : tuple of int, default=None
+        Shape of one sample when ``X`` is flat (e.g. ``(1, 8, 8)``).
+    scale : {"width", "none"} or float, default="width"
+        ``s = 1/m`` (the paper's convention), ``1``, or the value.
+    quantities : tuple of str, default=("log_volume",)
+        Columns of :meth:`transform`: ``"log_volume"``, ``"rank"``,
+        ``"ricci_scalar"``, ``"log_metric_eigvals"`` (``d`` columns, descending).
+    jacobian : {"auto", "fwd", "rev", "fd"}, default="auto"
+    volume_method : {"svd", "cholesky"}, default="svd"
+    rank : int, default=None
+        Fixed number of singular values in the (pseudo) log volume.
+    rtol : float, default=None
+        Relative threshold of the numerical rank (default ``max(m, d)·eps``).
+    curvature_method : str, default="auto"
+        ``"auto"``, ``"gauss"``, ``"kernel_gauss"``, ``"christoffel"`` or ``"hessian_metric"``
+        (see :meth:`PullbackMetric.ricci_scalar`).
+    max_curvature_dim : int, default=10
+        Curvature is refused above this input dimension (cost ``O(m d³)``).
+    max_condition : float, default=1e12
+        Curvature is NaN (with a warning) where ``cond(g)`` exceeds it.
+    allow_nonsmooth : bool, default=False
+        Allow curvature through ReLU-like activations (it is 0 almost everywhere).
+    fit_feature_map : {"auto", True, False}, default="auto"
+        For a skorch net: fit a clone on ``(X, y)`` when unfitted (``"auto"``),
+        always (``True``), or never (``False``).
+    batch_size : int, default=256
+    max_memory : int, default=2**30
+        Bytes for one chunk of Jacobians.
+    dtype : {"float64", "float32"}, default="float64"
+    device : str, default=None
+        ``None`` keeps a module where it lives (CPU for kernels); ``"auto"``
+        picks CUDA when available.
+    fd_step : float, default=None
+        Step of ``jacobian="fd"``.
+
+    Attributes
+    ----------
+    n_features_in_ : int
+        Input dimension ``d`` (flattened).
+    input_shape_ : tuple of int
+    n_features_map_ : int
+        Output dimension ``m`` of the feature map (for kernels: ``d``).
+    feature_map_ : callable
+        The resolved ``(N, d) -> (N, m)`` torch map (None for kernels).
+    engine_ : PullbackMetric or KernelMetric
+    estimator_ : skorch NeuralNet
+        Only when the estimator fitted a skorch net.
+    device_ : torch.device
+    dtype_ : torch.dtype
+    scale_ : float
+        The numeric ``s``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from geolearn.riemannian import RiemannianFeatureGeometry
+    >>> torch.manual_seed(0)  # doctest: +ELLIPSIS
+    <torch._C.Generator object at ...>
+    >>> net = torch.nn.Sequential(torch.nn.Linear(2, 50), torch.nn.Sigmoid())
+    >>> X = torch.rand(10, 2).numpy()
+    >>> geo = RiemannianFeatureGeometry(net, quantities=("log_volume", "ricci_scalar")).fit(X)
+    >>> geo.transform(X).shape
+    (10, 2)
+    >>> geo.along_path(X[0], X[1], n_steps=8)["log_volume"].shape
+    (8,)
+    """
+
+    def __init__(self, feature_map=None, kernel=None, kernel_params=None, layer=None,
+                 input_shape=None, scale="width", quantities=("log_volume",), jacobian="auto",
+                 volume_method="svd", rank=None, rtol=None, curvature_method="auto",
+                 max_curvature_dim=10, max_condition=1e12, allow_nonsmooth=False,
+                 fit_feature_map="auto", batch_size=256, max_memory=2**30, dtype="float64",
+                 device=None, fd_step=None):
+        self.feature_map = feature_map
+        self.kernel = kernel
+        self.kernel_params = kernel_params
+        self.layer = layer
+        self.input_shape = input_shape
+        self.scale = scale
+        self.quantities = quantities
+        self.jacobian = jacobian
+        self.volume_method = volume_method
+        self.rank = rank
+        self.rtol = rtol
+        self.curvature_method = curvature_method
+        self.max_curvature_dim = max_curvature_dim
+        self.max_condition = max_condition
+        self.allow_nonsmooth = allow_nonsmooth
+        self.fit_feature_map = fit_feature_map
+        self.batch_size = batch_size
+        self.max_memory = max_memory
+        self.dtype = dtype
+        self.device = device
+        self.fd_step = fd_step
+
+    # -- validation --------------------------------------------------------------------------
+    def _validate_params(self):
+        if (self.feature_map is None) == (self.kernel is None):
+            raise ValueError("pass exactly one of feature_map and kernel; got "
+                             f"{'both' if self.feature_map is not None else 'neither'}.")
+        check_scale(self.scale)
+        quantities = (self.quantities,) if isinstance(self.quantities, str) else self.quantities
+        if not quantities or any(q not in QUANTITIES for q in quantities):
+            raise ValueError(f"quantities must be a non-empty tuple of {QUANTITIES}; "
+                             f"got {self.quantities!r}.")
+        if self.volume_method not in ("svd", "cholesky"):
+            raise ValueError("volume_method must be 'svd' or 'cholesky'; "
+                             f"got {self.volume_method!r}.")
+        if self.jacobian not in ("auto", "fwd", "rev", "fd"):
+            raise ValueError("jacobian must be 'auto', 'fwd', 'rev' or 'fd'; "
+                             f"got {self.jacobian!r}.")
+        if self.curvature_method not in CURVATURE_METHODS:
+            raise ValueError(f"curvature_method must be one of {CURVATURE_METHODS}; "
+                             f"got {self.curvature_method!r}.")
+        if self.rtol is not None and not (isinstance(self.rtol, numbers.Real)
+                                          and 0 <= self.rtol < 1):
+            raise ValueError(f"rtol must be None or a float in [0, 1); got {self.rtol!r}.")
+        if self.rank is not None and not (isinstance(self.rank, numbers.Integral)
+                                          and self.rank >= 1):
+            raise ValueError(f"rank must be None or a positive integer; got {self.rank!r}.")
+        if self.dtype not in _DTYPES and self.dtype not in _DTYPES.values():
+            raise ValueError(f"dtype must be 'float64' or 'float32'; got {self.dtype!r}.")
+        if self.fit_feature_map not in ("auto", True, False):
+            raise ValueError("fit_feature_map must be 'auto', True or False; "
+                             f"got {self.fit_feature_map!r}.")
+        for name in ("batch_size", "max_memory", "max_curvature_dim"):
+            value = getattr(self, name)
+            if not isinstance(value, numbers.Integral) or value < 1:
+                raise ValueError(f"{name} must be a positive integer; got {value!r}.")
+        return tuple(quantities)
+
+    def _check_X(self, X, *, reset, name="X"):
+        X = X.detach().cpu().numpy() if isinstance(X, torch.Tensor) else X
+        X = check_array(X, dtype=np.float64, allow_nd=True, input_name=name)
+        if reset:
+            if X.ndim > 2:
+                if self.input_shape is not None and tuple(self.input_shape) != X.shape[1:]:
+                    raise ValueError(f"{name} holds samples of shape {X.shape[1:]} but "
+                                     f"input_shape={self.input_shape!r}.")
+                self.input_shape_ = tuple(X.shape[1:])
+            elif self.input_shape is not None:
+                shape = tuple(int(s) for s in self.input_shape)
+                if int(np.prod(shape)) != X.shape[1]:
+                    raise ValueError(f"{name} has {X.shape[1]} features, expected "
+                                     f"{int(np.prod(shape))} = "
+                                     f"prod(input_shape={self.input_shape!r}).")
+                self.input_shape_ = shape
+            else:
+                self.input_shape_ = (X.shape[1],)
+        flat = X.reshape(len(X), -1)
+        if not reset and flat.shape[1] != self.n_features_in_:
+            raise ValueError(
+                f"{name} has {flat.shape[1]} features, but {type(self).__name__} is expecting "
+                f"{self.n_features_in_} features as input = prod(input_shape={self.input_shape_}).")
+        return validate_data(self, flat, reset=reset)
+
+    def _check_point(self, x, name):
+        x = np.asarray(x.detach().cpu() if isinstance(x, torch.Tensor) else x, dtype=np.float64)
+        x = x.reshape(-1)
+        if x.size != self.n_features_in_:
+            raise ValueError(f"{name} has {x.size} values, expected {self.n_features_in_}.")
+        if not np.isfinite(x).all():
+            raise ValueError(f"{name} contains NaN or infinity.")
+        return x
+
+    # -- fitting -----------------------------------------------------------------------------
+    def fit(self, X, y=None):
+        """Validate ``X``, resolve the feature map (fitting a skorch net if asked).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or (n_samples, *input_shape)
+        y : array-like of shape (n_samples,), default=None
+            Only used to fit an unfitted skorch ``feature_map``.
+
+        Returns
+        -------
+        self : RiemannianFeatureGeometry
+        """
+        self._validate_params()
+        Xf = self._check_X(X, reset=True)
+        self.__dict__.pop("estimator_", None)  # from an earlier fit on an unfitted skorch net
+        self.dtype_ = _DTYPES.get(self.dtype, self.dtype)
+        self._cache = {}
+        self._module = None
+        self._kernel = None
+        self._callable = None
+        if self.kernel is not None:
+            self._kernel = make_kernel(self.kernel, self.kernel_params)
+            self.device_ = resolve_device("cpu" if self.device is None else self.device)
+            self.n_features_map_ = self.n_features_in_
+            self.scale_ = 1.0
+            self.engine_.check_smooth(torch.as_tensor(Xf[0]))
+            return self
+        self._resolve_map(X, y)
+        self._check_map(Xf)
+        return self
+
+    def _resolve_map(self, X, y):
+        fm = self.feature_map
+        if isinstance(fm, _skorch_net()):
+            fitted = getattr(fm, "initialized_", False)
+            if self.fit_feature_map is True or (self.fit_feature_map == "auto" and not fitted):
+                if y is None:
+                    raise ValueError("fitting the skorch feature_map needs y.")
+                from sklearn.base import clone
+
+                self.estimator_ = clone(fm).fit(np.asarray(X, dtype=np.float32)
+                                                if self.dtype_ == torch.float32 else X, y)
+                fm = self.estimator_
+            elif not fitted:
+                raise NotFittedError("feature_map is an unfitted skorch net and "
+                                     "fit_feature_map=False: fit it first.")
+        if isinstance(fm, nn.Module) or hasattr(fm, "fit"):  # torch, skorch or sklearn model
+            module = as_model(fm, dtype=self.dtype_).module
+            if module is None:
+                raise TypeError(f"feature_map {type(fm).__name__} is a black-box estimator: "
+                                "the pullback metric needs gradients.")
+            device = (next((t.device for t in module.parameters()), torch.device("cpu"))
+                      if self.device is None else resolve_device(self.device))
+            self.device_ = device
+            self._module = copy.deepcopy(module).to(device=device, dtype=self.dtype_).eval()
+            self._layer_fn(self._module)  # validate layer now
+        elif callable(fm):
+            if self.layer is not None:
+                raise ValueError("layer applies to torch modules and networks, not to a plain "
+                                 "callable feature_map.")
+            self._callable = fm
+            self.device_ = resolve_device("cpu" if self.device is None else self.device)
+        else:
+            raise TypeError("feature_map must be a torch.nn.Module, a skorch net, a fitted "
+                            f"scikit-learn MLP or a callable; got {type(fm).__name__}.")
+
+    def _layer_fn(self, module):
+        layer = self.layer
+        if layer is None:
+            return as_model(module).feature_fn(None)
+        if isinstance(layer, numbers.Integral) and not isinstance(layer, bool):
+            if not isinstance(module, nn.Sequential) or not -len(module) <= layer < len(module):
+                raise ValueError(f"an integer layer needs an nn.Sequential with more than {layer} "
+                                 f"modules; got {type(module).__name__}.")
+            return module[: layer % len(module) + 1]
+        if isinstance(layer, str):
+            adapter = as_model(module)
+            if layer in adapter.layer_names:
+                return adapter.feature_fn(layer)
+            if callable(getattr(module, layer, None)):
+                return getattr(module, layer)
+            raise ValueError(f"layer={layer!r} is neither a submodule nor a method of "
+                             f"{type(module).__name__}; submodules: {adapter.layer_names}.")
+        if callable(layer):
+            return lambda x: layer(module, x)
+        raise ValueError("layer must be None, an int, a submodule or method name, or a callable "
+                         f"(module, x) -> features; got {type(layer).__name__}.")
+
+    @property
+    def feature_map_(self):
+        check_is_fitted(self)
+        if self._kernel is not None:
+            return None
+        if "feature_map" not in self._cache:
+            F = self._callable if self._module is None else self._layer_fn(self._module)
+            self._cache["feature_map"] = _flat_map(F, self.input_shape_)
+        return self._cache["feature_map"]
+
+    @property
+    def engine_(self):
+        return self._engine(self.dtype_)
+
+    def _engine(self, dtype):
+        check_is_fitted(self)
+        key = ("engine", dtype)
+        if key not in self._cache:
+            if self._kernel is not None:
+                engine = KernelMetric(self._kernel, dtype=dtype, device=self.device_,
+                                      batch_size=self.batch_size)
+            else:
+                fm = self.feature_map_
+                if dtype != self.dtype_ and self._module is not None:
+                    module = copy.deepcopy(self._module).to(dtype)
+                    F = self._layer_fn(module)
+                    fm = _flat_map(F, self.input_shape_)
+                engine = PullbackMetric(fm, scale=self.scale, jacobian=self.jacobian,
+                                        batch_size=self.batch_size, max_memory=self.max_memory,
+                                        dtype=dtype, device=self.device_, fd_step=self.fd_step)
+            self._cache[key] = engine
+        return self._cache[key]
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["_cache"] = {}  # closures do not pickle; rebuilt lazily
+        return state
+
+    def _check_map(self, Xf):
+        X = torch.tensor(Xf[:2], dtype=self.dtype_, device=self.device_)
+        if len(X) == 1:
+            X = torch.cat([X, 0.5 * X + 0.25])
+        with torch.no_grad():
+            together = self.feature_map_(X)
+            alone = torch.cat([self.feature_map_(X[i: i + 1]) for i in range(2)])
+        bad = (~torch.isfinite(together).all(1)).sum()
+        if bad:
+            raise ValueError(f"the feature map output is not finite at {int(bad)} points.")
+        tol = 1e-5 if self.dtype_ == torch.float32 else 1e-10
+        if not torch.allclose(together, alone, rtol=tol, atol=tol):
+            raise ValueError("the feature map couples the samples of a batch (its output for a "
+                             "2-sample batch differs from single samples): call .eval() on the "
+                             "module or remove batch-dependent layers.")
+        self.n_features_map_ = together.shape[1]
+        self.scale_ = scale_value(self.scale, self.n_features_map_)
+        if self.n_features_map_ < self.n_features_in_:
+            warnings.warn(f"the feature map has m={self.n_features_map_} < d={self.n_features_in_}"
+                          " outputs: the metric is singular; log volumes are pseudo-volumes of "
+                          "rank <= m and curvature is undefined.", UserWarning, stacklevel=3)
+        if self._nonsmooth():
+            warnings.warn("the feature map has non-smooth activations (ReLU-like): the volume "
+                          "element is piecewise constant and curvature is 0 almost everywhere.",
+                          UserWarning, stacklevel=3)
+
+    def _nonsmooth(self):
+        return self._module is not None and any(isinstance(m, NONSMOOTH)
+                                                for m in self._module.modules())
+
+    # -- per-sample quantities -----------------------------------------------------------------
+    def _points(self, X):
+        check_is_fitted(self)
+        return torch.as_tensor(self._check_X(X, reset=False).copy(), dtype=self.dtype_,
+                               device=self.device_)
+
+    def _log_volume(self, P):
+        engine = self.engine_
+        rank = self.rank
+        max_rank = min(self.n_features_map_, self.n_features_in_)
+        if rank is not None and rank > max_rank:
+            raise ValueError(f"rank must be <= min(m, d) = {max_rank}; got {rank}.")
+        method = self.volume_method if self._kernel is None else "eigh"
+        logv, r = engine.log_volume(P, rank=rank, rtol=self.rtol, method=method,
+                                    return_rank=True)
+        if len(r) and (r != r[0]).any():
+            warnings.warn("the numerical rank of the metric varies across points "
+                          f"({int(r.min())} to {int(r.max())}): pseudo log volumes of different "
+                          "rank are not comparable.", UserWarning, stacklevel=3)
+        return logv, r
+
+    def _ricci(self, P):
+        d = self.n_features_in_
+        if d > self.max_curvature_dim:
+            raise ValueError(f"curvature needs d <= max_curvature_dim={self.max_curvature_dim}; "
+                             f"the input has d={d} (cost grows as d^3 to d^4 per point).")
+        if self._nonsmooth() and not self.allow_nonsmooth:
+            raise ValueError("curvature of a ReLU-like network is 0 almost everywhere and "
+                             "meaningless; pass allow_nonsmooth=True to compute it anyway.")
+        if self.n_features_map_ < d:
+            raise ValueError(f"curvature needs m >= d; the feature map has m="
+                             f"{self.n_features_map_} < d={d} outputs (singular metric).")
+        engine = self.engine_
+        if self.dtype_ != torch.float64:
+            warnings.warn("curvature needs float64: upcasting the feature map.", UserWarning,
+                          stacklevel=3)
+            engine = self._engine(torch.float64)
+        return engine.ricci_scalar(P.to(torch.float64), method=self.curvature_method,
+                                   max_condition=self.max_condition)
+
+    def _quantities(self, P, quantities):
+        out = {}
+        if "log_volume" in quantities or "rank" in quantities:
+            logv, r = self._log_volume(P)
+            out["log_volume"], out["rank"] = logv, r
+        if "ricci_scalar" in quantities:
+            out["ricci_scalar"] = self._ricci(P)
+        if "log_metric_eigvals" in quantities:
+            eig = self.engine_.metric_eigvals(P)
+            pad = self.n_features_in_ - eig.shape[1]
+            eig = torch.nn.functional.pad(eig, (0, pad))
+            with np.errstate(divide="ignore"):
+                logs = np.log(to_numpy(eig).astype(np.float64).clip(min=0))
+            for i in range(self.n_features_in_):
+                out[f"log_metric_eigval_{i}"] = logs[:, i]
+        return {k: to_numpy(v).astype(np.float64) for k, v in out.items()}
+
+    def _columns(self, quantities):
+        cols = []
+        for q in quantities:
+            if q == "log_metric_eigvals":
+                cols += [f"log_metric_eigval_{i}" for i in range(self.n_features_in_)]
+            else:
+                cols.append(q)
+        return cols
+
+    def transform(self, X):
+        """The ``quantities`` of each sample, in order.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or (n_samples, *input_shape)
+
+        Returns
+        -------
+        Xt : ndarray of shape (n_samples, n_columns), float64
+            ``log_metric_eigvals`` adds ``d`` columns (``-inf`` past rank ``m``).
+        """
+        P = self._points(X)
+        quantities = self._validate_params()
+        values = self._quantities(P, quantities)
+        return np.column_stack([values[c] for c in self._columns(quantities)])
+
+    def get_feature_names_out(self, input_features=None):
+        """Names of the :meth:`transform` columns.
+
+        Returns
+        -------
+        names : ndarray of str
+        """
+        check_is_fitted(self)
+        return np.asarray(self._columns(self._validate_params()), dtype=object)
+
+    def feature_jacobian(self, X):
+        """Jacobians ``J = ∂Φ/∂x`` of the (unscaled) feature map, shape (n_samples, m, d).
+
+        Named ``feature_jacobian`` because ``jacobian`` is the constructor
+        parameter choosing the autodiff mode.
+        """
+        P = self._points(X)
+        if self._kernel is not None:
+            raise ValueError("a kernel's feature map is implicit: it has no Jacobian. Use "
+                             "metric_tensor.")
+        return to_numpy(self.engine_.jacobian(P)).astype(np.float64)
+
+    def metric_tensor(self, X):
+        """Metric tensors ``g(x)``, ndarray of shape (n_samples, d, d)."""
+        return to_numpy(self.engine_.metric(self._points(X)))
+
+    def log_volume_element(self, X):
+        """Natural log of the volume element ``√det g``, ndarray of shape (n_samples,)."""
+        return to_numpy(self._log_volume(self._points(X))[0]).astype(np.float64)
+
+    def volume_element(self, X):
+        """Volume element ``√det g``; warns where it over- or underflows float64."""
+        logv = self.log_volume_element(X)
+        with np.errstate(over="ignore", under="ignore"):
+            v = np.exp(logv)
+        if np.any((v == 0) | ~np.isfinite(v)):
+            warnings.warn("the volume element over/underflows float64 at some points; use "
+                          "log_volume_element.", RuntimeWarning, stacklevel=2)
+        return v
+
+    def metric_eigenvalues(self, X):
+        """Non-zero eigenvalues of ``g``, descending, ndarray of shape (n_samples, min(m, d))."""
+        return to_numpy(self.engine_.metric_eigvals(self._points(X))).astype(np.float64)
+
+    def ricci_scalar(self, X):
+        """Ricci scalar curvature (unit 2-sphere: +2), ndarray of shape (n_samples,)."""
+        return to_numpy(self._ricci(self._points(X))).astype(np.float64)
+
+    # -- slices ------------------------------------------------------------------------------
+    def _slice(self, points, quantities, **kw):
+        check_is_fitted(self)
+        quantities = self._validate_params() if quantities is None else (
+            (quantities,) if isinstance(quantities, str) else tuple(quantities))
+        P = torch.as_tensor(points, dtype=self.dtype_, device=self.device_)
+        values = self._quantities(P, quantities)
+        predictions = entropy = None
+        if self._module is not None:
+            with torch.no_grad():
+                out = self._module(P.reshape(len(P), *self.input_shape_))
+            if out.ndim == 2 and out.shape[1] >= 2:
+                logp = torch.log_softmax(out, 1)
+                predictions = to_numpy(logp.argmax(1))
+                entropy = to_numpy(-(logp.exp() * logp).sum(1) / np.log(out.shape[1]))
+        return GeometrySlice(points=points, values=values, predictions=predictions,
+                             entropy=entropy, **kw)
+
+    def along_path(self, x_a, x_b, n_steps=64, quantities=None):
+        """Quantities along ``x(t) = (1−t) x_a + t x_b``, ``t = i/(n_steps−1)``.
+
+        Parameters
+        ----------
+        x_a, x_b : array-like of shape (n_features,) or input_shape
+        n_steps : int, default=64
+        quantities : tuple of str, default=None
+            Defaults to ``self.quantities``.
+
+        Returns
+        -------
+        GeometrySlice
+            With ``t`` set.
+        """
+        x_a, x_b = self._check_point(x_a, "x_a"), self._check_point(x_b, "x_b")
+        if not isinstance(n_steps, numbers.Integral) or n_steps < 2:
+            raise ValueError(f"n_steps must be an integer >= 2; got {n_steps!r}.")
+        t, points = path_points(x_a, x_b, n_steps)
+        return self._slice(points, quantities, t=t, kind="path")
+
+    def on_plane(self, x1, x2, x3, resolution=30, hull="convex", extent=1.0, quantities=None):
+        """Quantities on the plane through three samples, drawn on a unit triangle.
+
+        Parameters
+        ----------
+        x1, x2, x3 : array-like of shape (n_features,) or input_shape
+        resolution : int, default=30
+            ``N``: ``(N+1)(N+2)/2`` points for the convex hull, ``N²`` for the
+            affine grid.
+        hull : {"convex", "affine"}, default="convex"
+        extent : float, default=1.0
+            Half-width of the affine grid in plotting coordinates.
+        quantities : tuple of str, default=None
+
+        Returns
+        -------
+        GeometrySlice
+            With ``coords`` and ``barycentric`` set.
+        """
+        xs = [self._check_point(x, f"x{i + 1}") for i, x in enumerate((x1, x2, x3))]
+        if hull not in ("convex", "affine"):
+            raise ValueError(f"hull must be 'convex' or 'affine'; got {hull!r}.")
+        if not isinstance(resolution, numbers.Integral) or resolution < 2:
+            raise ValueError(f"resolution must be an integer >= 2; got {resolution!r}.")
+        if not (isinstance(extent, numbers.Real) and np.isfinite(extent) and extent > 0):
+            raise ValueError(f"extent must be a positive finite float; got {extent!r}.")
+        coords, lam, points = plane_points(*xs, resolution, hull, extent)
+        shape = (resolution, resolution) if hull == "affine" else None
+        return self._slice(points, quantities, coords=coords, barycentric=lam, kind="plane",
+                           shape=shape)
+
+    def on_grid(self, bounds=(-1.5, 1.5), resolution=40, quantities=None):
+        """Quantities on a square grid of a 2-D input space (first coordinate slowest).
+
+        Parameters
+        ----------
+        bounds : (float, float), default=(-1.5, 1.5)
+        resolution : int, default=40
+        quantities : tuple of str, default=None
+
+        Returns
+        -------
+        GeometrySlice
+            With ``coords`` (= ``points``) and ``shape = (resolution, resolution)``.
+        """
+        check_is_fitted(self)
+        if self.n_features_in_ != 2:
+            raise ValueError(f"on_grid needs a 2-D input space; d={self.n_features_in_}. Use "
+                             "on_plane for higher-dimensional inputs.")
+        bounds = np.asarray(bounds, dtype=np.float64)
+        if bounds.shape != (2,) or not np.isfinite(bounds).all() or not bounds[0] < bounds[1]:
+            raise ValueError(f"bounds must be two finite floats lo < hi; got {bounds!r}.")
+        if not isinstance(resolution, numbers.Integral) or resolution < 2:
+            raise ValueError(f"resolution must be an integer >= 2; got {resolution!r}.")
+        points = grid_points(bounds, resolution)
+        return self._slice(points, quantities, coords=points, kind="grid",
+                           shape=(resolution, resolution))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = False
+        tags.requires_fit = True
+        return tags

@@ -1,0 +1,456 @@
+"""Metric engines: the pullback metric of a feature map and a user metric field.
+
+Engines are plain torch objects (tensors in, tensors out, no sklearn state);
+:class:`~geolearn.riemannian.RiemannianFeatureGeometry` builds on them.
+"""
+
+import math
+import numbers
+import warnings
+
+import torch
+from torch.func import jacfwd, jacrev, vmap
+
+from . import _curvature
+
+CURVATURE_METHODS = ("auto", "gauss", "kernel_gauss", "christoffel", "hessian_metric")
+
+
+def _chunks(n, size):
+    for start in range(0, n, size):
+        yield slice(start, min(start + size, n))
+
+
+def _concat(fn, X, size):
+    """``fn`` applied to ``X`` in chunks of ``size`` points, concatenated.
+
+    Runs under ``no_grad``: ``torch.func`` transforms still differentiate with
+    respect to the inputs, but no graph is kept to the module's parameters.
+    """
+    with torch.no_grad():
+        return torch.cat([fn(X[sl]) for sl in _chunks(len(X), max(1, int(size)))])
+
+
+def check_scale(scale):
+    """Validate a ``scale`` parameter ("width", "none" or a positive float)."""
+    if isinstance(scale, str):
+        if scale not in ("width", "none"):
+            raise ValueError(f"scale must be 'width', 'none' or a positive float; got {scale!r}.")
+    elif (not isinstance(scale, numbers.Real) or isinstance(scale, bool)
+          or not (scale > 0 and scale < float("inf"))):
+        raise ValueError(f"scale must be 'width', 'none' or a positive float; got {scale!r}.")
+    return scale
+
+
+def scale_value(scale, width):
+    """The numeric factor ``s`` of ``g = s JᵀJ`` for a map with ``width`` outputs."""
+    if scale == "width":
+        return 1.0 / width
+    if scale == "none":
+        return 1.0
+    return float(scale)
+
+
+def _check_rank_rtol(rank, rtol, max_rank):
+    if rank is not None and (not isinstance(rank, numbers.Integral) or not 1 <= rank <= max_rank):
+        raise ValueError(f"rank must be None or an integer in [1, min(m, d) = {max_rank}]; "
+                         f"got {rank!r}.")
+    if rtol is not None and (not isinstance(rtol, numbers.Real) or not 0 <= rtol < 1):
+        raise ValueError(f"rtol must be None or a float in [0, 1); got {rtol!r}.")
+
+
+def log_volume_from_singular_values(sv, rank=None, rtol=None, default_rtol=None):
+    """``Σ_{i≤r} log sv_i`` for descending ``sv`` (N, k), with the numerical rank ``r``.
+
+    ``rank`` fixes ``r`` (top-k); otherwise ``r = #{sv_i > rtol·sv_1}``.
+    """
+    k = sv.shape[1]
+    _check_rank_rtol(rank, rtol, k)
+    if rank is not None:
+        r = torch.full((len(sv),), rank, dtype=torch.int64, device=sv.device)
+    else:
+        tol = default_rtol if rtol is None else rtol
+        r = (sv > tol * sv[:, :1]).sum(1)
+    keep = torch.arange(k, device=sv.device)[None, :] < r[:, None]
+    logs = torch.where(keep, torch.log(torch.where(keep, sv, torch.ones_like(sv))),
+                       torch.zeros_like(sv))
+    return logs.sum(1), r
+
+
+class _MetricEngine:
+    """Shared machinery: a metric field ``x -> g(x)`` given by ``_metric_single``."""
+
+    _default_curvature = "christoffel"
+
+    def __init__(self, *, dtype=torch.float64, device=None, batch_size=256):
+        self.dtype = dtype
+        self.device = torch.device("cpu") if device is None else torch.device(device)
+        self.batch_size = batch_size
+
+    def _as_points(self, X, name="X"):
+        X = torch.as_tensor(X).to(device=self.device, dtype=self.dtype)
+        if X.ndim != 2 or len(X) == 0:
+            raise ValueError(f"{name} must be a non-empty (N, d) array of points; "
+                             f"got shape {tuple(X.shape)}.")
+        if not torch.isfinite(X).all():
+            raise ValueError(f"{name} contains NaN or infinity.")
+        return X
+
+    def _metric_single(self, x):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _check_finite(self, values, what):
+        bad = ~torch.isfinite(values.flatten(1)).all(1)
+        if bad.any():
+            raise ValueError(
+                f"the {what} is not finite at {int(bad.sum())} of {len(bad)} points: the map "
+                "is not differentiable there (or overflows in this dtype)."
+            )
+        return values
+
+    def metric(self, X):
+        """Metric tensors ``g(x)`` of shape (N, d, d), symmetrised."""
+        X = self._as_points(X)
+        g = _concat(vmap(self._metric_single), X, self.batch_size)
+        return self._check_finite(0.5 * (g + g.transpose(1, 2)), "metric")
+
+    def metric_eigvals(self, X):
+        """Eigenvalues of ``g(x)``, descending, shape (N, d)."""
+        return torch.linalg.eigvalsh(self.metric(X)).flip(-1)
+
+    def log_volume(self, X, rank=None, rtol=None, method="eigh", return_rank=False):
+        """Log volume element ``½ Σ_{i≤r} log λ_i(g)`` (natural log), shape (N,).
+
+        The rank ``r`` counts eigenvalues whose square root exceeds ``rtol``
+        times the largest one's (default ``d·eps``); ``rank`` fixes it.
+        """
+        if method not in ("eigh", "svd", "cholesky"):
+            raise ValueError(f"method must be 'svd', 'cholesky' or 'eigh'; got {method!r}.")
+        eig = self.metric_eigvals(X)
+        sv = eig.clamp_min(0).sqrt()
+        logv, r = log_volume_from_singular_values(
+            sv, rank, rtol, eig.shape[1] * torch.finfo(self.dtype).eps)
+        return (logv, r) if return_rank else logv
+
+    def christoffel(self, X):
+        """Christoffel symbols of the second kind ``Γ^κ_{μν}``, shape (N, d, d, d)."""
+        X = self._as_points(X)
+        fn = vmap(_curvature.christoffel_from_metric(self._metric_single))
+        return _concat(fn, X, self.batch_size)
+
+    def metric_derivative(self, X):
+        """``T_{λμν} = ∂_λ g_{μν}``, shape (N, d, d, d)."""
+        X = self._as_points(X)
+        dg = _concat(vmap(jacfwd(self._metric_single)), X, self.batch_size)
+        return dg.permute(0, 3, 1, 2)
+
+    def ricci_scalar(self, X, method="auto", max_condition=1e12):
+        """Ricci scalar curvature ``R`` (unit 2-sphere: ``+2``), shape (N,).
+
+        Parameters
+        ----------
+        X : tensor of shape (N, d)
+        method : {"auto", "gauss", "kernel_gauss", "christoffel", "hessian_metric"}
+            ``"auto"`` picks the cheapest exact route the engine supports.
+        max_condition : float, default=1e12
+            Points where ``cond(g)`` exceeds it get NaN (with one warning):
+            curvature is undefined on singular metrics and meaningless near them.
+        """
+        if method not in CURVATURE_METHODS:
+            raise ValueError(f"method must be one of {CURVATURE_METHODS}; got {method!r}.")
+        if self.dtype != torch.float64:
+            warnings.warn("curvature in float32 is numerically meaningless; use "
+                          "dtype=torch.float64.", UserWarning, stacklevel=2)
+        X = self._as_points(X)
+        method = self._default_curvature if method == "auto" else method
+        eig = torch.linalg.eigvalsh(self.metric(X))
+        good = (eig[:, 0] > 0) & (eig[:, -1] <= max_condition * eig[:, 0])
+        R = torch.full((len(X),), float("nan"), dtype=self.dtype, device=self.device)
+        if good.any():
+            R[good] = _concat(lambda Z: self._ricci(Z, method), X[good], self.batch_size)
+        if not good.all():
+            warnings.warn(
+                f"Ricci scalar set to NaN at {int((~good).sum())} of {len(X)} points where the "
+                f"metric is singular or cond(g) > max_condition={max_condition:g}.",
+                RuntimeWarning, stacklevel=2)
+        return R
+
+    def _ricci(self, X, method):
+        if method == "christoffel":
+            return _curvature.christoffel_ricci(self._metric_single, X)
+        if method == "hessian_metric":
+            return self._hessian_metric_ricci(X)
+        raise ValueError(f"method={method!r} does not apply to {type(self).__name__}; use "
+                         "'christoffel' or 'hessian_metric'.")
+
+    def _hessian_metric_ricci(self, X):
+        T = self.metric_derivative(X)
+        defect = _curvature.symmetry_defect(T)
+        if (defect > 1e-8).any():
+            raise ValueError(
+                "method='hessian_metric' needs a fully symmetric metric derivative ∂_λ g_{μν} "
+                f"(a Hessian metric); the relative asymmetry is up to {float(defect.max()):.2e}. "
+                "Use method='christoffel'.")
+        return _curvature.hessian_metric_ricci(self.metric(X), T)
+
+
+class MetricField(_MetricEngine):
+    """A user-given Riemannian metric field ``x -> g(x)`` (Christoffel route only).
+
+    Parameters
+    ----------
+    metric_fn : callable
+        ``x`` of shape (d,) -> ``g(x)`` of shape (d, d), differentiable by
+        ``torch.func`` (no in-place ops on captured tensors, no ``.item()``).
+    dtype : torch.dtype, default=torch.float64
+    device : str or torch.device, optional
+        Where points are evaluated (default: CPU).
+    batch_size : int, default=256
+        Points per vectorised chunk.
+
+    Examples
+    --------
+    The round metric of the unit sphere in coordinates (θ, ϕ) has ``R = 2``:
+
+    >>> import torch
+    >>> from geolearn.riemannian import MetricField
+    >>> def round_metric(x):
+    ...     return torch.diag(torch.stack([torch.ones_like(x[0]), x[0].sin() ** 2]))
+    >>> sphere = MetricField(round_metric)
+    >>> sphere.ricci_scalar(torch.tensor([[0.9, 0.3]])).round(decimals=8)
+    tensor([2.], dtype=torch.float64)
+    """
+
+    def __init__(self, metric_fn, *, dtype=torch.float64, device=None, batch_size=256):
+        super().__init__(dtype=dtype, device=device, batch_size=batch_size)
+        self.metric_fn = metric_fn
+
+    def _metric_single(self, x):
+        return self.metric_fn(x)
+
+
+class PullbackMetric(_MetricEngine):
+    """The metric ``g = s·JᵀJ`` that a feature map pulls back from Euclidean feature space.
+
+    Parameters
+    ----------
+    feature_map : callable
+        ``(N, d) -> (N, ...)`` torch function treating samples independently
+        (outputs are flattened to ``m`` features). It must accept ``dtype``
+        tensors on ``device``.
+    scale : {"width", "none"} or float, default="width"
+        ``s = 1/m`` (the paper's average over units), ``1``, or the given value.
+    jacobian : {"auto", "fwd", "rev", "fd"}, default="auto"
+        Forward mode when ``d ≤ m`` (``d`` passes per point), reverse mode
+        otherwise; ``"fd"``: central finite differences for black-box maps.
+    batch_size : int, default=256
+        Largest number of points per vectorised chunk.
+    max_memory : int, default=2**30
+        Bytes allowed for one chunk's Jacobians; chunks shrink to fit.
+    dtype : torch.dtype, default=torch.float64
+    device : str or torch.device, optional
+    vectorize : bool, default=True
+        ``False`` loops over points (for maps ``vmap`` cannot trace).
+    fd_step : float, optional
+        Finite-difference step; default ``eps^{1/3}·max(1, ‖x‖∞)`` (``eps^{1/4}``
+        for Hessians).
+
+    Examples
+    --------
+    A sphere of radius 1.7 as an immersion of (θ, ϕ): ``R = 2/1.7² ≈ 0.692``.
+
+    >>> import torch
+    >>> from geolearn.riemannian import PullbackMetric
+    >>> def sphere(X):
+    ...     t, p = X[:, 0], X[:, 1]
+    ...     return 1.7 * torch.stack([t.sin() * p.cos(), t.sin() * p.sin(), t.cos()], 1)
+    >>> pm = PullbackMetric(sphere, scale="none")
+    >>> X = torch.tensor([[0.9, 0.3]], dtype=torch.float64)
+    >>> round(float(pm.ricci_scalar(X)[0]), 6)
+    0.692042
+    >>> pm.metric(X).shape
+    torch.Size([1, 2, 2])
+    """
+
+    _default_curvature = "gauss"
+
+    def __init__(self, feature_map, *, scale="width", jacobian="auto", batch_size=256,
+                 max_memory=2**30, dtype=torch.float64, device=None, vectorize=True,
+                 fd_step=None):
+        super().__init__(dtype=dtype, device=device, batch_size=batch_size)
+        self.feature_map = feature_map
+        self.scale = check_scale(scale)
+        if jacobian not in ("auto", "fwd", "rev", "fd"):
+            raise ValueError(f"jacobian must be 'auto', 'fwd', 'rev' or 'fd'; got {jacobian!r}.")
+        self.jacobian_mode = jacobian
+        self.max_memory = max_memory
+        self.vectorize = vectorize
+        self.fd_step = fd_step
+        self._n_outputs = None
+
+    # -- the map ---------------------------------------------------------------------------
+    def _phi(self, x):
+        return self.feature_map(x.unsqueeze(0)).reshape(-1)
+
+    def n_outputs(self, X):
+        """Number ``m`` of (flattened) features, found from one evaluation."""
+        if self._n_outputs is None:
+            with torch.no_grad():
+                self._n_outputs = int(self._phi(self._as_points(X)[0]).numel())
+        return self._n_outputs
+
+    def scale_value(self, X):
+        """The numeric ``s`` for this map."""
+        return scale_value(self.scale, self.n_outputs(X))
+
+    def _mode(self, d, m):
+        if self.jacobian_mode != "auto":
+            return self.jacobian_mode
+        return "fwd" if d <= m else "rev"
+
+    def _chunk(self, per_point_numbers):
+        """Points per vectorised chunk so that ``8·per_point_numbers`` bytes each fit."""
+        return max(1, min(self.batch_size, self.max_memory // (8 * per_point_numbers)))
+
+    def _jac_fn(self, mode):
+        return (jacfwd if mode == "fwd" else jacrev)(self._phi)
+
+    def jacobian(self, X):
+        """Jacobians ``J = ∂Φ/∂x`` of the unscaled map, shape (N, m, d)."""
+        X = self._as_points(X)
+        N, d = X.shape
+        m = self.n_outputs(X)
+        mode = self._mode(d, m)
+        if mode == "fd":
+            J = self._fd_jacobian(X)
+        else:
+            J = self._per_point(self._jac_fn(mode), X, self._chunk(m * (d + min(d, m))))
+        return self._check_finite(J, "Jacobian of the feature map")
+
+    def _per_point(self, single, X, chunk):
+        """``single`` on every point: vmapped in chunks, or looped when vmap cannot trace."""
+        if self.vectorize:
+            try:
+                return _concat(vmap(single), X, chunk)
+            except RuntimeError as exc:  # in-place ops, .item(), data-dependent control flow
+                warnings.warn(f"vmap cannot trace the feature map ({exc}); looping over points "
+                              "instead. Pass vectorize=False to skip the attempt.", UserWarning,
+                              stacklevel=4)
+        return _concat(lambda Z: single(Z[0])[None], X, 1)
+
+    def _batched(self, X):
+        return torch.as_tensor(self.feature_map(X)).to(X).reshape(len(X), -1)
+
+    def _steps(self, X, power):
+        if self.fd_step is not None:
+            return torch.full((len(X), 1), float(self.fd_step), dtype=X.dtype, device=X.device)
+        eps = torch.finfo(X.dtype).eps
+        return eps**power * X.abs().amax(1, keepdim=True).clamp_min(1.0)
+
+    def _fd_jacobian(self, X):
+        h = self._steps(X, 1 / 3)
+        F = self._batched
+        eye = torch.eye(X.shape[1], dtype=X.dtype, device=X.device)
+        with torch.no_grad():
+            cols = [(F(X + h * e) - F(X - h * e)) / (2 * h) for e in eye]
+        return torch.stack(cols, -1)
+
+    def hessian(self, X):
+        """Second derivatives ``H_{kμν}`` of the unscaled map, shape (N, m, d, d)."""
+        X = self._as_points(X)
+        N, d = X.shape
+        m = self.n_outputs(X)
+        if self._mode(d, m) == "fd":
+            warnings.warn("curvature from finite differences is inaccurate (errors O(h²) in "
+                          "second derivatives); prefer an autodiff-able map.", UserWarning,
+                          stacklevel=3)
+            h = self._steps(X, 1 / 4)
+            eye = torch.eye(d, dtype=X.dtype, device=X.device)
+            F = self._batched
+            with torch.no_grad():
+                H = torch.stack([torch.stack([
+                    (F(X + h * a + h * b) - F(X + h * a - h * b) - F(X - h * a + h * b)
+                     + F(X - h * a - h * b)) / (4 * h**2) for b in eye], -1) for a in eye], -2)
+        else:
+            single = jacfwd(self._jac_fn(self._mode(d, m)))
+            H = self._per_point(single, X, self._chunk(2 * m * d * d))
+        return self._check_finite(H, "Hessian of the feature map")
+
+    # -- geometry --------------------------------------------------------------------------
+    def _metric_single(self, x):
+        J = jacfwd(self._phi)(x).reshape(-1, x.shape[0])
+        return self.scale_value(x[None]) * J.T @ J
+
+    def metric(self, X):
+        """Metric tensors ``g = s·JᵀJ``, shape (N, d, d)."""
+        J = self.jacobian(X)
+        g = self.scale_value(X) * J.transpose(1, 2) @ J
+        return 0.5 * (g + g.transpose(1, 2))
+
+    def metric_eigvals(self, X):
+        """Non-trivial eigenvalues ``s·σ_i(J)²``, descending, shape (N, min(m, d))."""
+        return self.scale_value(X) * torch.linalg.svdvals(self.jacobian(X)) ** 2
+
+    def log_volume(self, X, rank=None, rtol=None, method="svd", return_rank=False):
+        """Log volume element ``(r/2) log s + Σ_{i≤r} log σ_i(J)`` (natural log), shape (N,).
+
+        Parameters
+        ----------
+        X : tensor of shape (N, d)
+        rank : int, optional
+            Keep the top ``rank`` singular values (pseudo-volume of that rank).
+        rtol : float in [0, 1), optional
+            Relative threshold of the numerical rank; default ``max(m, d)·eps``.
+        method : {"svd", "cholesky"}, default="svd"
+            ``"cholesky"``: ``½ log det g`` from a Cholesky factor of ``g``; cheaper
+            for large ``m·d`` but squares the condition number; falls back to
+            SVD where the factorisation fails. Full rank only.
+        return_rank : bool, default=False
+            Also return the rank used at each point.
+        """
+        if method not in ("svd", "cholesky"):
+            raise ValueError(f"method must be 'svd' or 'cholesky'; got {method!r}.")
+        J = self.jacobian(X)
+        s = self.scale_value(X)
+        m, d = J.shape[1:]
+        if method == "cholesky" and rank is None and m >= d:
+            L, info = torch.linalg.cholesky_ex(s * J.transpose(1, 2) @ J)
+            if (info == 0).all():
+                logv = torch.log(torch.diagonal(L, dim1=1, dim2=2)).sum(1)
+                r = torch.full((len(J),), d, dtype=torch.int64, device=J.device)
+                return (logv, r) if return_rank else logv
+        sv = torch.linalg.svdvals(J)
+        logv, r = log_volume_from_singular_values(
+            sv, rank, rtol, max(m, d) * torch.finfo(J.dtype).eps)
+        logv = logv + 0.5 * math.log(s) * r.to(logv.dtype)
+        return (logv, r) if return_rank else logv
+
+    def christoffel(self, X):
+        """Christoffel symbols ``Γ^κ_{μν}`` (Gauss route), shape (N, d, d, d)."""
+        self._require_immersion(X)
+        return _curvature.gauss_christoffel(self.jacobian(X), self.hessian(X))
+
+    def metric_derivative(self, X):
+        """``T_{λμν} = ∂_λ g_{μν} = s(H_{kλμ}J_{kν} + J_{kμ}H_{kλν})``, shape (N, d, d, d)."""
+        J, H = self.jacobian(X), self.hessian(X)
+        HJ = torch.einsum("nkml,nkv->nlmv", H, J)
+        return self.scale_value(X) * (HJ + HJ.transpose(2, 3))
+
+    def _require_immersion(self, X):
+        X = self._as_points(X)
+        if self.n_outputs(X) < X.shape[1]:
+            raise ValueError(
+                f"curvature needs an immersion (m >= d) but the map has m={self.n_outputs(X)} "
+                f"outputs for d={X.shape[1]} inputs: the pullback metric is singular.")
+
+    def ricci_scalar(self, X, method="auto", max_condition=1e12):
+        self._require_immersion(X)
+        return super().ricci_scalar(X, method=method, max_condition=max_condition)
+
+    ricci_scalar.__doc__ = _MetricEngine.ricci_scalar.__doc__
+
+    def _ricci(self, X, method):
+        if method == "gauss":
+            s = self.scale_value(X)
+            return _curvature.gauss_ricci(self.jacobian(X), self.hessian(X)) / s
+        return super()._ricci(X, method)

@@ -1,0 +1,344 @@
+"""Classifiers on sets: nearest Schubert variety (Algorithm II) and the centroid head (III)."""
+
+from numbers import Integral, Real
+
+import numpy as np
+import torch
+from joblib import Parallel, delayed
+from scipy.special import softmax
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import (_check_sample_weight, check_consistent_length,
+                                      check_is_fitted, column_or_1d, validate_data)
+
+from ._grassmann import METRICS
+from ._sets import unpad
+from ._svbf import SVBF, SVBF_PARAMETERS, _SetsMixin
+
+
+class SVBFClassifier(_SetsMixin, ClassifierMixin, BaseEstimator):
+    """Nearest Schubert variety: one :class:`SVBF` per class (the paper's Algorithm II).
+
+    Each class ``j`` gets its variety ``Omega_c(W_j)`` fitted to its training
+    sets; a new set is assigned to the class whose variety is nearest. With
+    ``c = 1`` every metric ranks classes by the smallest principal angle
+    ``theta_1(V, W_j)``, the paper's rule.
+
+    Read more in the :ref:`User Guide <subspaces>`.
+
+    Parameters
+    ----------
+    n_components : int or tuple of int, default=4
+        ``k`` of every class variety (the paper's "working dimension" for its
+        image sets is 4).
+    intersection_dim, objective, solver, max_iter, tol, n_init, init, shift, \
+orth_penalty, learning_rate, batch_size, input_type, subspace_dim, set_shape, dtype, device
+        As in :class:`SVBF`.
+    metric : {"chordal", "geodesic", "cos2", "cos"}, default="chordal"
+        Distance to each variety used by :meth:`decision_function` and :meth:`predict`.
+    temperature : float, default=0.05
+        :meth:`predict_proba` is the softmax over classes of minus the
+        distances divided by ``temperature`` (a geolearn convention; the paper
+        defines no probabilities). For ``metric="cos2"`` it is the softmax of
+        the per-class fit :meth:`SVBF.score_samples` over ``temperature``.
+    n_jobs : int or None, default=None
+        Classes fitted in parallel (threads).
+    random_state : int, RandomState instance or None, default=None
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (C,)
+    estimators_ : list of SVBF
+        The fitted variety of each class.
+    bases_ : ndarray of shape (C, n, k)
+        ``basis_`` of each class variety.
+    n_iter_ : ndarray of shape (C,)
+        Iterations of each class fit.
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geolearn.subspaces import SVBFClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> def planes(line, m):   # planes through a class-specific line
+    ...     return np.stack([np.linalg.qr(np.c_[line, rng.normal(size=10)])[0] for _ in range(m)])
+    >>> X = np.concatenate([planes(np.eye(10)[0], 20), planes(np.eye(10)[1], 20)])
+    >>> y = np.repeat([0, 1], 20)
+    >>> clf = SVBFClassifier(n_components=1, random_state=0).fit(X, y)
+    >>> clf.score(X, y)
+    1.0
+    """
+
+    _parameter_constraints = {
+        **SVBF_PARAMETERS,
+        "metric": [StrOptions(set(METRICS))],
+        "temperature": [Interval(Real, 0, None, closed="neither")],
+    }
+
+    def __init__(self, n_components=4, intersection_dim=1, *, objective="cos2", solver="mm",
+                 max_iter=None, tol=1e-10, n_init=4, init="flag_mean", shift=1e-6,
+                 orth_penalty=1e4, learning_rate=1e-3, batch_size=None, input_type="auto",
+                 subspace_dim=None, set_shape=None, metric="chordal", temperature=0.05,
+                 dtype="float64", device="cpu", n_jobs=None, random_state=None):
+        self.n_components = n_components
+        self.intersection_dim = intersection_dim
+        self.objective = objective
+        self.solver = solver
+        self.max_iter = max_iter
+        self.tol = tol
+        self.n_init = n_init
+        self.init = init
+        self.shift = shift
+        self.orth_penalty = orth_penalty
+        self.learning_rate = learning_rate
+        self.batch_size = batch_size
+        self.input_type = input_type
+        self.subspace_dim = subspace_dim
+        self.set_shape = set_shape
+        self.metric = metric
+        self.temperature = temperature
+        self.dtype = dtype
+        self.device = device
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None):
+        """Fit one Schubert variety per class.
+
+        Parameters
+        ----------
+        X : set array (see :class:`SVBF`)
+        y : array-like of shape (r,)
+        sample_weight : array-like of shape (r,), default=None
+
+        Returns
+        -------
+        self : SVBFClassifier
+        """
+        if y is None:
+            raise ValueError("SVBFClassifier requires y to be passed, but the target y is None.")
+        bases, dims = self._bases(X, reset=True)
+        y = column_or_1d(y, warn=True)
+        check_consistent_length(bases, y)
+        check_classification_targets(y)
+        w = _check_sample_weight(sample_weight, bases, dtype=np.float64,
+                                 ensure_non_negative=True)
+        self.classes_, y_idx = np.unique(y, return_inverse=True)
+        if len(self.classes_) < 2:
+            raise ValueError(f"SVBFClassifier needs samples of at least 2 classes; got 1 "
+                             f"class ({self.classes_[0]!r}).")
+        params = {name: getattr(self, name) for name in SVBF().get_params()
+                  if name not in ("transform_output", "n_jobs", "input_type", "set_shape",
+                                  "subspace_dim", "random_state")}
+        seeds = check_random_state(self.random_state).randint(np.iinfo(np.int32).max,
+                                                              size=len(self.classes_))
+        members = [np.flatnonzero(y_idx == j) for j in range(len(self.classes_))]
+        for j, idx in enumerate(members):
+            if w[idx].sum() <= 0:
+                raise ValueError(f"sample_weight is zero on every set of class "
+                                 f"{self.classes_[j]!r}.")
+
+        def fit_class(idx, seed):
+            est = SVBF(**params, input_type="basis", random_state=seed)
+            return est.fit(unpad(bases[idx], dims[idx]), sample_weight=w[idx])
+
+        self.estimators_ = Parallel(n_jobs=self.n_jobs, prefer="threads")(
+            delayed(fit_class)(idx, seed) for idx, seed in zip(members, seeds))
+        self.bases_ = np.stack([est.basis_ for est in self.estimators_])
+        self.n_iter_ = np.array([est.n_iter_ for est in self.estimators_])
+        return self
+
+    def _per_class(self, X, method, **kwargs):
+        check_is_fitted(self)
+        bases, dims = self._bases(X, reset=False)
+        sets = unpad(bases, dims)
+        return np.stack([getattr(est, method)(sets, **kwargs) for est in self.estimators_],
+                        axis=1)
+
+    def decision_function(self, X):
+        """Minus the distance of each set to each class variety.
+
+        Parameters
+        ----------
+        X : set array
+
+        Returns
+        -------
+        scores : ndarray of shape (r, C), or (r,) for two classes
+            For two classes, ``d_0 - d_1`` (positive means ``classes_[1]``), the
+            scikit-learn convention.
+        """
+        scores = -self._per_class(X, "distance", metric=self.metric)
+        return scores[:, 1] - scores[:, 0] if len(self.classes_) == 2 else scores
+
+    def predict(self, X):
+        """The class of the nearest variety (ties: the first class).
+
+        Parameters
+        ----------
+        X : set array
+
+        Returns
+        -------
+        y : ndarray of shape (r,)
+        """
+        scores = -self._per_class(X, "distance", metric=self.metric)
+        return self.classes_[np.argmax(scores, axis=1)]
+
+    def predict_proba(self, X):
+        """Softmax over classes of minus the distances divided by ``temperature``.
+
+        Parameters
+        ----------
+        X : set array
+
+        Returns
+        -------
+        proba : ndarray of shape (r, C)
+        """
+        return softmax(-self._per_class(X, "distance", metric=self.metric) / self.temperature,
+                       axis=1)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.three_d_array = True
+        # A row of a table is a one-vector set, i.e. a line through the origin: classes
+        # of points on opposite sides of the origin (the checks' blobs) look alike.
+        tags.classifier_tags.poor_score = True
+        return tags
+
+    _expected_failed_checks = SVBF._expected_failed_checks
+
+
+class CentroidSoftmaxClassifier(ClassifierMixin, BaseEstimator):
+    """Softmax over squared cosines to unit centroids (the paper's Algorithm III head).
+
+    ``p(j | b) = softmax_j((b^T w_j)^2 / T)`` with unit centroids
+    ``w_j = omega_j / ||omega_j||`` learned by full-batch Adam on the
+    cross-entropy. Invariant to the sign of ``b`` by construction, as the
+    coordinates ``b_i`` of :class:`SVBF` are defined up to sign. Use it after
+    ``SVBF(transform_output="coordinates")`` in a Pipeline (the paper's
+    "detached" training: the class loss does not change ``K``).
+
+    Parameters
+    ----------
+    temperature : float, default=0.1
+        ``T``.
+    max_iter : int, default=500
+        Adam iterations.
+    learning_rate : float, default=0.05
+    random_state : int, RandomState instance or None, default=None
+        Draws the initial centroids.
+
+    Attributes
+    ----------
+    centroids_ : ndarray of shape (C, k)
+        Unit centroids ``w_j``.
+    classes_ : ndarray of shape (C,)
+    n_iter_ : int
+        Adam iterations run (``max_iter``).
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geolearn.subspaces import CentroidSoftmaxClassifier
+    >>> B = np.array([[1.0, 0.0], [-0.9, 0.1], [0.0, 1.0], [0.1, -0.9]])
+    >>> clf = CentroidSoftmaxClassifier(random_state=0).fit(B, [0, 0, 1, 1])
+    >>> clf.predict([[-1.0, 0.05], [0.0, -1.0]]).tolist()
+    [0, 1]
+    """
+
+    _parameter_constraints = {
+        "temperature": [Interval(Real, 0, None, closed="neither")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(self, temperature=0.1, max_iter=500, learning_rate=0.05, random_state=None):
+        self.temperature = temperature
+        self.max_iter = max_iter
+        self.learning_rate = learning_rate
+        self.random_state = random_state
+
+    def _logits(self, B, omega):
+        W = omega / torch.linalg.vector_norm(omega, dim=1, keepdim=True)
+        return (B @ W.T).square() / self.temperature
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Learn the centroids.
+
+        Parameters
+        ----------
+        X : array-like of shape (r, k)
+            Coordinates ``b_i``.
+        y : array-like of shape (r,)
+
+        Returns
+        -------
+        self : CentroidSoftmaxClassifier
+        """
+        X, y = validate_data(self, X, y, dtype=np.float64)
+        check_classification_targets(y)
+        self.classes_, y_idx = np.unique(y, return_inverse=True)
+        if len(self.classes_) < 2:
+            raise ValueError(f"CentroidSoftmaxClassifier needs samples of at least 2 classes; "
+                             f"got 1 class ({self.classes_[0]!r}).")
+        rng = check_random_state(self.random_state)
+        omega = torch.tensor(rng.standard_normal((len(self.classes_), X.shape[1])),
+                             requires_grad=True)
+        B, target = torch.from_numpy(X), torch.from_numpy(y_idx)
+        opt = torch.optim.Adam([omega], lr=self.learning_rate)
+        for _ in range(self.max_iter):
+            opt.zero_grad(set_to_none=True)
+            torch.nn.functional.cross_entropy(self._logits(B, omega), target).backward()
+            opt.step()
+        omega = omega.detach()
+        self.n_iter_ = self.max_iter
+        self.centroids_ = (omega / torch.linalg.vector_norm(omega, dim=1, keepdim=True)).numpy()
+        return self
+
+    def _proba(self, X):
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        logits = self._logits(torch.from_numpy(X), torch.from_numpy(self.centroids_))
+        return torch.softmax(logits, dim=1).numpy()
+
+    def predict_proba(self, X):
+        """Class probabilities ``softmax_j((b^T w_j)^2 / T)``.
+
+        Parameters
+        ----------
+        X : array-like of shape (r, k)
+
+        Returns
+        -------
+        proba : ndarray of shape (r, C)
+        """
+        return self._proba(X)
+
+    def predict(self, X):
+        """The most probable class.
+
+        Parameters
+        ----------
+        X : array-like of shape (r, k)
+
+        Returns
+        -------
+        y : ndarray of shape (r,)
+        """
+        proba = self._proba(X)
+        return self.classes_[np.argmax(proba, axis=1)]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # p(j | b) = p(j | -b): classes on opposite sides of the origin look alike.
+        tags.classifier_tags.poor_score = True
+        return tags

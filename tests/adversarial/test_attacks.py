@@ -1,0 +1,278 @@
+"""FGSM, PGD and Carlini-Wagner L2: defining properties, model handling and bad inputs."""
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.ensemble import RandomForestClassifier
+from sklearn.neural_network import MLPClassifier
+from torch import nn
+
+from geolearn.adversarial import carlini_wagner_l2, fgsm, pgd
+from geolearn.models import GradientsUnavailableError
+
+ATTACKS = {
+    "fgsm": lambda m, X, y, **kw: fgsm(m, X, y, 0.1, **kw),
+    "pgd": lambda m, X, y, **kw: pgd(m, X, y, 0.1, random_state=0, **kw),
+    "cw": lambda m, X, y, **kw: carlini_wagner_l2(m, X, y, steps=5, **kw)[0],
+}
+
+
+def small_net(seed=0, d=12, k=3, dropout=False):
+    torch.manual_seed(seed)
+    layers = [nn.Linear(d, 16), nn.ReLU()] + ([nn.Dropout(0.5)] if dropout else [])
+    return nn.Sequential(*layers, nn.Linear(16, k))
+
+
+def data(n=40, d=12, k=3, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.random((n, d)).astype(np.float32), rng.integers(0, k, n)
+
+
+def cross_entropy(model, X, y):
+    with torch.no_grad():
+        return F.cross_entropy(model(torch.as_tensor(X)), torch.as_tensor(y)).item()
+
+
+@pytest.mark.parametrize("name", ATTACKS)
+def test_model_mode_and_parameter_grads_untouched(name):
+    net = small_net(dropout=True).train()
+    X, y = data()
+    before = {k: v.clone() for k, v in net.state_dict().items()}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # C&W failures after 5 steps
+        ATTACKS[name](net, X, y)
+    assert net.training and all(m.training for m in net.modules())
+    assert all(p.grad is None for p in net.parameters())
+    for k, v in net.state_dict().items():
+        assert torch.equal(v, before[k])
+
+
+@pytest.mark.parametrize("name", ATTACKS)
+def test_dropout_is_off_during_the_attack(name):
+    """In eval mode the attack is deterministic even though the model holds dropout."""
+    net = small_net(dropout=True).train()
+    X, y = data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        np.testing.assert_array_equal(ATTACKS[name](net, X, y), ATTACKS[name](net, X, y))
+
+
+@pytest.mark.parametrize("name", ATTACKS)
+def test_batch_size_does_not_change_the_result(name):
+    net = small_net()
+    X, y = data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        full = ATTACKS[name](net, X, y, batch_size=len(X))
+        small = ATTACKS[name](net, X, y, batch_size=7)
+    np.testing.assert_allclose(full, small, atol=1e-6)
+
+
+def test_layout_and_dtype_follow_the_input():
+    torch.manual_seed(0)
+    cnn = nn.Sequential(nn.Conv2d(1, 2, 3, padding=1), nn.Flatten(), nn.Linear(32, 3))
+    rng = np.random.default_rng(0)
+    X = rng.random((5, 16))
+    y = rng.integers(0, 3, 5)
+    flat = fgsm(cnn, X, y, 0.1, image_shape=(1, 4, 4))
+    images = fgsm(cnn, X.reshape(5, 1, 4, 4), y, 0.1)
+    assert flat.shape == (5, 16) and flat.dtype == np.float32
+    np.testing.assert_array_equal(flat, images.reshape(5, 16))
+
+
+def test_fgsm_loss_is_monotone_in_eps_for_a_linear_model():
+    """Along the FGSM direction the convex cross-entropy of a linear model never decreases."""
+    torch.manual_seed(1)
+    net = nn.Linear(12, 3)
+    X, y = data()
+    clip = (-100.0, 100.0)
+    losses = [cross_entropy(net, fgsm(net, X, y, eps, clip=clip), y)
+              for eps in (0.0, 0.05, 0.1, 0.2, 0.4)]
+    assert np.all(np.diff(losses) > 0)
+
+
+def test_pgd_loss_increases_with_steps_on_a_linear_model():
+    torch.manual_seed(2)
+    net = nn.Linear(12, 3)
+    X, y = data()
+    losses = [cross_entropy(net, pgd(net, X, y, 0.2, steps=s, alpha=0.05, random_start=False), y)
+              for s in (1, 2, 4, 8)]
+    assert np.all(np.diff(losses) >= -1e-6) and losses[-1] > losses[0]
+
+
+@settings(max_examples=10)
+@given(eps=st.floats(0, 0.5), lo=st.floats(-1, 0), width=st.floats(0.5, 2),
+       seed=st.integers(0, 10))
+def test_every_attack_stays_in_the_ball_and_the_box(eps, lo, width, seed):
+    net = small_net(seed)
+    X, y = data(n=10, seed=seed)
+    X = lo + width * X
+    clip = (lo, lo + width)
+    for X_adv in (fgsm(net, X, y, eps, clip=clip),
+                  pgd(net, X, y, eps, clip=clip, random_state=seed)):
+        assert np.abs(X_adv - X).max() <= eps + 1e-6
+        assert X_adv.min() >= clip[0] - 1e-6 and X_adv.max() <= clip[1] + 1e-6
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        X_cw, _ = carlini_wagner_l2(net, X, y, steps=2, clip=clip)
+    assert X_cw.min() >= clip[0] - 1e-6 and X_cw.max() <= clip[1] + 1e-6
+
+
+def test_no_box_gives_the_unclipped_equations():
+    """clip=None: x + eps sign(grad) exactly, even outside [0, 1] (eqs. 3-4 as printed)."""
+    net = small_net()
+    X, y = data()
+    X = 3 * X - 1
+    X_adv = fgsm(net, X, y, 0.5, clip=None)
+    np.testing.assert_allclose(np.abs(X_adv - X), 0.5, atol=1e-6)
+    assert X_adv.max() > 1 and X_adv.min() < 0
+    X_pgd = pgd(net, X, y, 0.5, clip=None, random_state=0)
+    assert np.abs(X_pgd - X).max() <= 0.5 + 1e-6
+    with pytest.raises(ValueError, match="clip"):
+        carlini_wagner_l2(net, X, y, clip=None)
+
+
+def test_pgd_random_start_is_seeded():
+    net = small_net()
+    X, y = data()
+    a = pgd(net, X, y, 0.1, random_state=3)
+    np.testing.assert_array_equal(a, pgd(net, X, y, 0.1, random_state=3))
+    assert not np.array_equal(a, pgd(net, X, y, 0.1, random_state=4))
+
+
+def test_cw_flags_failures_and_warns():
+    """A model that always predicts class 0 with a huge margin cannot be fooled."""
+    net = nn.Linear(12, 3)
+    with torch.no_grad():
+        net.weight.zero_()
+        net.bias.copy_(torch.tensor([100.0, 0.0, 0.0]))
+    X, y = data()
+    y = np.zeros_like(y)
+    with pytest.warns(UserWarning, match=f"{len(X)} of {len(X)} samples"):
+        X_adv, success = carlini_wagner_l2(net, X, y, steps=3)
+    assert not success.any() and X_adv.shape == X.shape
+
+
+def scaled_linear(seed=0):
+    """A 3-class linear model whose decision boundaries cross the unit box."""
+    torch.manual_seed(seed)
+    net = nn.Linear(12, 3)
+    with torch.no_grad():
+        net.weight.mul_(10)
+        net.bias.zero_()
+    return net
+
+
+def test_cw_l2_is_close_to_the_closed_form_minimum_of_a_linear_model():
+    """For logits W x + b the least L2 change reaching class j is (z_y - z_j) / ||w_y - w_j||."""
+    net = scaled_linear()
+    X, _ = data()
+    W = net.weight.detach().numpy().astype(np.float64)
+    z = X @ W.T
+    y = z.argmax(1)
+    margin = z[np.arange(len(X)), y][:, None] - z
+    norm = np.linalg.norm(W[y][:, None, :] - W[None, :, :], axis=2)
+    other = np.arange(3)[None] != y[:, None]
+    bound = np.where(other, margin / np.where(other, norm, 1.0), np.inf).min(1)
+    X_adv, success = carlini_wagner_l2(net, X, y, c=10.0, steps=200, lr=0.02)
+    l2 = np.linalg.norm(X_adv - X, axis=1)
+    assert success.all()
+    assert np.all(l2 >= bound - 1e-4)
+    assert np.median(l2 / bound) < 1.5
+
+
+def test_cw_binary_search_raises_a_too_small_c():
+    net = scaled_linear()
+    X, _ = data()
+    with torch.no_grad():
+        y = net(torch.as_tensor(X)).argmax(1).numpy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        _, single = carlini_wagner_l2(net, X, y, c=1e-3, steps=30, lr=0.05)
+        _, searched = carlini_wagner_l2(net, X, y, c=1e-3, steps=30, lr=0.05,
+                                        binary_search_steps=4)
+    assert searched.sum() > single.sum() + len(X) // 2
+
+
+def test_skorch_net_and_sklearn_mlp_through_the_adapter():
+    from skorch import NeuralNetClassifier
+
+    X, y = data(n=60)
+    torch.manual_seed(0)
+    skorch_net = NeuralNetClassifier(small_net(), criterion=nn.CrossEntropyLoss, max_epochs=2,
+                                     train_split=None, verbose=0).fit(X, y)
+    mlp = MLPClassifier((8,), max_iter=20, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mlp.fit(X, y)
+    for model in (skorch_net, mlp):
+        X_adv = fgsm(model, X, y, 0.1)
+        assert np.abs(X_adv - X).max() == pytest.approx(0.1, abs=1e-6)
+
+
+def test_black_box_models_need_gradients():
+    X, y = data()
+    forest = RandomForestClassifier(n_estimators=3, random_state=0).fit(X, y)
+    with pytest.raises(GradientsUnavailableError, match="fgsm needs gradients"):
+        fgsm(forest, X, y, 0.1)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"eps": -0.1}, "eps"),
+        ({"eps": float("nan")}, "eps"),
+        ({"steps": 0}, "steps"),
+        ({"steps": 1.5}, "steps"),
+        ({"alpha": 0.0}, "alpha"),
+        ({"clip": (1.0, 0.0)}, "clip"),
+        ({"clip": (0.0,)}, "clip"),
+    ],
+)
+def test_pgd_parameter_errors(kwargs, match):
+    X, y = data()
+    kwargs = {"eps": 0.1, **kwargs}
+    with pytest.raises(ValueError, match=match):
+        pgd(small_net(), X, y, **kwargs)
+
+
+@pytest.mark.parametrize("kwargs, match", [({"c": 0}, "c must"), ({"kappa": -1}, "kappa"),
+                                           ({"lr": 0}, "lr"), ({"binary_search_steps": -1},
+                                                               "binary_search_steps")])
+def test_cw_parameter_errors(kwargs, match):
+    X, y = data()
+    with pytest.raises(ValueError, match=match):
+        carlini_wagner_l2(small_net(), X, y, **kwargs)
+
+
+def test_input_and_label_errors():
+    net = small_net()
+    X, y = data()
+    with pytest.raises(ValueError, match="outside clip"):
+        fgsm(net, X + 0.5, y, 0.1)
+    with pytest.raises(ValueError, match="labels must lie in"):
+        fgsm(net, X, y + 3, 0.1)
+    with pytest.raises(ValueError, match="labels must lie in"):
+        fgsm(net, X, y - 1, 0.1)
+    with pytest.raises(ValueError, match="integer class labels"):
+        fgsm(net, X, y + 0.5, 0.1)
+    with pytest.raises(ValueError, match="labels but X has"):
+        fgsm(net, X, y[:-1], 0.1)
+    with pytest.raises(ValueError, match="image_shape"):
+        fgsm(net, X, y, 0.1, image_shape=(1, 3, 3))
+    with pytest.raises(ValueError, match="logits of shape"):
+        fgsm(nn.Sequential(net, nn.Flatten(0)), X, y, 0.1)
+
+
+@given(pos=st.integers(0, 40 * 12 - 1), value=st.sampled_from([np.nan, np.inf, -np.inf]))
+def test_non_finite_inputs_raise(pos, value):
+    X, y = data()
+    X = X.copy()
+    X.flat[pos] = value
+    with pytest.raises(ValueError, match="(?i)nan|infinity"):
+        fgsm(small_net(), X, y, 0.1)

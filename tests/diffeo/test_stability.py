@@ -1,0 +1,344 @@
+"""DiffeoStability, relative_stability, the scorer and the probing rules."""
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GridSearchCV
+from sklearn.neighbors import KNeighborsRegressor
+from sklearn.neural_network import MLPClassifier
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import FunctionTransformer, StandardScaler
+from torch import nn
+
+from geolearn.datasets import load_digits_images
+from geolearn.diffeo import (
+    DiffeoStability,
+    StabilityWarning,
+    log_average,
+    log_std,
+    make_stability_scorer,
+    relative_stability,
+    subspace_relative_stability,
+)
+from tests.helpers import check_bad_inputs, check_pipeline_gridsearch_pickle
+
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+
+
+@pytest.fixture(scope="module")
+def digits():
+    X, y = load_digits_images(upsample=2, return_X_y=True)
+    return X[:400], y[:400]
+
+
+def small_cnn(bn=False):
+    torch.manual_seed(0)
+    layers = [nn.Conv2d(1, 4, 3, padding=1)]
+    if bn:
+        layers.append(nn.BatchNorm2d(4))
+    layers += [nn.ReLU(), nn.Dropout(0.5), nn.AdaptiveAvgPool2d(2), nn.Flatten(),
+               nn.Linear(16, 10)]
+    return nn.Sequential(*layers)
+
+
+def quiet(fn, *args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StabilityWarning)
+        return fn(*args, **kwargs)
+
+
+def test_log_average_and_std():
+    assert log_average([0.01, 1.0]) == pytest.approx(0.1)
+    R, D, G = np.array([0.5, 2.0]), np.array([0.1, 0.4]), np.array([0.2, 0.2])
+    assert log_average(R) == pytest.approx(log_average(D) / log_average(G))
+    assert log_std([0.01, 1.0]) == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="> 0"):
+        log_std([0.0, 1.0])
+
+
+def test_result_does_not_depend_on_batch_size_and_is_seeded(digits):
+    X, _ = digits
+    net = small_cnn()
+    ref = quiet(relative_stability, net, X[:150], random_state=0, batch_size=150)
+    for bs in (13, 64):
+        res = quiet(relative_stability, net, X[:150], random_state=0, batch_size=bs)
+        assert res.R == pytest.approx(ref.R, rel=1e-5)
+        assert res.D == pytest.approx(ref.D, rel=1e-5)
+    again = quiet(relative_stability, net, X[:150], random_state=0)
+    assert again.R == ref.R and again.G == ref.G
+    other = quiet(relative_stability, net, X[:150], random_state=1)
+    assert other.R != ref.R
+    # R = D / G, per repeat and for the log-averages
+    res = quiet(relative_stability, net, X[:150], random_state=0, n_repeats=3)
+    np.testing.assert_allclose(res.R_repeats, res.D_repeats / res.G_repeats)
+    assert res.R == pytest.approx(res.D / res.G)
+    assert res.R == pytest.approx(np.exp(np.log(res.R_repeats).mean()))
+    assert res.log10_R_std == pytest.approx(np.log10(res.R_repeats).std())
+    assert res.num.shape == res.den.shape == (150,)
+
+
+def test_sampled_displacement_hits_delta(digits):
+    X, _ = digits
+    res = quiet(relative_stability, small_cnn(), X, delta=1.0, c=3, random_state=0,
+                n_diffeo=3)
+    assert res.T == pytest.approx(0.00726, abs=1e-5)
+    assert res.delta_empirical == pytest.approx(1.0, rel=0.05)
+    assert 0 <= res.frac_non_diffeo < 0.5
+
+
+def test_model_mode_and_batchnorm_buffers_are_restored(digits):
+    X, _ = digits
+    net = small_cnn(bn=True)
+    net.train()
+    net(torch.as_tensor(X[:64]))  # non-trivial running statistics
+    buffers = {k: v.clone() for k, v in net.state_dict().items()}
+    eval_R = quiet(relative_stability, net, X[:120], random_state=0).R
+    batch_R = quiet(relative_stability, net, X[:120], random_state=0, bn_mode="batch").R
+    assert net.training and all(m.training for m in net.modules())
+    for k, v in net.state_dict().items():
+        assert torch.equal(v, buffers[k]), k
+    assert eval_R != pytest.approx(batch_R, rel=1e-3)
+    # eval mode: dropout off, so repeated measurements agree
+    assert quiet(relative_stability, net, X[:120], random_state=0).R == eval_R
+
+
+def test_bn_mode_batch_without_batchnorm_warns(digits):
+    X, _ = digits
+    with pytest.warns(StabilityWarning, match="no BatchNorm"):
+        relative_stability(small_cnn(), X[:120], bn_mode="batch", random_state=0)
+
+
+def test_torch_layers_and_unknown_layer(digits):
+    X, _ = digits
+    net = small_cnn()
+    res = quiet(relative_stability, net, X[:120], layers=["0", "4"], random_state=0)
+    assert set(res.layers) == {"output", "0", "4"}
+    assert res.layers["output"].R == res.R
+    # the input-linear first conv layer is near R = 1 (per-sample equal norms, equivariance)
+    assert 0.3 < res.layers["0"].R < 3
+    with pytest.raises(ValueError, match="valid names"):
+        quiet(relative_stability, net, X[:120], layers=["conv9"])
+
+
+def test_pipeline_steps_as_layers(digits):
+    X, y = digits
+    Xf = X.reshape(len(X), -1)
+    pipe = make_pipeline(StandardScaler(), LogisticRegression(max_iter=200)).fit(Xf, y)
+    res = quiet(relative_stability, pipe, Xf, image_shape=(16, 16), layers=["standardscaler"],
+                random_state=0)
+    assert res.response == "decision_function"
+    assert set(res.layers) == {"output", "standardscaler"}
+
+
+def test_response_resolution(digits):
+    X, y = digits
+    Xf = X.reshape(len(X), -1)
+    kw = dict(image_shape=(16, 16), random_state=0)
+    lr = LogisticRegression(max_iter=100).fit(Xf, y)
+    assert quiet(DiffeoStability(lr, prefit=True, **kw).fit, Xf).response_ == "decision_function"
+    mlp = MLPClassifier((8,), max_iter=20, random_state=0).fit(Xf, y)
+    assert quiet(DiffeoStability(mlp, prefit=True, **kw).fit, Xf).response_ == "clr_proba"
+    knn = KNeighborsRegressor().fit(Xf, y.astype(float))
+    assert quiet(DiffeoStability(knn, prefit=True, **kw).fit, Xf).response_ == "predict"
+    assert quiet(DiffeoStability(small_cnn(), **kw).fit, X).response_ == "module"
+    with pytest.raises(ValueError, match="no decision_function"):
+        quiet(DiffeoStability(mlp, prefit=True, response="decision_function", **kw).fit, Xf)
+    with pytest.raises(ValueError, match="module"):
+        quiet(DiffeoStability(lr, prefit=True, response="module", **kw).fit, Xf)
+
+
+class LabelsOnly(ClassifierMixin, BaseEstimator):
+    def fit(self, X, y):
+        self.classes_ = np.unique(y)
+        return self
+
+    def predict(self, X):
+        return np.zeros(len(X), dtype=int)
+
+
+def test_classifier_with_labels_only_is_refused(digits):
+    X, y = digits
+    with pytest.raises(ValueError, match="class labels"):
+        quiet(DiffeoStability(LabelsOnly()).fit, X, y)
+
+
+def test_clr_proba_of_softmax_is_centred_logits(digits):
+    """For a softmax MLP, clr(p) = logits - mean(logits): same R as the torch logits."""
+    X, y = digits
+    Xf = X.reshape(len(X), -1)
+    mlp = MLPClassifier((16,), max_iter=50, random_state=0).fit(Xf, y)
+    logits = nn.Sequential(*(m for name, m in mlp_torch(mlp).named_children()
+                             if name != "out_activation"))
+    kw = dict(image_shape=(16, 16), random_state=0)
+    r_clr = quiet(relative_stability, mlp, Xf, **kw)
+    centred = nn.Sequential(logits, Centre())
+    r_torch = quiet(relative_stability, centred, Xf, **kw)
+    assert r_clr.R == pytest.approx(r_torch.R, rel=1e-6)
+
+
+class Centre(nn.Module):
+    def forward(self, z):
+        return z - z.mean(dim=1, keepdim=True)
+
+
+def mlp_torch(mlp):
+    from geolearn.models import mlp_to_torch
+
+    return mlp_to_torch(mlp, dtype=torch.float64)
+
+
+def test_skorch_net_and_pipeline_ending_in_it(digits):
+    from skorch import NeuralNetClassifier
+
+    X, y = digits
+    net = NeuralNetClassifier(small_cnn(), max_epochs=1, lr=0.01, train_split=None,
+                              verbose=0).fit(X, y)
+    res = quiet(relative_stability, net, X[:120], random_state=0)
+    assert res.response == "module"
+    # logits, not softmax: same as probing the bare module
+    assert res.R == quiet(relative_stability, net.module_, X[:120], random_state=0).R
+    pipe = make_pipeline(FunctionTransformer(), net)
+    assert quiet(relative_stability, pipe, X[:120], random_state=0).R == pytest.approx(res.R)
+
+
+def test_constant_model_gives_nan_with_warning(digits):
+    X, _ = digits
+
+    class Zero(nn.Module):
+        def forward(self, x):
+            return torch.zeros(len(x), 3)
+
+    with pytest.warns(StabilityWarning, match="nan"):
+        res = relative_stability(Zero(), X[:120], random_state=0)
+    assert np.isnan(res.R) and np.isnan(res.D) and np.isnan(res.G)
+
+
+def test_noise_norm_average_uses_one_radius(digits):
+    X, _ = digits
+    eye = nn.Linear(256, 256, bias=False, dtype=torch.float64)
+    with torch.no_grad():
+        eye.weight.copy_(torch.eye(256))
+    Xf = X.reshape(len(X), -1)
+    res = quiet(relative_stability, eye, Xf, image_shape=(16, 16), noise_norm="average",
+                random_state=0)
+    assert np.allclose(res.den, res.den[0])  # |eta|^2 is the same for every sample
+    assert np.sqrt(res.den[0]) == pytest.approx(np.sqrt(res.num).mean())
+
+
+def test_warnings_for_few_probes_and_temperature_outside_range(digits):
+    X, _ = digits
+    with pytest.warns(StabilityWarning, match="probe"):
+        relative_stability(small_cnn(), X[:20], random_state=0)
+    X8, _ = load_digits_images(return_X_y=True)
+    with pytest.warns(StabilityWarning, match="upsample"):
+        relative_stability(small_cnn(), X8[:120], c=3, delta=1.0, random_state=0)
+
+
+def test_device_mismatch_is_refused(digits):
+    X, _ = digits
+    with pytest.raises(ValueError, match="never moves"):
+        quiet(relative_stability, small_cnn(), X[:120], device="cuda:0")
+
+
+def test_bad_inputs(digits):
+    X, y = digits
+    Xf = X.reshape(len(X), -1)
+    est = DiffeoStability(LogisticRegression(max_iter=50), image_shape=(16, 16), random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StabilityWarning)
+        check_bad_inputs(est, Xf[:120], y[:120], min_samples=2)
+
+
+@pytest.mark.parametrize("params, match", [
+    (dict(image_shape=None), "image_shape"),
+    (dict(c=0), "c"),
+    (dict(c=15), "n - 2"),
+    (dict(T=-0.1), "T"),
+    (dict(delta=0.0), "delta"),
+    (dict(interp="cubic"), "interp"),
+    (dict(average="trimmed"), "average"),
+    (dict(noise_norm="max"), "noise_norm"),
+    (dict(response="logits"), "response"),
+    (dict(bn_mode="train"), "bn_mode"),
+    (dict(delta_formula="paper"), "delta_formula"),
+    (dict(c=1, delta_formula="asymptotic"), "c=1"),
+    (dict(estimator=None), "estimator"),
+])
+def test_bad_parameters(digits, params, match):
+    X, y = digits
+    Xf = X.reshape(len(X), -1)
+    est = DiffeoStability(LogisticRegression(max_iter=50), image_shape=(16, 16))
+    with pytest.raises(ValueError, match=match):
+        quiet(est.set_params(**params).fit, Xf[:100], y[:100])
+
+
+def test_non_square_and_tiny_images():
+    rng = np.random.RandomState(0)
+    est = DiffeoStability(small_cnn())
+    with pytest.raises(ValueError, match="square"):
+        est.fit(rng.rand(10, 1, 8, 6))
+    with pytest.raises(ValueError, match=">= 4"):
+        est.fit(rng.rand(10, 1, 3, 3))
+
+
+@given(T=st.one_of(st.floats(max_value=-1e-9), st.just(float("nan")), st.just(float("inf"))))
+def test_non_finite_or_negative_temperature(T):
+    X = np.random.RandomState(0).rand(10, 1, 8, 8)
+    with pytest.raises(ValueError, match="'T' parameter"):
+        DiffeoStability(small_cnn(), T=T).fit(X)
+
+
+def test_sklearn_integration(digits):
+    X, y = digits
+    Xf = X.reshape(len(X), -1)
+    est = DiffeoStability(LogisticRegression(max_iter=50), image_shape=(16, 16), random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StabilityWarning)
+        search = check_pipeline_gridsearch_pickle(est, Xf[:200], y[:200],
+                                                  param_grid={"c": [2, 3]})
+    assert search.best_params_["c"] in (2, 3)
+    fitted = quiet(clone(est).fit, Xf[:200], y[:200])
+    loaded = pickle.loads(pickle.dumps(fitted))
+    assert quiet(loaded.score, Xf[200:320]) == quiet(fitted.score, Xf[200:320])
+
+
+def test_scorer_in_grid_search_both_patterns(digits):
+    X, y = digits
+    Xf = X.reshape(len(X), -1)
+    pipe = make_pipeline(StandardScaler(), LogisticRegression(max_iter=100))
+    scorer = make_stability_scorer(image_shape=(16, 16), c=3, delta=1.0)
+    scoring = {"acc": "accuracy", "neg_log10_R": scorer}
+    grid = {"logisticregression__C": [1e-3, 1.0]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StabilityWarning)
+        by_acc = GridSearchCV(pipe, grid, scoring=scoring, refit="acc", cv=2).fit(Xf, y)
+        by_R = GridSearchCV(pipe, grid, scoring=scoring, refit="neg_log10_R", cv=2).fit(Xf, y)
+        fitted = clone(pipe).fit(Xf, y)
+        # common random numbers: the same fields for every call
+        assert scorer(fitted, Xf[:150]) == scorer(fitted, Xf[:150])
+        expected = -np.log10(relative_stability(fitted, Xf[:150], image_shape=(16, 16),
+                                                random_state=0).R)
+        assert scorer(fitted, Xf[:150]) == pytest.approx(expected)
+    scores = by_R.cv_results_["mean_test_neg_log10_R"]
+    assert by_R.best_index_ == int(np.argmax(scores))
+    assert np.array_equal(scores, by_acc.cv_results_["mean_test_neg_log10_R"])
+    assert by_acc.best_index_ == int(np.argmax(by_acc.cv_results_["mean_test_acc"]))
+    with pytest.raises(ValueError, match="quantity"):
+        make_stability_scorer("Q")
+
+
+def test_subspace_bad_arguments():
+    X = np.random.RandomState(0).randn(50, 5)
+    clf = LogisticRegression().fit(X, X[:, 0] > 0)
+    for dims in ([], [5], [0, 1, 2, 3, 4], [0.5]):
+        with pytest.raises(ValueError, match="parallel_dims"):
+            subspace_relative_stability(clf, X, dims)
+    with pytest.raises(ValueError, match="radius"):
+        subspace_relative_stability(clf, X, 0, radius=0.0)

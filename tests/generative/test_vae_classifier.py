@@ -1,0 +1,197 @@
+"""VAEClassifier, patch_attack and ELBOPurifier on small data."""
+
+import numpy as np
+import pytest
+import torch
+from sklearn.exceptions import NotFittedError
+from sklearn.frozen import FrozenEstimator
+from sklearn.pipeline import Pipeline
+
+from geolearn.generative import (
+    ELBOPurifier,
+    GridVAE,
+    VAEClassifier,
+    patch_attack,
+    rectangular_patch_mask,
+)
+from tests.helpers import check_bad_inputs, check_pipeline_gridsearch_pickle
+
+TINY = dict(n_latent=4, hidden_sizes=(32,), max_epochs=15, batch_size=32, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def data():
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(n_class=3, return_X_y=True)
+    return X[:240] / 16.0, np.array(["zero", "one", "two"])[y[:240]]
+
+
+@pytest.fixture(scope="module")
+def clf(data):
+    return VAEClassifier(**TINY).fit(*data)
+
+
+def test_classifier_learns_and_keeps_labels(clf, data):
+    X, y = data
+    assert set(clf.classes_) == {"zero", "one", "two"}
+    assert clf.score(X, y) > 0.9
+    assert clf.predict(X).dtype == y.dtype
+    np.testing.assert_allclose(clf.predict_proba(X).sum(1), 1.0)
+    assert set(clf.history_[-1]) == {"epoch", "loss", "recon", "kl", "ce"}
+    assert clf.transform(X).shape == (240, 4)
+    # the ELBO hook agrees with score_samples at the mean: a deterministic neg-ELBO
+    x = torch.as_tensor(X[:5], dtype=torch.float32)
+    with torch.no_grad():
+        assert clf._torch_neg_elbo(x, stochastic=False).shape == (5,)
+    assert np.all(clf.score_samples(X[:5]) < 0)
+
+
+def test_head_is_what_drives_predictions(clf, data):
+    X, _ = data
+    logits = clf._torch_logits(torch.as_tensor(X, dtype=torch.float32)).detach().numpy()
+    np.testing.assert_array_equal(clf.classes_[logits.argmax(1)], clf.predict(X))
+
+
+def test_classifier_bad_inputs(data):
+    X, y = data
+    check_bad_inputs(VAEClassifier(**{**TINY, "max_epochs": 1}), X, y)
+    with pytest.raises(ValueError, match="2 classes"):
+        VAEClassifier(**TINY).fit(X, np.zeros(len(X)))
+    with pytest.raises(ValueError, match="prior"):
+        VAEClassifier(prior="laplace", **TINY).fit(X, y)
+
+
+def test_classifier_pipeline_gridsearch_pickle(data):
+    X, y = data
+    y = np.unique(y, return_inverse=True)[1]  # the helper compares outputs numerically
+    check_pipeline_gridsearch_pickle(VAEClassifier(**{**TINY, "max_epochs": 2}), X[:80], y[:80],
+                                     param_grid={"classification_weight": [1.0, 8.0]})
+
+
+def test_grid_prior_classifier_uses_the_relaxed_grid_kl(data):
+    X, y = data
+    clf = VAEClassifier(prior="grid", grid_values=(0, 1), prior_std=0.25, kl_estimator="nearest",
+                        **{**TINY, "max_epochs": 1}).fit(X, y)
+    x = torch.as_tensor(X[:20], dtype=torch.float32)
+    with torch.no_grad():
+        mu, lv = clf.module_.encode(x)
+        recon = torch.nn.functional.binary_cross_entropy_with_logits(
+            clf.module_.decode(mu), x, reduction="none").sum(1)
+        target = (mu > 0.5).float()  # nearest of {0, 1}
+        kl = 0.5 * (np.log(0.0625) - lv - 1 + (lv.exp() + (mu - target) ** 2) / 0.0625).sum(1)
+        torch.testing.assert_close(clf._torch_neg_elbo(x, stochastic=False), recon + kl)
+
+
+# -- patch attack --------------------------------------------------------------------------
+
+def test_patch_mask():
+    m = rectangular_patch_mask((2, 4, 5), top=1, left=2, height=2, width=3)
+    img = m.reshape(2, 4, 5)
+    assert img.sum() == 12 and img[:, 1:3, 2:5].all()
+    with pytest.raises(ValueError, match="inside"):
+        rectangular_patch_mask((8, 8), 0, 7, 8, 2)
+
+
+@pytest.mark.parametrize("method", ["pgd", "nag"])
+def test_patch_attack_changes_only_the_patch_and_hurts(clf, data, method):
+    X, y = data
+    mask = rectangular_patch_mask((8, 8), 0, 0, 8, 3)
+    X_adv = patch_attack(clf, X[:60], y[:60], mask, method=method, n_iter=60, step_size=0.05,
+                         random_state=0)
+    np.testing.assert_array_equal(X_adv[:, ~mask], X[:60, ~mask])
+    assert X_adv.min() >= 0 and X_adv.max() <= 1
+    assert clf.score(X_adv, y[:60]) < clf.score(X[:60], y[:60]) - 0.3
+
+
+def test_patch_attack_on_a_torch_module():
+    torch.manual_seed(0)
+    net = torch.nn.Linear(4, 2)
+    X = np.full((3, 4), 0.5)
+    y = net(torch.as_tensor(X, dtype=torch.float32)).argmax(1).numpy()
+    mask = np.array([True, True, False, False])
+    X_adv = patch_attack(net, X, y, mask, n_iter=100, step_size=0.05, random_start=False)
+    # a linear model is driven to the box corner that most lowers the true logit's margin
+    w = (net.weight[1 - y[0]] - net.weight[y[0]]).detach().numpy()
+    np.testing.assert_array_equal(X_adv[0, :2], (w[:2] > 0).astype(float))
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(mask=np.zeros(64, bool)), "all False"),
+    (dict(mask=np.ones(10, bool)), "10 entries"),
+    (dict(n_iter=0), "n_iter"),
+    (dict(step_size=0.0), "step_size"),
+    (dict(method="fgsm"), "method"),
+    (dict(y=np.array(["seven"] * 240)), "unknown"),
+    (dict(X=None), r"\[0, 1\]"),
+])
+def test_patch_attack_bad_inputs(clf, data, kwargs, match):
+    X, y = data
+    args = dict(X=X, y=y, mask=rectangular_patch_mask((8, 8), 0, 0, 8, 2))
+    args.update(kwargs)
+    if args["X"] is None:
+        args["X"] = X * 2
+    with pytest.raises(ValueError, match=match):
+        patch_attack(clf, args.pop("X"), args.pop("y"), args.pop("mask"), **args)
+
+
+# -- purification --------------------------------------------------------------------------
+
+def test_purifier_raises_the_elbo_and_respects_the_constraints(clf, data):
+    X, _ = data
+    rng = np.random.default_rng(0)
+    noisy = np.clip(X[:50] + rng.normal(scale=0.3, size=X[:50].shape), 0, 1)
+    params = dict(prefit=True, n_iter=64, step_size=0.01, eps=0.1, random_state=0)
+    out = ELBOPurifier(clf, **params).fit(noisy).transform(noisy)
+    assert np.abs(out - noisy).max() <= 0.1 + 1e-6 and out.min() >= 0 and out.max() <= 1
+    assert clf.score_samples(out).mean() > clf.score_samples(noisy).mean() + 2
+    # mask: only the chosen features move
+    mask = rectangular_patch_mask((8, 8), 0, 0, 8, 2)
+    out_m = ELBOPurifier(clf, **params, mask=mask).fit(noisy).transform(noisy)
+    np.testing.assert_array_equal(out_m[:, ~mask], noisy[:, ~mask].astype(np.float32))
+    # l2 ball
+    out_2 = ELBOPurifier(clf, **{**params, "norm": "l2", "eps": 0.5}).fit(noisy).transform(noisy)
+    assert np.linalg.norm(out_2 - noisy, axis=1).max() <= 0.5 + 1e-5
+
+
+def test_restarts_never_do_worse_than_the_first(clf, data):
+    X, _ = data
+    params = dict(prefit=True, n_iter=16, eps=0.2, random_state=0)
+    one = ELBOPurifier(clf, **params).fit(X[:30]).transform(X[:30])
+    many = ELBOPurifier(clf, n_restarts=3, **params).fit(X[:30]).transform(X[:30])
+    x1, xm = (torch.as_tensor(a, dtype=torch.float32) for a in (one, many))
+    with torch.no_grad():
+        assert torch.all(clf._torch_neg_elbo(xm, False) <= clf._torch_neg_elbo(x1, False) + 1e-4)
+
+
+def test_purifier_composition_and_prefit(data):
+    X, y = data
+    pfy = ELBOPurifier(VAEClassifier(**TINY), n_iter=4, random_state=0).fit(X, y)
+    assert pfy.estimator_ is not pfy.estimator and pfy.n_features_in_ == 64
+    clf = pfy.estimator_
+    pipe = Pipeline([("pfy", ELBOPurifier(clf, prefit=True, n_iter=4)),
+                     ("clf", FrozenEstimator(clf))]).fit(X, y)
+    assert pipe.score(X, y) > 0.8
+    assert list(pfy.get_feature_names_out())[:2] == ["x0", "x1"]
+    grid = GridVAE(hidden_sizes=(8,), max_epochs=1, random_state=0).fit(X)
+    assert ELBOPurifier(grid, prefit=True, n_iter=2).fit(X).transform(X[:3]).shape == (3, 64)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(eps=0.0), "eps"), (dict(n_restarts=0), "n_restarts"), (dict(norm="l1"), "norm"),
+    (dict(mask=np.zeros(64, bool)), "all False"),
+])
+def test_purifier_bad_parameters(clf, data, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        ELBOPurifier(clf, prefit=True, **kwargs).fit(data[0])
+
+
+def test_purifier_input_checks(clf, data):
+    X, _ = data
+    with pytest.raises(NotFittedError):
+        ELBOPurifier(VAEClassifier(), prefit=True).fit(X)
+    pfy = ELBOPurifier(clf, prefit=True, n_iter=2).fit(X)
+    with pytest.raises(ValueError, match="clip"):
+        pfy.transform(X * 2)
+    with pytest.raises(ValueError, match="NaN"):
+        pfy.transform(np.full_like(X, np.nan))

@@ -1,0 +1,88 @@
+"""Region enumeration: closed forms, the XOR net, traversal against subdivision and a grid."""
+
+import warnings
+from math import comb
+
+import numpy as np
+import pytest
+from scipy.sparse.csgraph import connected_components
+
+from geolearn.polytopes import ReLUPolytopes
+from geolearn.polytopes._maps import forward_bits
+from geolearn.polytopes._stats import hamming
+
+from ._nets import gaussian_net, xor_net
+
+
+def _fit(net, m, bounds):
+    X = np.random.default_rng(0).uniform(-1, 1, size=(20, m))
+    return ReLUPolytopes(net, bounds=bounds, random_state=0).fit(X)
+
+
+@pytest.mark.parametrize("m, k", [(2, 5), (3, 4)])
+def test_hyperplane_arrangement_closed_form(m, k):
+    """One hidden layer in general position: sum_{i<=m} C(k, i) regions, C(k-1, m) bounded."""
+    enum = _fit(gaussian_net((m, k, 1), seed=0), m, None).enumerate_regions()
+    assert enum.complete
+    assert enum.n_regions == sum(comb(k, i) for i in range(m + 1))
+    assert enum.bounded.sum() == comb(k - 1, m)
+    assert np.all(np.isfinite(enum.chebyshev_radius[enum.bounded]))
+    assert np.all(enum.chebyshev_radius > 0)
+
+
+def test_xor_net_three_regions():
+    """Paper 2, eq. 3: three unbounded regions with maps -2x-2y+1, 2x+2y+1, -1."""
+    enum = _fit(xor_net(), 2, None).enumerate_regions()
+    assert enum.n_regions == 3 and not enum.bounded.any()
+    maps = {tuple(p.astype(int)): np.append(W[0], b[0])
+            for p, W, b in zip(enum.patterns, enum.W, enum.b)}
+    assert set(maps) == {(1, 1), (1, 0), (0, 0)}
+    np.testing.assert_allclose(maps[(1, 1)], [-2, -2, 1], atol=1e-12)
+    np.testing.assert_allclose(maps[(1, 0)], [2, 2, 1], atol=1e-12)
+    np.testing.assert_allclose(maps[(0, 0)], [0, 0, -1], atol=1e-12)
+
+
+def _grid(n, lo=-1.0, hi=1.0, offset=7.31e-4):
+    g = np.linspace(lo, hi, n) + offset
+    g = g[(g > lo) & (g < hi)]
+    return np.array(np.meshgrid(g, g)).reshape(2, -1).T
+
+
+@pytest.mark.parametrize("sizes, seed, bias", [((2, 5, 5, 1), 0, True), ((2, 6, 6, 1), 1, True),
+                                               ((2, 4, 4, 1), 2, False)])
+def test_traversal_equals_subdivision_and_grid(sizes, seed, bias):
+    est = _fit(gaussian_net(sizes, seed, bias=bias), 2, (-1, 1))
+    sub = est.enumerate_regions(method="subdivision")
+    trav = est.enumerate_regions(method="traversal")
+    key = lambda e: {p.tobytes() for p in e.patterns}  # noqa: E731
+    assert key(sub) == key(trav)
+    assert sub.areas.sum() == pytest.approx(4.0, rel=1e-9)
+    grid = est.transform(_grid(301)).astype(bool)
+    assert {p.tobytes() for p in np.unique(grid, axis=0)} <= key(sub)
+    # the affine map of each region reproduces the network at its Chebyshev centre
+    for p, W, b in zip(sub.patterns[:10], sub.W, sub.b):
+        center, radius = est.polytope(pattern=p).chebyshev()
+        assert radius > 0
+        np.testing.assert_allclose(W @ center + b, forward_bits(est.network_, center[None])[2][0],
+                                   atol=1e-10)
+    for e in (sub, trav):
+        assert (e.adjacency != e.adjacency.T).nnz == 0
+        assert connected_components(e.adjacency, directed=False)[0] == 1
+        H = hamming(e.patterns)
+        D = e.dual_distances()
+        assert np.all(D >= H)
+        if bias:
+            rows, cols = e.adjacency.nonzero()
+            assert np.all(H[rows, cols] == 1)
+
+
+def test_max_regions_is_never_silent():
+    est = _fit(gaussian_net((2, 6, 1), seed=0), 2, None)
+    with pytest.warns(RuntimeWarning, match="max_regions"):
+        enum = est.enumerate_regions(max_regions=5)
+    assert not enum.complete and enum.n_regions == 5
+    with pytest.raises(ValueError, match="subdivision"):
+        est.enumerate_regions(method="subdivision")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert est.enumerate_regions().complete

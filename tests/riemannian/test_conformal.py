@@ -1,0 +1,134 @@
+"""ConformalKernelSVC: conformal factor, iterations, geometry, bad inputs, sklearn use."""
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.special import logsumexp
+from sklearn.datasets import make_blobs
+from sklearn.metrics.pairwise import polynomial_kernel as sk_poly
+from sklearn.metrics.pairwise import rbf_kernel as sk_rbf
+
+from geolearn.datasets import make_sinusoid_boundary
+from geolearn.riemannian import ConformalKernelSVC, KernelMetric, polynomial_kernel
+from tests.helpers import check_bad_inputs, check_pipeline_gridsearch_pickle
+
+
+@pytest.fixture(scope="module")
+def data():
+    return make_sinusoid_boundary(100, random_state=0)
+
+
+def test_factor_kernel_and_decision_are_consistent(data):
+    X, y = data
+    clf = ConformalKernelSVC(gamma=2.0, n_iter=2).fit(X, y)
+    assert len(clf.tau_) == len(clf.centers_) == 2
+    assert len(clf.n_support_history_) == 3
+    np.testing.assert_allclose(clf.tau_, [clf.sigma_ / np.sqrt(2)] * 2)
+    np.testing.assert_allclose(clf.sigma_, 0.5)
+    L = sum(logsumexp(-((X[:, None] - c[None]) ** 2).sum(-1) / (2 * t**2), axis=1)
+            for c, t in zip(clf.centers_, clf.tau_))
+    np.testing.assert_allclose(clf.log_factor_fit_, L, rtol=1e-12)
+    np.testing.assert_allclose(clf.log_conformal_factor(X), L, rtol=1e-12)
+    np.testing.assert_allclose(clf.conformal_factor(X), np.exp(L), rtol=1e-12)
+    K = clf.kernel_matrix(X)
+    np.testing.assert_allclose(K, np.exp(L[:, None] + L[None]) * sk_rbf(X, gamma=2.0), rtol=1e-12)
+    dual = np.zeros(len(X))
+    dual[clf.support_] = clf.dual_coef_[0]
+    np.testing.assert_allclose(clf.decision_function(X), K @ dual + clf.intercept_[0],
+                               atol=1e-10)
+    np.testing.assert_array_equal(clf.support_vectors_, X[clf.support_])
+
+
+def test_multiclass_uses_the_union_of_support_vectors():
+    X, y = make_blobs(90, centers=3, cluster_std=1.0, random_state=0)
+    clf = ConformalKernelSVC(n_iter=1).fit(X, y)
+    assert clf.decision_function(X).shape == (90, 3)
+    np.testing.assert_array_equal(np.unique(clf.predict(X)), [0, 1, 2])
+    assert clf.score(X, y) > 0.95
+    assert clf.centers_[0].shape[0] == clf.n_support_history_[0]
+
+
+def test_tau_forms_and_other_kernels(data):
+    X, y = data
+    clf = ConformalKernelSVC(tau=[0.3, 0.2], n_iter=2).fit(X, y)
+    assert clf.tau_ == [0.3, 0.2]
+    poly = ConformalKernelSVC(kernel="poly", degree=2, gamma=0.5, coef0=1.0, n_iter=0).fit(X, y)
+    np.testing.assert_allclose(
+        poly.log_volume_element(X[:5]),
+        KernelMetric(polynomial_kernel(0.5, 1.0, 2)).log_volume(torch.as_tensor(X[:5])),
+        rtol=1e-10)
+    auto = ConformalKernelSVC(kernel="poly", degree=2).fit(X, y)
+    S = auto.centers_[0]
+    dist = np.sqrt(((S[:, None] - S[None]) ** 2).sum(-1)) + np.diag(np.full(len(S), np.inf))
+    np.testing.assert_allclose(auto.tau_[0], np.median(dist.min(1)))
+    custom = ConformalKernelSVC(kernel=lambda A, B: sk_poly(A, B, degree=2, gamma=1.0),
+                                n_iter=0).fit(X, y)
+    np.testing.assert_allclose(custom.decision_function(X),
+                               ConformalKernelSVC(kernel="poly", degree=2, gamma=1.0, coef0=1.0,
+                                                  n_iter=0).fit(X, y).decision_function(X),
+                               atol=1e-8)
+    with pytest.raises(ValueError, match="built-in kernel"):
+        custom.log_volume_element(X)
+
+
+def test_probability_is_opt_in(data):
+    X, y = data
+    assert not hasattr(ConformalKernelSVC().fit(X, y), "predict_proba")
+    proba = ConformalKernelSVC(probability=True, random_state=0).fit(X, y).predict_proba(X)
+    np.testing.assert_allclose(proba.sum(1), 1)
+
+
+def test_parameter_errors(data):
+    X, y = data
+    cases = [
+        (dict(n_iter=-1), "n_iter"),
+        (dict(tau=0.0), "tau"),
+        (dict(tau=[0.1, 0.2]), "one value per iteration"),
+        (dict(gamma=-1.0), "gamma"),
+        (dict(gamma="big"), "gamma"),
+        (dict(kernel="laplacian"), "kernel"),
+        (dict(max_samples_precomputed=50), r"GiB"),
+    ]
+    for params, match in cases:
+        with pytest.raises(ValueError, match=match):
+            ConformalKernelSVC(**params).fit(X, y)
+    with pytest.raises(ValueError, match="2 classes"):
+        ConformalKernelSVC().fit(X, np.zeros(len(X)))
+    with pytest.raises(ValueError):
+        ConformalKernelSVC().fit(np.array([["a", "b"]] * 4), [0, 1, 0, 1])
+
+
+def test_far_points_warn_of_factor_underflow(data):
+    X, y = data
+    clf = ConformalKernelSVC(gamma=50.0).fit(X, y)
+    with pytest.warns(RuntimeWarning, match="underflows"):
+        clf.decision_function(X + 100.0)
+
+
+def test_bad_inputs(data):
+    X, y = data
+    check_bad_inputs(ConformalKernelSVC(), X, y,
+                     cases=("nan", "inf", "ndim", "few_samples", "unfitted"), min_samples=2)
+
+
+@settings(max_examples=10)
+@given(st.floats(0.2, 5.0), st.floats(0.05, 2.0))
+def test_volume_is_largest_at_a_lone_support_vector(gamma, factor):
+    """H.8: with tau = factor·σ/√d, log V peaks at the SV iff factor >= 1."""
+    X = np.array([[0.0, 0.0], [1e-3, 0.0]])
+    clf = ConformalKernelSVC(gamma=gamma, tau=1.0, n_iter=0).fit(X, [0, 1])
+    sigma = clf.sigma_
+    clf.centers_, clf.tau_ = [np.zeros((1, 2))], [factor * sigma / np.sqrt(2)]
+    r = np.linspace(0, 3 * sigma, 2001)
+    log_v = clf.log_volume_element(np.column_stack([r, np.zeros_like(r)]))
+    assert (np.argmax(log_v) == 0) == (factor >= 1.0 - 1e-3) or abs(factor - 1.0) < 1e-2
+
+
+def test_pipeline_gridsearch_pickle(data):
+    X, y = data
+    search = check_pipeline_gridsearch_pickle(
+        ConformalKernelSVC(gamma=2.0), X, y,
+        param_grid={"C": [1.0, 10.0], "n_iter": [0, 1, 2], "tau": ["auto", 0.3]})
+    assert search.best_params_["n_iter"] in (0, 1, 2)
