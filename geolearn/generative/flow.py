@@ -196,8 +196,9 @@ class FlowDensity(OneToOneFeatureMixin, DensityMixin, TransformerMixin, BaseEsti
         """
         X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
         if X.shape[1] < 2:
-            raise ValueError("FlowDensity needs at least 2 features (a coupling splits them); "
-                             "for 1-D data use sklearn.neighbors.KernelDensity.")
+            raise ValueError("FlowDensity needs at least 2 features (a coupling splits them); got "
+                             f"n_features = {X.shape[1]}. For 1-D data use "
+                             "sklearn.neighbors.KernelDensity.")
         sizes = np.asarray(self.hidden_sizes)
         if sizes.ndim != 1 or sizes.dtype.kind not in "iu" or np.any(sizes < 1):
             raise ValueError(f"hidden_sizes must be positive integers; got {self.hidden_sizes!r}.")
@@ -205,9 +206,14 @@ class FlowDensity(OneToOneFeatureMixin, DensityMixin, TransformerMixin, BaseEsti
         self.device_ = check_device(self.device)
         rng = check_random_state(self.random_state)
         d = X.shape[1]
+        # each mask passes floor(d/2) features drawn from those the previous coupling
+        # transformed, so every feature is transformed at least every second layer
+        # (independent draws can repeat a mask and waste couplings)
         self.masks_ = np.zeros((self.n_layers, d), dtype=bool)
+        free = np.arange(d)
         for k in range(self.n_layers):
-            self.masks_[k, rng.choice(d, d // 2, replace=False)] = True
+            self.masks_[k, rng.choice(free, d // 2, replace=False)] = True
+            free = np.flatnonzero(~self.masks_[k])
         Xs = ((X - self.mean_) / self.scale_).astype(np.float32)
         with torch_seed(rng):
             module = RealNVP(torch.as_tensor(self.masks_, dtype=torch.float32),

@@ -57,6 +57,15 @@ def test_flow_inverse_and_components(gauss):
     assert len(flow.history_) == 3 and flow.history_[-1]["loss"] < flow.history_[0]["loss"]
 
 
+@pytest.mark.parametrize("d", [2, 3, 5])
+def test_flow_masks_transform_every_feature_every_second_layer(d):
+    X = np.random.RandomState(0).randn(40, d)
+    masks = FlowDensity(n_layers=6, hidden_sizes=(4,), max_epochs=0, random_state=0).fit(X).masks_
+    assert (masks.sum(1) == d // 2).all()
+    # a feature passed through by one coupling is transformed by the next
+    assert not (masks[1:] & masks[:-1]).any()
+
+
 def test_flow_bad_inputs(gauss):
     check_bad_inputs(FlowDensity(**FLOW), gauss)
     with pytest.raises(ValueError, match="KernelDensity"):
