@@ -1,83 +1,152 @@
-"""CIDM fit and out-of-sample transform against pyDiffMap (and datafold where it imports).
+"""CIDM fit and out-of-sample transform against pyDiffMap and datafold, and peak memory.
 
 Data: random points on the flat (Clifford) torus in R^4, 20 eigenpairs, the kNN
-kernel with k = ceil(ln(N)^2) neighbours for every method. Peers (the ``bench``
-extra): ``pydiffmap`` (with ``numexpr``) as ``DiffusionMap.from_sklearn(alpha=1,
-epsilon="bgh", k=k)``; ``datafold`` as ``PCManifold.optimize_parameters`` +
-``GaussianKernel`` with cut-off + ``DiffusionMaps``.
+kernel with k = ceil(ln(N)^2) neighbours for geolearn and pyDiffMap. Peers:
+``pydiffmap`` (``bench`` extra) as ``DiffusionMap.from_sklearn(alpha=1,
+epsilon="bgh", k=k)``, run in this process; ``datafold`` 2.0 as
+``PCManifold.optimize_parameters`` + ``GaussianKernel`` with cut-off +
+``DiffusionMaps``, run by ``benchmarks/_datafold_peer.py`` in its own virtual
+environment (it needs numpy < 2 and scikit-learn < 1.3) on the same arrays, in
+the same run. Each figure is one timed run; ratios are peer time / ours, so above
+1 means geolearn is faster.
 
 Run::
 
-    PYTHONPATH=<peers> python -m benchmarks.bench_manifold --n 5000 20000 --n-new 20000
+    python -m venv /tmp/datafold-env && /tmp/datafold-env/bin/pip install datafold
+    OMP_NUM_THREADS=2 python -m benchmarks.bench_manifold --n 5000 20000 100000 \\
+        --n-new 100000 --datafold-python /tmp/datafold-env/bin/python
+    python -m benchmarks.bench_manifold --peak-memory 100000 200000
 """
 
 import argparse
+import json
 import math
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
 
-from benchmarks._runner import compare, header
+import numpy as np
+
+from benchmarks._runner import header
 from geolearn.datasets import make_torus_points
 from geolearn.manifold import CIDM
 
 N_EIGENPAIRS = 20
 
 
-def _pydiffmap(k):
+def _timed(fn):
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def _cidm(n, **params):
+    k = math.ceil(math.log(n) ** 2)
+    return CIDM(n_eigenpairs=N_EIGENPAIRS, n_neighbors=k, random_state=0, **params)
+
+
+def _row(name, ours, peers):
+    cells = [f"{name}: ours={ours:.3g}s"]
+    for peer, t in peers.items():
+        if isinstance(t, str):
+            cells.append(f"{peer}: {t}")
+        else:
+            cells.append(f"{peer}={t:.3g}s ({t / ours:.2f}x)")
+    print(", ".join(cells), flush=True)
+
+
+def _pydiffmap(X, X_new):
     from pydiffmap.diffusion_map import DiffusionMap
 
-    return DiffusionMap.from_sklearn(alpha=1.0, epsilon="bgh", k=k, n_evecs=N_EIGENPAIRS - 1)
+    k = math.ceil(math.log(len(X)) ** 2)
+    dm = DiffusionMap.from_sklearn(alpha=1.0, epsilon="bgh", k=k, n_evecs=N_EIGENPAIRS - 1)
+    return {"fit": _timed(lambda: dm.fit(X)), "transform": _timed(lambda: dm.transform(X_new))}
 
 
-def _datafold():
-    """datafold's DiffusionMaps, or the reason it cannot be imported here."""
-    try:
-        from datafold.dynfold import DiffusionMaps
-        from datafold.pcfold import GaussianKernel, PCManifold
-    except Exception as exc:  # an ImportError of datafold's own imports, e.g. of old sklearn
-        return None, f"{type(exc).__name__}: {exc}"
+def _datafold(python, X, X_new, timeout):
+    """datafold's times from its own interpreter, or the reason there are none."""
+    if python is None:
+        return {"fit": "skipped (no --datafold-python)", "transform": "skipped"}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "data.npz")
+        np.savez(path, X=X, X_new=X_new)
+        peer = os.path.join(os.path.dirname(__file__), "_datafold_peer.py")
+        try:
+            out = subprocess.run([python, peer, path, str(N_EIGENPAIRS)], capture_output=True,
+                                 text=True, timeout=timeout, check=True)
+        except subprocess.TimeoutExpired:
+            return {"fit": f"no result in {timeout} s", "transform": "-"}
+        except subprocess.CalledProcessError as exc:
+            return {"fit": f"failed: {exc.stderr.strip().splitlines()[-1]}", "transform": "-"}
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
-    def fit(X):
-        pcm = PCManifold(X)
-        pcm.optimize_parameters()
-        return DiffusionMaps(kernel=GaussianKernel(epsilon=pcm.kernel.epsilon),
-                             n_eigenpairs=N_EIGENPAIRS,
-                             dist_kwargs={"cut_off": pcm.cut_off}).fit(pcm)
 
-    return fit, None
-
-
-def main(sizes, n_new, repeat):
+def compare_sizes(sizes, n_new, datafold_python, timeout, pydiffmap_max):
     header("CIDM (geolearn.manifold) vs pyDiffMap / datafold: fit and Nyström transform")
-    datafold_fit, why = _datafold()
-    if why:
-        print(f"# datafold skipped: {why}")
     X_new = make_torus_points(n_new, R=1.0, r=1.0, random_state=1)
     for n in sizes:
         X = make_torus_points(n, R=1.0, r=1.0, random_state=0)
-        k = math.ceil(math.log(n) ** 2)
-        ours = CIDM(n_eigenpairs=N_EIGENPAIRS, n_neighbors=k, random_state=0)
-        peer = _pydiffmap(k)
-        compare(f"fit n={n} k={k} vs pydiffmap", lambda: ours.fit(X), lambda: peer.fit(X),
-                repeat=repeat, warmup=0)
-        compare(f"transform {n_new} new points, n={n}, vs pydiffmap",
-                lambda: ours.transform(X_new), lambda: peer.transform(X_new),
-                repeat=repeat, warmup=0)
-        if datafold_fit is not None:
-            fitted = {}
+        ours = _cidm(n)
+        fit = _timed(lambda: ours.fit(X))
+        transform = _timed(lambda: ours.transform(X_new))
+        ours.set_params(n_jobs=2)
+        transform_2 = _timed(lambda: ours.transform(X_new))
+        ann = _cidm(n, nn_backend="ann", n_jobs=2)
+        fit_ann = _timed(lambda: ann.fit(X))
+        transform_ann = _timed(lambda: ann.transform(X_new))
+        if n <= pydiffmap_max:
+            pdm = _pydiffmap(X, X_new)
+        else:
+            pdm = {"fit": f"not run above N = {pydiffmap_max}", "transform": "-"}
+        df = _datafold(datafold_python, X, X_new, timeout)
+        k = ours.n_neighbors_
+        _row(f"fit N={n} k={k}", fit, {"pydiffmap": pdm["fit"], "datafold": df["fit"]})
+        _row(f"fit N={n}, ann + n_jobs=2", fit_ann, {"datafold": df["fit"]})
+        for label, t in [("", transform), (", n_jobs=2", transform_2),
+                         (", ann + n_jobs=2", transform_ann)]:
+            _row(f"transform {n_new} points N={n}{label}", t,
+                 {"pydiffmap": pdm["transform"], "datafold": df["transform"]})
 
-            def fit_df():
-                fitted["dm"] = datafold_fit(X)
 
-            compare(f"fit n={n} vs datafold", lambda: ours.fit(X), fit_df, repeat=repeat,
-                    warmup=0)
-            compare(f"transform {n_new} new points, n={n}, vs datafold",
-                    lambda: ours.transform(X_new), lambda: fitted["dm"].transform(X_new),
-                    repeat=repeat, warmup=0)
+def peak_memory(sizes):
+    """Peak resident memory of one fit per N, each in a fresh interpreter."""
+    header("CIDM fit: peak resident memory (fresh process per N)")
+    for n in sizes:
+        out = subprocess.run([sys.executable, "-m", "benchmarks.bench_manifold", "--fit-only",
+                              str(n)], capture_output=True, text=True, check=True)
+        print(out.stdout.strip(), flush=True)
+
+
+def fit_only(n):
+    X = make_torus_points(n, R=1.0, r=1.0, random_state=0)
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    cidm = _cidm(n)
+    t = _timed(lambda: cidm.fit(X))
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    print(f"fit N={n} k={cidm.n_neighbors_}: {t:.3g}s, peak RSS {peak / 2**20:.2f} GiB "
+          f"(interpreter and data before the fit: {base / 2**20:.2f} GiB)")
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, nargs="+", default=[5000, 20000])
     parser.add_argument("--n-new", type=int, default=20000)
-    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--datafold-python", default=os.environ.get("DATAFOLD_PYTHON"),
+                        help="interpreter of an environment with datafold installed")
+    parser.add_argument("--timeout", type=int, default=1200,
+                        help="seconds allowed to the datafold peer per N")
+    parser.add_argument("--pydiffmap-max", type=int, default=100000,
+                        help="largest N given to pydiffmap")
+    parser.add_argument("--peak-memory", type=int, nargs="+", metavar="N")
+    parser.add_argument("--fit-only", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    main(args.n, args.n_new, args.repeat)
+    if args.fit_only:
+        fit_only(args.fit_only)
+    elif args.peak_memory:
+        peak_memory(args.peak_memory)
+    else:
+        compare_sizes(args.n, args.n_new, args.datafold_python, args.timeout,
+                      args.pydiffmap_max)

@@ -41,9 +41,10 @@ def make_stripes(n_samples=1000, n_features=30, boundaries=(-0.6745, 0.6745), la
 
     Examples
     --------
+    >>> import numpy as np
     >>> from geolearn.datasets import make_stripes
     >>> X, y = make_stripes(200, 5, random_state=0)
-    >>> X.shape, sorted(set(y))
+    >>> X.shape, np.unique(y).tolist()
     ((200, 5), [-1, 1])
     """
     _check_n(n_samples)

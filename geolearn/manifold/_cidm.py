@@ -1,16 +1,18 @@
 """The conformally invariant diffusion map (CIDM) with Nyström extension and projection."""
 
 import math
+import time
 import warnings
 from numbers import Integral, Real
 
 import numpy as np
 from scipy import sparse
+from joblib import Parallel, delayed, effective_n_jobs
 from scipy.sparse.csgraph import connected_components
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
-from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
+from threadpoolctl import threadpool_limits
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._kernel import (
@@ -21,6 +23,7 @@ from ._kernel import (
     softmax_rows,
     top_eigenpairs,
 )
+from ._neighbors import kneighbors, make_neighbors
 from ._tangent import local_pca_tangent_basis, orthonormal_basis
 
 _MAX_DENSE = 20000
@@ -109,11 +112,23 @@ class CIDM(TransformerMixin, BaseEstimator):
     intrinsic_dim : int, default=None
         Manifold dimension used by the tangent tools; None rounds ``dimension_``.
     random_state : int, RandomState instance or None, default=None
-        Seeds the eigensolver's start vector.
+        Seeds the eigensolver's start vector (and the approximate index).
     n_jobs : int, default=None
-        Parallel jobs of the nearest-neighbour queries.
+        Threads of the nearest-neighbour queries and of the Nyström
+        extension (``transform``, projection, gradients); None means 1, -1
+        all cores.
     device : str, default="auto"
-        Device of :meth:`to_torch` modules.
+        Device of :meth:`to_torch` modules, and of ``eigen_solver="lobpcg"``,
+        which runs ``torch.lobpcg`` when this resolves to a CUDA device.
+    nn_backend : {"exact", "ann"}, default="exact"
+        Nearest-neighbour search. "exact": scikit-learn's ``NearestNeighbors``
+        (KD-tree in few dimensions, BLAS brute force for images). "ann": an
+        HNSW graph from the optional ``hnswlib`` package (``pip install
+        geolearn[ann]``), faster for large N in high dimension; distances
+        are still exact, only the candidate neighbours are approximate.
+    verbose : int, default=0
+        Print the time of each fitting stage and show a progress bar over
+        the chunks of large Nyström extensions.
 
     Attributes
     ----------
@@ -146,8 +161,8 @@ class CIDM(TransformerMixin, BaseEstimator):
     coefficients_ : ndarray of shape (L, n)
         ``X_hat``: the data coordinates expanded in the eigenfunctions.
     sampling_density_ : ndarray of shape (N,)
-    nn_ : NearestNeighbors
-        Fitted on ``X_fit_``.
+    nn_ : NearestNeighbors or ApproximateNeighbors
+        Neighbour index fitted on ``X_fit_``.
 
     See Also
     --------
@@ -187,13 +202,15 @@ class CIDM(TransformerMixin, BaseEstimator):
         "random_state": ["random_state"],
         "n_jobs": [Integral, None],
         "device": "no_validation",
+        "nn_backend": [StrOptions({"exact", "ann"})],
+        "verbose": ["verbose"],
     }
 
     def __init__(self, n_eigenpairs=20, n_components=None, n_neighbors="auto", k_bandwidth=None,
                  bandwidth="cidm", bandwidth_statistic="mean", epsilon="auto", alpha=1.0,
                  diffusion_time=0.0, eigen_solver="auto", tol=1e-10, batch_size=1024,
                  tangent="jacobian", intrinsic_dim=None, random_state=None, n_jobs=None,
-                 device="auto"):
+                 device="auto", nn_backend="exact", verbose=0):
         self.n_eigenpairs = n_eigenpairs
         self.n_components = n_components
         self.n_neighbors = n_neighbors
@@ -211,6 +228,8 @@ class CIDM(TransformerMixin, BaseEstimator):
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.device = device
+        self.nn_backend = nn_backend
+        self.verbose = verbose
 
     # ------------------------------------------------------------------ validation
     def _validate_X(self, X, reset):
@@ -281,7 +300,9 @@ class CIDM(TransformerMixin, BaseEstimator):
         self.X_fit_ = np.array(X, dtype=np.float64, copy=True)
         self.n_samples_fit_ = N
 
-        self.nn_ = NearestNeighbors(n_jobs=self.n_jobs).fit(self.X_fit_)
+        t0 = time.perf_counter()
+        self.nn_ = make_neighbors(self.nn_backend, self.n_jobs, self.random_state)
+        self.nn_.fit(self.X_fit_)
         n_ranked = max(k_b, k_d, k or 0)
         if k is None:
             # dense mode: ranks and kernel from one distance matrix, as in the Nyström path
@@ -291,7 +312,8 @@ class CIDM(TransformerMixin, BaseEstimator):
             dist, idx = _ranked(sq_dist, n_ranked, self.X_fit_, self.X_fit_)
         else:
             sq_dist = None
-            dist, idx = self.nn_.kneighbors(self.X_fit_, n_neighbors=n_ranked)
+            dist, idx = kneighbors(self.nn_, self.X_fit_, n_ranked, self.n_jobs)
+        self._log(f"{n_ranked} nearest neighbours of {N} points", t0)
         rho = bandwidth_from_distances(dist, k_b, self.bandwidth_statistic)
         if self.bandwidth == "cidm":
             bad = rho < 1e-12 * max(np.median(rho), np.finfo(float).tiny)
@@ -318,16 +340,23 @@ class CIDM(TransformerMixin, BaseEstimator):
         self.dimension_ = estimate_dimension(delta2[:, 1:k_d], N, eps)
         self.intrinsic_dim_ = (self.intrinsic_dim if self.intrinsic_dim is not None
                                else max(1, round(self.dimension_)))
+        self._log(f"bandwidths, epsilon = {eps:.4g}, dimension = {self.dimension_:.3g}", t0)
 
         kernel = self._kernel_matrix(sq_dist, idx, delta2)
         degree = np.asarray(kernel.sum(axis=1)).ravel()
         self.degree_ = degree
         self.stationary_ = degree / degree.sum()
+        self._log(f"{self.kernel_mode_} kernel", t0)
         self._fit_eigenproblem(kernel, degree)
+        self._log(f"{self.n_eigenpairs} eigenpairs", t0)
         self.coefficients_ = (self.eigenvectors_ * self.stationary_[:, None]).T @ self.X_fit_
         d = self.dimension_
         self.sampling_density_ = degree / (N * self.rho_**d * (2 * np.pi * eps) ** (d / 2))
         return self
+
+    def _log(self, stage, t0):
+        if self.verbose:
+            print(f"[CIDM] {stage}: {time.perf_counter() - t0:.2f} s elapsed", flush=True)
 
     def _kernel_matrix(self, sq_dist, idx, delta2):
         """The kernel matrix (dense array or symmetric CSR), fixed-bandwidth normalised."""
@@ -369,7 +398,8 @@ class CIDM(TransformerMixin, BaseEstimator):
             solver = "dense" if L > N / 3 or N <= _AUTO_LAPACK else "arpack"
         if solver == "arpack" and L >= N:
             raise ValueError(f"eigen_solver='arpack' needs n_eigenpairs < N = {N}; use 'dense'.")
-        lam, v = top_eigenpairs(sym, L, solver, self.tol, check_random_state(self.random_state))
+        lam, v = top_eigenpairs(sym, L, solver, self.tol, check_random_state(self.random_state),
+                                device=self.device)
         if abs(lam[0] - 1) > 1e-8:
             warnings.warn(f"the top Markov eigenvalue is {lam[0]:.10f}, not 1: the eigensolver "
                           "may not have converged.", RuntimeWarning, stacklevel=3)
@@ -409,47 +439,70 @@ class CIDM(TransformerMixin, BaseEstimator):
     def _nystrom(self, X, n_eval, with_gradient=False):
         """Eigenfunctions 0..n_eval-1 at rows ``X`` (and their gradients), in chunks.
 
-        Returns ``Phi`` of shape (m, n_eval) and, when asked, ``dPhi`` of shape
-        (m, n_eval, n).
+        Chunks run in ``n_jobs`` threads (NumPy, BLAS and the neighbour queries
+        release the GIL). Returns ``Phi`` of shape (m, n_eval) and, when asked,
+        ``dPhi`` of shape (m, n_eval, n).
         """
         m, n = X.shape
-        N, k, k_b = self.n_samples_fit_, self.n_neighbors_, self.k_bandwidth_
-        support = N if k is None else k
+        support = self.n_samples_fit_ if self.n_neighbors_ is None else self.n_neighbors_
         per_row = 8 * support * (n_eval * (n if with_gradient else 1) + n + 4)
         step = max(1, min(self.batch_size, _CHUNK_BYTES // per_row))
+        starts = range(0, m, step)
+        n_jobs = effective_n_jobs(self.n_jobs)
+        if n_jobs > 1 and len(starts) > 1:
+            # one BLAS thread per chunk: the chunks are the parallelism
+            with threadpool_limits(limits=1, user_api="blas"):
+                parts = Parallel(n_jobs=n_jobs, prefer="threads", return_as="generator")(
+                    delayed(self._nystrom_chunk)(X[s:s + step], n_eval, with_gradient, 1)
+                    for s in starts
+                )
+                parts = list(self._progress(parts, len(starts)))
+        else:
+            parts = [self._nystrom_chunk(X[s:s + step], n_eval, with_gradient, n_jobs)
+                     for s in self._progress(starts, len(starts))]
+        Phi = np.concatenate([p[0] for p in parts]) if parts else np.empty((0, n_eval))
+        dPhi = np.concatenate([p[1] for p in parts]) if with_gradient and parts else None
+        return Phi, dPhi
+
+    def _progress(self, iterable, total):
+        if self.verbose and total > 1:
+            from tqdm.auto import tqdm
+
+            return tqdm(iterable, total=total, desc="CIDM Nyström", unit="chunk")
+        return iterable
+
+    def _nystrom_chunk(self, x, n_eval, with_gradient, n_jobs):
+        """Phi (b, n_eval) and optionally dPhi (b, n_eval, n) at the rows ``x``."""
+        k, k_b = self.n_neighbors_, self.k_bandwidth_
         phi = self.eigenvectors_[:, :n_eval]
         lam = self.eigenvalues_[:n_eval]
-        Phi = np.empty((m, n_eval))
-        dPhi = np.empty((m, n_eval, n)) if with_gradient else None
-        for start in range(0, m, step):
-            sl = slice(start, start + step)
-            x = X[sl]
-            if k is None:
-                d2 = _sq_distances(x, self.X_fit_, self._sq_norms)
-                dist, idx = _ranked(d2, k_b, x, self.X_fit_)
-                cols = None
-                rho_j = self.rho_[None, :]
-            else:
-                dist, idx = self.nn_.kneighbors(x, n_neighbors=max(k_b, k))
-                d2 = dist[:, :k] ** 2
-                cols = idx[:, :k]
-                rho_j = self.rho_[cols]
-            if self.bandwidth == "cidm":
-                rho = bandwidth_from_distances(dist, k_b, self.bandwidth_statistic)
-            else:
-                rho = np.ones(len(x))
-            delta2 = d2 / (rho[:, None] * rho_j)
-            a = -delta2 / (2 * self.epsilon_)
-            if self._q_alpha is not None:
-                a -= np.log(self._q_alpha if cols is None else self._q_alpha[cols])
-            p = softmax_rows(a)
-            phi_s = phi if cols is None else phi[cols]  # (N, l) or (b, k, l)
-            if cols is None:
-                Phi[sl] = (p @ phi) / lam
-            else:
-                Phi[sl] = np.einsum("bk,bkl->bl", p, phi_s) / lam
-            if with_gradient:
-                dPhi[sl] = self._nystrom_gradient(x, p, delta2, rho, rho_j, cols, idx, phi_s, lam)
+        if k is None:
+            d2 = _sq_distances(x, self.X_fit_, self._sq_norms)
+            dist, idx = _ranked(d2, k_b, x, self.X_fit_)
+            cols = None
+            rho_j = self.rho_[None, :]
+        else:
+            dist, idx = kneighbors(self.nn_, x, max(k_b, k), n_jobs)
+            d2 = dist[:, :k] ** 2
+            cols = idx[:, :k]
+            rho_j = self.rho_[cols]
+        if self.bandwidth == "cidm":
+            rho = bandwidth_from_distances(dist, k_b, self.bandwidth_statistic)
+        else:
+            rho = np.ones(len(x))
+        delta2 = d2 / (rho[:, None] * rho_j)
+        a = -delta2 / (2 * self.epsilon_)
+        if self._q_alpha is not None:
+            a -= np.log(self._q_alpha if cols is None else self._q_alpha[cols])
+        p = softmax_rows(a)
+        phi_s = phi if cols is None else phi[cols]  # (N, l) or (b, k, l)
+        if cols is None:
+            Phi = (p @ phi) / lam
+        else:
+            Phi = np.einsum("bk,bkl->bl", p, phi_s) / lam
+        dPhi = None
+        if with_gradient:
+            dPhi = self._nystrom_gradient(x, p, delta2, rho, rho_j, cols, idx, phi_s, lam)
         return Phi, dPhi
 
     def _nystrom_gradient(self, x, p, delta2, rho, rho_j, cols, idx, phi_s, lam):

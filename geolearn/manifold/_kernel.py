@@ -7,10 +7,14 @@ from scipy import linalg, sparse
 from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh, lobpcg
 from scipy.special import logsumexp
 
+from .._utils import resolve_device
+
 # grid of the Berry-Giannakis-Harlim epsilon search: m * 2^(j/4), j = -40..40
 _BGH_EXPONENTS = np.arange(-40, 41) / 4.0
 # relative step of the log-slope that estimates the intrinsic dimension
 _DIM_STEP = 1e-4
+# tolerance of the Lanczos probe for eigenvalues missed by the first solve
+_PROBE_TOL = 1e-3
 
 
 def bandwidth_from_distances(dist, k_bandwidth, statistic):
@@ -75,11 +79,12 @@ def estimate_dimension(delta2, n_samples, eps):
     return float(2.0 * (log_s[0] - log_s[1]) / (np.log1p(h) - np.log1p(-h)))
 
 
-def top_eigenpairs(A, n_eigenpairs, solver, tol, random_state):
+def top_eigenpairs(A, n_eigenpairs, solver, tol, random_state, device="cpu"):
     """The algebraically largest eigenpairs of the symmetric ``A``, descending.
 
     ``solver`` is "arpack" (Lanczos, ``which="LA"``), "lobpcg" or "dense". On
-    ARPACK non-convergence the solve is retried once with LOBPCG.
+    ARPACK non-convergence the solve is retried once with LOBPCG. LOBPCG runs
+    ``torch.lobpcg`` when ``device`` resolves to a CUDA device, else SciPy's.
     """
     n = A.shape[0]
     if solver == "dense":
@@ -94,9 +99,13 @@ def top_eigenpairs(A, n_eigenpairs, solver, tol, random_state):
             return top_eigenpairs(A, n_eigenpairs, "lobpcg", tol, random_state)
     else:
         X0 = random_state.standard_normal((n, n_eigenpairs))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # lobpcg's own convergence chatter
-            w, v = lobpcg(A, X0, largest=True, tol=max(tol, 1e-8), maxiter=2000)
+        tol = max(tol, 1e-8)
+        if resolve_device(device).type == "cuda":
+            w, v = torch_lobpcg(A, X0, tol, device)
+        else:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)  # lobpcg's convergence chatter
+                w, v = lobpcg(A, X0, largest=True, tol=tol, maxiter=2000)
         residual = np.linalg.norm(A @ v - v * w, axis=0)
         if not np.all(residual < 1e-5):
             raise RuntimeError(
@@ -105,6 +114,29 @@ def top_eigenpairs(A, n_eigenpairs, solver, tol, random_state):
             )
     order = np.argsort(w)[::-1]
     return w[order], v[:, order]
+
+
+def torch_lobpcg(A, X0, tol, device):
+    """``torch.lobpcg`` (largest eigenpairs) of the symmetric ``A`` on ``device``, in float64.
+
+    ``A`` is a dense array or a SciPy sparse matrix; the result comes back as
+    NumPy arrays. The GPU path of ``eigen_solver="lobpcg"``.
+    """
+    import torch
+
+    device = resolve_device(device)
+    if sparse.issparse(A):
+        A = A.tocoo()
+        A.sum_duplicates()  # canonical (sorted, unique) entries: a coalesced tensor
+        indices = torch.from_numpy(np.vstack([A.row, A.col]).astype(np.int64))
+        A_t = torch.sparse_coo_tensor(indices, torch.from_numpy(A.data.astype(np.float64)),
+                                      size=A.shape, is_coalesced=True, check_invariants=False,
+                                      device=device)
+    else:
+        A_t = torch.as_tensor(np.asarray(A, dtype=np.float64), device=device)
+    X_t = torch.as_tensor(X0, dtype=torch.float64, device=device)
+    w, v = torch.lobpcg(A_t, X=X_t, largest=True, tol=tol, niter=2000)
+    return w.cpu().numpy(), v.cpu().numpy()
 
 
 def _arpack_top(A, n_eigenpairs, tol, random_state):
@@ -128,6 +160,12 @@ def _arpack_top(A, n_eigenpairs, tol, random_state):
             return A @ x - w_v @ (s * (w_v.T @ x))
 
         op = LinearOperator(A.shape, matvec=matvec, dtype=np.float64)
+        # a cheap probe first: its Ritz value is within _PROBE_TOL of an eigenvalue,
+        # so a missed one above w[-1] cannot hide below w[-1] - _PROBE_TOL |w[-1]|
+        probe = eigsh(op, k=1, which="LA", tol=_PROBE_TOL, v0=random_state.uniform(-1, 1, n),
+                      return_eigenvectors=False)[0]
+        if probe < w[-1] - 2 * _PROBE_TOL * abs(probe):
+            break
         w2, v2 = eigsh(op, k=min(n_eigenpairs, 6, n - len(w) - 1), which="LA", tol=tol,
                        v0=random_state.uniform(-1, 1, n))
         new = w2 > w[-1] + 1e-12

@@ -6,7 +6,6 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
-from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import Bunch, check_array
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
@@ -15,6 +14,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._utils import check_image_shape
 from ..models import as_model
 from ._cidm import CIDM
+from ._neighbors import kneighbors
 from ._sec import SECVectorFields
 from ._tangent import local_pca_tangent_basis
 
@@ -340,8 +340,7 @@ class OnManifoldPGD(TransformerMixin, BaseEstimator):
             return _ClassManifold(cidm, self.sec_[c], self.tangent, d, self.n_vector_fields,
                                   self.n_projection_iter), None
         m = min(self.local_patch, cidm.n_samples_fit_)
-        idx = NearestNeighbors(n_neighbors=m).fit(cidm.X_fit_).kneighbors(
-            x0[None], return_distance=False)[0]
+        idx = kneighbors(cidm.nn_, x0[None], m)[1][0]
         local = CIDM(**self._cidm_kw).fit(cidm.X_fit_[idx])
         sec = (SECVectorFields.from_cidm(local, **self._sec_kw) if self.tangent == "sec"
                else None)
