@@ -20,6 +20,8 @@ import numpy as np
 import torch
 from sklearn.utils import check_random_state
 
+from ._images import image_side
+
 #: Width of the Gaussian interpolation kernel, in pixels (participation ratio 4, Appendix C).
 GAUSSIAN_SIGMA = 0.4715
 _GAUSSIAN_RADIUS = 3  # 7 x 7 taps; every pixel left out is >= 3.5 px away (weight < 1e-11)
@@ -221,8 +223,7 @@ def deform(X, fields, *, interp="bilinear"):
         Xt = Xt.to(torch.float64)
     if Xt.ndim not in (3, 4):
         raise ValueError(f"X must have shape (N, n, n) or (N, C, n, n); got {tuple(Xt.shape)}.")
-    if Xt.shape[-1] != Xt.shape[-2]:
-        raise ValueError(f"X must hold square images; got {tuple(Xt.shape[-2:])}.")
+    image_side(Xt.shape)
     fields = torch.as_tensor(fields, dtype=torch.float64, device=Xt.device)
     expected = (Xt.shape[0], 2, *Xt.shape[-2:])
     if tuple(fields.shape) != expected:
@@ -463,3 +464,9 @@ def temperature_range(n, c, method="asymptotic", n_samples=500, random_state=0):
     z = check_random_state(random_state).standard_normal((int(n_samples), 2, c, c))
     xi = _max_xi_from_coefficients(_coefficients(z, 1.0, c), n)
     return temperature_for_delta(0.5, c, n), float(1 / np.median(xi.numpy()) ** 2)
+
+
+@functools.lru_cache(maxsize=None)
+def _default_range(n, c):
+    """The family's ``T_range_``: :func:`temperature_range` by the method valid at ``c``."""
+    return temperature_range(n, c, "empirical" if c == 1 else "asymptotic")

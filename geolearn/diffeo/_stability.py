@@ -14,17 +14,18 @@ from sklearn.utils.validation import check_array, check_is_fitted
 
 from .._utils import check_images, iter_batches, resolve_device
 from ._exceptions import StabilityWarning
+from ._images import check_fitted_shape, image_side, tabular_check_failures
 from ._response import RESPONSES, Probe, resolve_response
 from ._sampler import (
     _check_c,
     _check_n,
     _coefficients,
+    _default_range,
     _fields_from_coefficients,
     _max_xi_from_coefficients,
     _remap,
     displacement_delta,
     temperature_for_delta,
-    temperature_range,
 )
 
 AVERAGES = ("mean", "median", "median_per_unit")
@@ -334,11 +335,7 @@ class DiffeoStability(MetaEstimatorMixin, BaseEstimator):
     (0.00726, True)
     """
 
-    # sklearn's checks feed tabular rows of 1-20 features; DiffeoStability needs square images of
-    # side >= 4 (flat rows with image_shape), so fit raises on their data. tests/diffeo
-    # checks the same contracts (clone, pickle, dtypes, nan/inf, n_features_in_, pipelines)
-    # on image data.
-    _expected_failed_checks = dict.fromkeys((
+    _expected_failed_checks = tabular_check_failures(
         "check_classifier_data_not_an_array",
         "check_classifiers_classes",
         "check_classifiers_one_label",
@@ -346,30 +343,8 @@ class DiffeoStability(MetaEstimatorMixin, BaseEstimator):
         "check_classifiers_regression_target",
         "check_classifiers_train",
         "check_decision_proba_consistency",
-        "check_dict_unchanged",
-        "check_dont_overwrite_parameters",
-        "check_dtype_object",
-        "check_estimators_dtypes",
-        "check_estimators_fit_returns_self",
-        "check_estimators_nan_inf",
-        "check_estimators_overwrite_params",
-        "check_estimators_pickle",
-        "check_f_contiguous_array_estimator",
-        "check_fit2d_1feature",
-        "check_fit2d_predict1d",
-        "check_fit_check_is_fitted",
-        "check_fit_idempotent",
-        "check_fit_score_takes_y",
-        "check_methods_sample_order_invariance",
-        "check_methods_subset_invariance",
-        "check_n_features_in",
-        "check_n_features_in_after_fitting",
-        "check_pipeline_consistency",
-        "check_positive_only_tag_during_fit",
-        "check_readonly_memmap_input",
         "check_supervised_y_2d",
-    ), "needs square images (or flat rows with image_shape): sklearn's tabular check data "
-       "cannot be folded into them")
+    )
 
     _parameter_constraints = {
         "estimator": "no_validation",
@@ -467,7 +442,7 @@ class DiffeoStability(MetaEstimatorMixin, BaseEstimator):
         else:
             self.T_ = float(self.T)
             self.delta_ = float(displacement_delta(self.T_, c, n, self.delta_formula))
-        self.T_range_ = temperature_range(n, c, "empirical" if c == 1 else "asymptotic")
+        self.T_range_ = _default_range(n, c)
         T_min, T_max = self.T_range_
         if not T_min <= self.T_ <= T_max:
             warnings.warn(
@@ -482,11 +457,7 @@ class DiffeoStability(MetaEstimatorMixin, BaseEstimator):
     def _images(self, X, image_shape, min_samples):
         images = check_images(X, image_shape, dtype=np.float64, estimator=self,
                               min_samples=min_samples)
-        n_rows, n_cols = images.shape[-2:]
-        if n_rows != n_cols:
-            raise ValueError(f"images must be square (the ensemble lives on a square frame); "
-                             f"got {n_rows}x{n_cols}. Crop or pad them.")
-        _check_n(n_cols, name="image side")
+        _check_n(image_side(images.shape), name="image side")
         return images
 
     def _probe(self, layout):
@@ -515,9 +486,7 @@ class DiffeoStability(MetaEstimatorMixin, BaseEstimator):
         X_arr = X if hasattr(X, "ndim") else np.asarray(X)
         images = self._images(X_arr, self.image_shape_ if X_arr.ndim == 2 else None,
                               min_samples=2)
-        if images.shape[1:] != self.image_shape_:
-            raise ValueError(f"X holds images of shape {images.shape[1:]}, but "
-                             f"{type(self).__name__} was fitted on {self.image_shape_}.")
+        check_fitted_shape(self, images)
         if len(images) < _RECOMMENDED_PROBES:
             warnings.warn(f"only {len(images)} probe images: the averages are noisy "
                           f"(>= {_RECOMMENDED_PROBES}, ideally 500, are recommended).",

@@ -1,6 +1,5 @@
 """Maximum-entropy deformations as data augmentation: a transformer and a torch module."""
 
-import functools
 import numbers
 import warnings
 
@@ -13,15 +12,16 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._utils import check_images
 from ._exceptions import StabilityWarning
+from ._images import check_fitted_shape, image_side, tabular_check_failures
 from ._sampler import (
     _check_c,
     _check_n,
     _coefficients,
+    _default_range,
     _fields_from_coefficients,
     _max_xi_from_coefficients,
     _remap,
     temperature_for_delta,
-    temperature_range,
 )
 
 _MAX_REDRAWS = 20
@@ -53,14 +53,9 @@ def _check_sampling(T, c, delta, delta_formula, p, n=None):
         raise ValueError(f"p must be a probability in [0, 1]; got {p!r}.")
 
 
-@functools.lru_cache(maxsize=None)
-def _auto_range(n, c):
-    return temperature_range(n, c, "empirical" if c == 1 else "asymptotic")
-
-
 def _range_for(n, c):
     """``T_range_``: for a range of cut-offs, that of the largest (the most restrictive T_max)."""
-    return _auto_range(n, max(c) if isinstance(c, tuple) else c)
+    return _default_range(n, max(c) if isinstance(c, tuple) else c)
 
 
 def _draw_fields(rng, size, n, *, T, c, delta, delta_formula, reject_non_diffeo, device):
@@ -70,7 +65,7 @@ def _draw_fields(rng, size, n, *, T, c, delta, delta_formula, reject_non_diffeo,
     if T is None:
         Ts = np.array([temperature_for_delta(delta, ci, n, delta_formula) for ci in cs])
     elif isinstance(T, str):  # "auto": log-uniform in the range of each image's cut-off
-        lo, hi = np.array([_auto_range(n, ci) for ci in cs]).T
+        lo, hi = np.array([_default_range(n, ci) for ci in cs]).T
         Ts = np.exp(rng.uniform(np.log(lo), np.log(hi)))
     elif isinstance(T, tuple):
         Ts = np.exp(rng.uniform(np.log(T[0]), np.log(T[1]), size))
@@ -91,14 +86,21 @@ def _draw_fields(rng, size, n, *, T, c, delta, delta_formula, reject_non_diffeo,
     return _fields_from_coefficients(_coefficients(z, Ts, cs, device=device), n)
 
 
-def _deform_rows(X, rng, p, interp, **sampling):
-    """Deform each image of the tensor ``X`` (N, C, n, n) with probability ``p``."""
+def _deform_rows(X, rng, params):
+    """Deform each image of the tensor ``X`` (N, C, n, n) with probability ``params.p``.
+
+    ``params`` is a :class:`MaxEntropyDiffeo` or a :class:`DiffeoAugment`: both
+    hold the sampling parameters under the same names.
+    """
+    p = params.p
     rows = np.flatnonzero(rng.uniform(size=len(X)) < p) if p < 1 else np.arange(len(X))
     out = X.clone()
     if len(rows):
-        fields = _draw_fields(rng, len(rows), X.shape[-1], device=X.device, **sampling)
+        fields = _draw_fields(rng, len(rows), X.shape[-1], T=params.T, c=params.c,
+                              delta=params.delta, delta_formula=params.delta_formula,
+                              reject_non_diffeo=params.reject_non_diffeo, device=X.device)
         idx = torch.as_tensor(rows, device=X.device)
-        out[idx] = _remap(X[idx], fields, interp)
+        out[idx] = _remap(X[idx], fields, params.interp)
     return out
 
 
@@ -164,38 +166,12 @@ class MaxEntropyDiffeo(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     True
     """
 
-    # sklearn's checks feed tabular rows of 1-20 features; MaxEntropyDiffeo needs square images of
-    # side >= 4 (flat rows with image_shape), so fit raises on their data. tests/diffeo
-    # checks the same contracts (clone, pickle, dtypes, nan/inf, n_features_in_, pipelines)
-    # on image data.
-    _expected_failed_checks = dict.fromkeys((
-        "check_dict_unchanged",
-        "check_dont_overwrite_parameters",
-        "check_dtype_object",
-        "check_estimators_dtypes",
-        "check_estimators_fit_returns_self",
-        "check_estimators_nan_inf",
-        "check_estimators_overwrite_params",
-        "check_estimators_pickle",
-        "check_f_contiguous_array_estimator",
-        "check_fit2d_1feature",
+    _expected_failed_checks = tabular_check_failures(
         "check_fit2d_1sample",
-        "check_fit2d_predict1d",
-        "check_fit_check_is_fitted",
-        "check_fit_idempotent",
-        "check_fit_score_takes_y",
-        "check_methods_sample_order_invariance",
-        "check_methods_subset_invariance",
-        "check_n_features_in",
-        "check_n_features_in_after_fitting",
-        "check_pipeline_consistency",
-        "check_positive_only_tag_during_fit",
-        "check_readonly_memmap_input",
         "check_transformer_data_not_an_array",
         "check_transformer_general",
         "check_transformer_preserve_dtypes",
-    ), "needs square images (or flat rows with image_shape): sklearn's tabular check data "
-       "cannot be folded into them")
+    )
 
     _parameter_constraints = {
         "image_shape": [tuple, list, None],
@@ -284,21 +260,16 @@ class MaxEntropyDiffeo(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                 if hasattr(self, "feature_names_in_"):
                     del self.feature_names_in_
         if reset:
-            if images.shape[-1] != images.shape[-2]:
-                raise ValueError(f"images must be square; got {images.shape[-2:]}.")
-            _check_n(images.shape[-1], name="image side")
+            _check_n(image_side(images.shape), name="image side")
             self.image_shape_ = images.shape[1:]
-        elif images.shape[1:] != self.image_shape_:
-            raise ValueError(f"X holds images of shape {images.shape[1:]}, but "
-                             f"{type(self).__name__} was fitted on {self.image_shape_}.")
+        else:
+            check_fitted_shape(self, images)
         return images, X
 
     def _deform(self, X):
         images, X = self._check_X(X, reset=False)
-        out = _deform_rows(torch.from_numpy(np.require(images, requirements="W")), check_random_state(self.random_state),
-                           self.p, self.interp, T=self.T, c=self.c, delta=self.delta,
-                           delta_formula=self.delta_formula,
-                           reject_non_diffeo=self.reject_non_diffeo)
+        out = _deform_rows(torch.from_numpy(np.require(images, requirements="W")),
+                           check_random_state(self.random_state), self)
         return out.numpy().reshape(X.shape)
 
 
@@ -359,11 +330,8 @@ class DiffeoAugment(torch.nn.Module):
         else:
             raise ValueError(f"x must be (B, C, n, n), (B, n, n) or (B, C*n*n); got "
                              f"{tuple(x.shape)}.")
-        if images.shape[-1] != images.shape[-2]:
-            raise ValueError(f"images must be square; got {tuple(images.shape[-2:])}.")
-        out = _deform_rows(images, self._rng, self.p, self.interp, T=self.T, c=self.c,
-                           delta=self.delta, delta_formula=self.delta_formula,
-                           reject_non_diffeo=self.reject_non_diffeo)
+        image_side(images.shape)
+        out = _deform_rows(images, self._rng, self)
         return out.reshape(x.shape)
 
 

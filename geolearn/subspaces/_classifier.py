@@ -10,12 +10,13 @@ from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import (_check_sample_weight, check_consistent_length,
-                                      check_is_fitted, column_or_1d, validate_data)
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from ._grassmann import METRICS
+from ._node import centroid_logits, unit_rows
 from ._sets import unpad
-from ._svbf import SVBF, SVBF_PARAMETERS, _SetsMixin
+from ._svbf import SVBF, SVBF_PARAMETERS
+from ._validation import _SetsMixin, check_labeled_bases, check_two_classes
 
 
 class SVBFClassifier(_SetsMixin, ClassifierMixin, BaseEstimator):
@@ -119,18 +120,11 @@ orth_penalty, learning_rate, batch_size, input_type, subspace_dim, set_shape, dt
         -------
         self : SVBFClassifier
         """
-        if y is None:
-            raise ValueError("SVBFClassifier requires y to be passed, but the target y is None.")
-        bases, dims = self._bases(X, reset=True)
-        y = column_or_1d(y, warn=True)
-        check_consistent_length(bases, y)
-        check_classification_targets(y)
+        bases, dims, y = check_labeled_bases(X, y, self, **self._set_options)
         w = _check_sample_weight(sample_weight, bases, dtype=np.float64,
                                  ensure_non_negative=True)
         self.classes_, y_idx = np.unique(y, return_inverse=True)
-        if len(self.classes_) < 2:
-            raise ValueError(f"SVBFClassifier needs samples of at least 2 classes; got 1 "
-                             f"class ({self.classes_[0]!r}).")
+        check_two_classes(self.classes_, self)
         params = {name: getattr(self, name) for name in SVBF().get_params()
                   if name not in ("transform_output", "n_jobs", "input_type", "set_shape",
                                   "subspace_dim", "random_state")}
@@ -152,11 +146,11 @@ orth_penalty, learning_rate, batch_size, input_type, subspace_dim, set_shape, dt
         self.n_iter_ = np.array([est.n_iter_ for est in self.estimators_])
         return self
 
-    def _per_class(self, X, method, **kwargs):
+    def _distances(self, X):
+        """``(r, C)`` distances of the sets to each class variety (``metric``)."""
         check_is_fitted(self)
-        bases, dims = self._bases(X, reset=False)
-        sets = unpad(bases, dims)
-        return np.stack([getattr(est, method)(sets, **kwargs) for est in self.estimators_],
+        sets = unpad(*self._bases(X, reset=False))
+        return np.stack([est.distance(sets, metric=self.metric) for est in self.estimators_],
                         axis=1)
 
     def decision_function(self, X):
@@ -172,7 +166,7 @@ orth_penalty, learning_rate, batch_size, input_type, subspace_dim, set_shape, dt
             For two classes, ``d_0 - d_1`` (positive means ``classes_[1]``), the
             scikit-learn convention.
         """
-        scores = -self._per_class(X, "distance", metric=self.metric)
+        scores = -self._distances(X)
         return scores[:, 1] - scores[:, 0] if len(self.classes_) == 2 else scores
 
     def predict(self, X):
@@ -186,8 +180,8 @@ orth_penalty, learning_rate, batch_size, input_type, subspace_dim, set_shape, dt
         -------
         y : ndarray of shape (r,)
         """
-        scores = -self._per_class(X, "distance", metric=self.metric)
-        return self.classes_[np.argmax(scores, axis=1)]
+        nearest = np.argmin(self._distances(X), axis=1)  # checks the fit first
+        return self.classes_[nearest]
 
     def predict_proba(self, X):
         """Softmax over classes of minus the distances divided by ``temperature``.
@@ -200,18 +194,14 @@ orth_penalty, learning_rate, batch_size, input_type, subspace_dim, set_shape, dt
         -------
         proba : ndarray of shape (r, C)
         """
-        return softmax(-self._per_class(X, "distance", metric=self.metric) / self.temperature,
-                       axis=1)
+        return softmax(-self._distances(X) / self.temperature, axis=1)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.three_d_array = True
         # A row of a table is a one-vector set, i.e. a line through the origin: classes
         # of points on opposite sides of the origin (the checks' blobs) look alike.
         tags.classifier_tags.poor_score = True
         return tags
-
-    _expected_failed_checks = SVBF._expected_failed_checks
 
 
 class CentroidSoftmaxClassifier(ClassifierMixin, BaseEstimator):
@@ -266,10 +256,6 @@ class CentroidSoftmaxClassifier(ClassifierMixin, BaseEstimator):
         self.learning_rate = learning_rate
         self.random_state = random_state
 
-    def _logits(self, B, omega):
-        W = omega / torch.linalg.vector_norm(omega, dim=1, keepdim=True)
-        return (B @ W.T).square() / self.temperature
-
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Learn the centroids.
@@ -287,9 +273,7 @@ class CentroidSoftmaxClassifier(ClassifierMixin, BaseEstimator):
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
         self.classes_, y_idx = np.unique(y, return_inverse=True)
-        if len(self.classes_) < 2:
-            raise ValueError(f"CentroidSoftmaxClassifier needs samples of at least 2 classes; "
-                             f"got 1 class ({self.classes_[0]!r}).")
+        check_two_classes(self.classes_, self)
         rng = check_random_state(self.random_state)
         omega = torch.tensor(rng.standard_normal((len(self.classes_), X.shape[1])),
                              requires_grad=True)
@@ -297,17 +281,18 @@ class CentroidSoftmaxClassifier(ClassifierMixin, BaseEstimator):
         opt = torch.optim.Adam([omega], lr=self.learning_rate)
         for _ in range(self.max_iter):
             opt.zero_grad(set_to_none=True)
-            torch.nn.functional.cross_entropy(self._logits(B, omega), target).backward()
+            logits = centroid_logits(B, omega, self.temperature)
+            torch.nn.functional.cross_entropy(logits, target).backward()
             opt.step()
-        omega = omega.detach()
         self.n_iter_ = self.max_iter
-        self.centroids_ = (omega / torch.linalg.vector_norm(omega, dim=1, keepdim=True)).numpy()
+        self.centroids_ = unit_rows(omega.detach()).numpy()
         return self
 
     def _proba(self, X):
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
-        logits = self._logits(torch.from_numpy(X), torch.from_numpy(self.centroids_))
+        logits = centroid_logits(torch.from_numpy(X), torch.from_numpy(self.centroids_),
+                                 self.temperature)
         return torch.softmax(logits, dim=1).numpy()
 
     def predict_proba(self, X):

@@ -10,6 +10,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_consistent_length, check_is_fitted
 
 from ._sets import check_sets, data_bases, unpad
+from ._validation import ZERO_SET_CHECKS
 
 
 def make_subspace_sets(X, y, set_size, *, random_state=None):
@@ -141,10 +142,7 @@ class SubspaceEmbedding(TransformerMixin, BaseEstimator):
         return unpad(*data_bases(sets, dims, self.n_dims, center=self.center,
                                  rank_tol=self.rank_tol))
 
-    _expected_failed_checks = {
-        "check_estimators_dtypes": "its integer data contain all-zero rows, i.e. sets that "
-                                   "span no subspace; they raise a ValueError by design",
-    }
+    _expected_failed_checks = ZERO_SET_CHECKS
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -11,7 +11,7 @@ import numpy as np
 import torch
 from sklearn.utils.extmath import randomized_svd
 
-from ._sets import as_bases, check_sets
+from ._validation import check_bases
 
 METRICS = ("chordal", "geodesic", "cos2", "cos")
 
@@ -85,8 +85,7 @@ def _check_basis(K, n, name="K"):
 
 
 def _validated(X, K):
-    sets, dims = check_sets(X)
-    bases, dims, _ = as_bases(sets, dims, "auto")
+    bases, dims = check_bases(X)
     K = _check_basis(K, bases.shape[1])
     return torch.from_numpy(bases), dims, torch.from_numpy(K)
 
@@ -211,8 +210,7 @@ def flag_mean(X, n_components):
     >>> np.allclose(K @ K.T, np.diag([1.0, 1.0, 0.0]))
     True
     """
-    sets, dims = check_sets(X)
-    bases, dims, _ = as_bases(sets, dims, "auto")
+    bases, dims = check_bases(X)
     n = bases.shape[1]
     if not isinstance(n_components, (int, np.integer)) or not 1 <= n_components <= n:
         raise ValueError(f"n_components must be an integer in [1, n] = [1, {n}]; "

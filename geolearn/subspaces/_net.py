@@ -1,17 +1,14 @@
 """SVBFNetClassifier: the abstract node and a centroid head trained in situ through skorch."""
 
-import warnings
-
 import numpy as np
 import torch
 from skorch import NeuralNetClassifier
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_consistent_length, check_is_fitted, column_or_1d
+from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
 from .._utils import torch_seed
-from ._node import SVBFNode
-from ._sets import as_bases, check_sets
+from ._node import SVBFNode, centroid_logits
+from ._validation import ZERO_SET_CHECKS, check_bases, check_labeled_bases, check_two_classes
 
 
 class SVBFNet(nn.Module):
@@ -45,9 +42,7 @@ class SVBFNet(nn.Module):
         self.T = T
 
     def forward(self, X):
-        b = self.node(X)
-        W = self.centroids / torch.linalg.vector_norm(self.centroids, dim=1, keepdim=True)
-        return (b @ W.T).square() / self.T
+        return centroid_logits(self.node(X), self.centroids, self.T)
 
 
 class SVBFNetClassifier(NeuralNetClassifier):
@@ -136,8 +131,7 @@ class SVBFNetClassifier(NeuralNetClassifier):
         return tags
 
     _expected_failed_checks = {
-        "check_estimators_dtypes": "its integer data contain all-zero rows, i.e. sets that "
-                                   "span no subspace; they raise a ValueError by design",
+        **ZERO_SET_CHECKS,
         "check_no_attributes_set_in_init": "skorch.NeuralNet.__init__ sets history_, "
                                            "initialized_ and virtual_params_",
         "check_set_params": "skorch.NeuralNet.set_params re-initialises the components it "
@@ -145,13 +139,7 @@ class SVBFNetClassifier(NeuralNetClassifier):
     }
 
     def _sets(self, X, reset):
-        sets, dims = check_sets(X, estimator=self, reset=reset)
-        bases, dims, was_data = as_bases(sets, dims, "auto")
-        if was_data:
-            warnings.warn("X holds sets that are not orthonormal bases: each is replaced by an "
-                          "orthonormal basis of its span (see SubspaceEmbedding).", UserWarning,
-                          stacklevel=3)
-        return bases.astype(np.float32)
+        return check_bases(X, self, reset=reset)[0].astype(np.float32)
 
     def initialize_module(self):
         kwargs = {"n_features": self.n_features_in_, "n_classes": len(self.labels_),
@@ -170,18 +158,11 @@ class SVBFNetClassifier(NeuralNetClassifier):
         return loss
 
     def _prepare(self, X, y, reset, classes=None):
-        if y is None:
-            raise ValueError("SVBFNetClassifier requires y to be passed, but the target y is "
-                             "None.")
-        X = self._sets(X, reset=reset)
-        y = column_or_1d(y, warn=True)
-        check_consistent_length(X, y)
-        check_classification_targets(y)
+        bases, _, y = check_labeled_bases(X, y, self, reset=reset)
+        X = bases.astype(np.float32)
         if reset:
             self.labels_ = np.unique(y if classes is None else classes)
-            if len(self.labels_) < 2:
-                raise ValueError(f"SVBFNetClassifier needs samples of at least 2 classes; got "
-                                 f"1 class ({self.labels_[0]!r}).")
+            check_two_classes(self.labels_, self)
             if not 1 <= self.n_components <= X.shape[1]:
                 raise ValueError(f"n_components must be in [1, n] = [1, {X.shape[1]}]; got "
                                  f"{self.n_components!r}.")

@@ -1,4 +1,4 @@
-"""SVBFNode: the Schubert variety as a trainable "abstract node" (paper Sec. 5.3)."""
+"""The torch pieces of Algorithm III (paper Sec. 5.3): SVBFNode and the centroid head."""
 
 import torch
 from torch import nn
@@ -6,6 +6,19 @@ from torch.nn.utils.parametrizations import orthogonal
 
 # Smallest eigengap used when differentiating the top eigenvector (detach=False).
 _EIGENGAP = 1e-6
+
+
+def unit_rows(omega):
+    """``omega`` with each row scaled to unit norm (the centroids ``w_j``)."""
+    return omega / torch.linalg.vector_norm(omega, dim=1, keepdim=True)
+
+
+def centroid_logits(b, omega, T):
+    """Logits ``(b^T w_j)^2 / T`` of coordinates ``b`` against unit centroids (paper Eq. 7).
+
+    Squared, so invariant to the sign of ``b``, which is defined up to sign.
+    """
+    return (b @ unit_rows(omega).T).square() / T
 
 
 class _TopEigenpair(torch.autograd.Function):

@@ -15,8 +15,8 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from .._utils import resolve_device
 from ._grassmann import angles_kernel, check_metric, distance_from_angles, stacked_flag_mean
-from ._sets import as_bases, check_sets
 from ._solvers import adam_solve, mm_solve, objective_and_gradient, polar
+from ._validation import _SetsMixin
 
 _DEFAULT_MAX_ITER = {"mm": 1000, "adam": 40000}
 
@@ -95,24 +95,6 @@ def _canonicalise(XT, w, K, blocks):
         K[:, start:k_s] = Kb @ V.flip(-1)
         start = k_s
     return _sign_normalise(K, 0)
-
-
-class _SetsMixin:
-    """Validation of set input shared by the family's estimators."""
-
-    def _bases(self, X, reset):
-        sets, dims = check_sets(X, set_shape=self.set_shape, estimator=self, reset=reset)
-        bases, dims, was_data = as_bases(sets, dims, self.input_type, self.subspace_dim)
-        if was_data and self.input_type == "auto":
-            warnings.warn(
-                "X holds sets that are not orthonormal bases: each is replaced by an "
-                "orthonormal basis of its span (top left singular vectors). Pass "
-                "input_type='data' to do this silently or orthonormalise with "
-                "SubspaceEmbedding.",
-                UserWarning,
-                stacklevel=3,
-            )
-        return bases, dims
 
 
 class SVBF(_SetsMixin, TransformerMixin, BaseEstimator):
@@ -470,14 +452,20 @@ class SVBF(_SetsMixin, TransformerMixin, BaseEstimator):
                              f"{self.basis_.shape[1]} components.")
         return X @ self.components_
 
-    def _per_set_fit(self, thetas):
-        cos = torch.cos(thetas)
-        f = cos.square() if self.objective == "cos2" else cos
+    def _per_step(self, thetas, fn):
+        """``fn`` of the angles of each step of the flag, side by side: ``(r, m)``."""
         start, parts = 0, []
         for _, c_s in self._blocks:
-            parts.append(f[:, start:start + c_s].mean(dim=1))
+            parts.append(fn(thetas[:, start:start + c_s]))
             start += c_s
-        return torch.stack(parts, dim=1).mean(dim=1).numpy()
+        return torch.stack(parts, dim=1)
+
+    def _per_set_fit(self, thetas):
+        def fit(theta):
+            cos = torch.cos(theta)
+            return (cos.square() if self.objective == "cos2" else cos).mean(dim=1)
+
+        return self._per_step(thetas, fit).mean(dim=1).numpy()
 
     def score_samples(self, X):
         """Per-set fit ``(1/c) sum_{j<=c} cos^2 theta_j`` (``cos`` for ``objective="cos"``).
@@ -528,24 +516,9 @@ class SVBF(_SetsMixin, TransformerMixin, BaseEstimator):
         distances : ndarray of shape (r,)
         """
         check_metric(metric, p)
-        thetas = self._new_angles(X)[2]
-        start, parts = 0, []
-        for _, c_s in self._blocks:
-            parts.append(distance_from_angles(thetas[:, start:start + c_s], metric, p))
-            start += c_s
-        d = torch.stack(parts, dim=1)
+        d = self._per_step(self._new_angles(X)[2],
+                           lambda theta: distance_from_angles(theta, metric, p))
         return (d[:, 0] if d.shape[1] == 1 else torch.linalg.vector_norm(d, ord=p, dim=1)).numpy()
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.three_d_array = True
-        return tags
-
-    # Integer tables of the dtype check hold all-zero rows: sets spanning no subspace.
-    _expected_failed_checks = {
-        "check_estimators_dtypes": "its integer data contain all-zero rows, i.e. sets that "
-                                   "span no subspace; they raise a ValueError by design",
-    }
 
 
 def working_dimension(scores, ks, rel_tol=0.01):

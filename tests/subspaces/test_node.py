@@ -90,3 +90,18 @@ def test_net_classifier_trains_the_node_and_the_head():
         net.partial_fit(X, np.array(["a", "c"])[y])
     with pytest.raises(ValueError, match="at least 2 classes"):
         clone(net).fit(X, np.zeros(len(X)))
+
+
+def test_net_classifier_validates_sets_and_labels():
+    from geolearn.subspaces import SVBFNetClassifier
+
+    from .test_classifier import planted_classes
+
+    X, y = planted_classes(n=6, per_class=5, n_classes=2)
+    net = SVBFNetClassifier(n_components=2, max_epochs=1, verbose=0, random_state=0)
+    with pytest.warns(UserWarning, match="not orthonormal") as record:
+        net.fit(2.0 * X, y)  # scaled bases are raw sets
+    message = str(record[0].message)
+    assert "SubspaceEmbedding" in message and "input_type" not in message  # no such parameter
+    with pytest.raises(ValueError, match="requires y"):
+        net.fit(X, None)
