@@ -1,11 +1,13 @@
-"""Gradient attacks on any differentiable classifier: FGSM, PGD and Carlini-Wagner L2.
+"""Gradient attacks on any differentiable classifier: FGSM, PGD, Carlini-Wagner L2, patches.
 
-Every attack goes through :func:`geolearn.models.as_model`, so it works on a
-``torch.nn.Module``, a fitted skorch net or a converted scikit-learn MLP alike.
-The model is evaluated in eval mode (its modes restored afterwards), input
-gradients come from :func:`torch.autograd.grad` so the parameters' ``.grad``
-buffers are never touched, and the loss is summed over the batch so that each
-sample's gradient does not depend on ``batch_size``.
+FGSM, PGD and Carlini-Wagner go through :func:`geolearn.models.as_model`, so they
+work on a ``torch.nn.Module``, a fitted skorch net or a converted scikit-learn MLP
+alike; :func:`patch_attack` also takes an estimator exposing ``_torch_logits``
+(a fitted :class:`geolearn.generative.VAEClassifier`). The model is evaluated in
+eval mode (its modes restored afterwards), input gradients come from
+:func:`torch.autograd.grad` so the parameters' ``.grad`` buffers are never
+touched, and the loss is summed over the batch so that each sample's gradient
+does not depend on ``batch_size``.
 """
 
 import warnings
@@ -14,17 +16,39 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_array, check_is_fitted
 
-from .._utils import iter_batches, to_numpy
+from .._utils import iter_batches, to_numpy, to_tensor, torch_seed
 from ..models import as_model
 from ._validation import (
     check_clip,
     check_in_box,
     check_labels,
     check_logits,
+    check_mask,
     check_model_inputs,
     check_positive,
 )
+
+
+def cross_entropy_gradient(logits_fn, x, y):
+    """Gradient of the batch-summed cross-entropy of ``logits_fn(x)`` and ``y`` in ``x``."""
+    x = x.detach().requires_grad_(True)
+    loss = F.cross_entropy(logits_fn(x), y, reduction="sum")
+    return torch.autograd.grad(loss, x)[0]
+
+
+def signed_step(x_adv, grad, alpha, lo, hi, *, ball=None):
+    """Ascent step ``x_adv + alpha * sign(grad)``, projected back onto the constraints.
+
+    ``ball=(x, eps)`` first projects onto the L-infinity ball ``||x' - x|| <= eps``
+    (eq. 4 of the linear-mapping paper); the result is then clipped to ``[lo, hi]``.
+    """
+    if ball is None:
+        return (x_adv + alpha * grad.sign()).clamp(lo, hi)
+    x, eps = ball
+    delta = (x_adv - x + alpha * grad.sign()).clamp(-eps, eps)
+    return (x + delta).clamp(lo, hi)
 
 
 class _Attack:
@@ -48,9 +72,7 @@ class _Attack:
 
     def input_gradient(self, x, y):
         """Gradient of the summed cross-entropy with respect to the inputs ``x``."""
-        x = x.detach().requires_grad_(True)
-        loss = F.cross_entropy(self.logits_of(x, y), y, reduction="sum")
-        return torch.autograd.grad(loss, x)[0]
+        return cross_entropy_gradient(lambda v: self.logits_of(v, y), x, y)
 
     def run(self, attack_batch, *extra):
         """Apply ``attack_batch(x, y, *extra_batch)`` batch by batch; float32 in ``X``'s layout."""
@@ -111,7 +133,7 @@ def fgsm(model, X, y, eps, *, clip=(0.0, 1.0), image_shape=None, batch_size=256,
     a = _Attack("fgsm", model, X, y, clip, image_shape, batch_size, device)
 
     def step(x, t):
-        return (x + eps * a.input_gradient(x, t).sign()).clamp(a.lo, a.hi)
+        return signed_step(x, a.input_gradient(x, t), eps, a.lo, a.hi)
 
     return a.run(step)
 
@@ -145,12 +167,15 @@ def pgd(model, X, y, eps, *, alpha=None, steps=10, random_start=True, clip=(0.0,
 
     Examples
     --------
-    >>> import numpy as np, torch
-    >>> from geolearn.adversarial import pgd
+    >>> import torch
+    >>> from geolearn.adversarial import fgsm, pgd
     >>> net = torch.nn.Linear(4, 3)
-    >>> X = np.full((2, 4), 0.5, dtype=np.float32)
-    >>> X_adv = pgd(net, X, [0, 2], eps=0.1, random_state=0)
-    >>> bool(np.abs(X_adv - X).max() <= 0.1 + 1e-6)
+    >>> X, y = torch.rand(2, 4).numpy(), [0, 2]
+    >>> X_adv = pgd(net, X, y, eps=0.1, steps=5, random_state=0)
+    >>> float(abs(X_adv - X).max()) <= 0.1 + 1e-6
+    True
+    >>> one_step = pgd(net, X, y, eps=0.1, alpha=0.1, steps=1, random_start=False)
+    >>> bool((one_step == fgsm(net, X, y, eps=0.1)).all())
     True
     """
     check_positive(eps, "eps", strict=False)
@@ -166,8 +191,8 @@ def pgd(model, X, y, eps, *, alpha=None, steps=10, random_start=True, clip=(0.0,
     def attack(x, t, d0):
         x_adv = (x + a.model.to_tensor(d0)).clamp(a.lo, a.hi)
         for _ in range(steps):
-            delta = x_adv - x + alpha * a.input_gradient(x_adv, t).sign()
-            x_adv = (x + delta.clamp(-eps, eps)).clamp(a.lo, a.hi).detach()
+            grad = a.input_gradient(x_adv, t)
+            x_adv = signed_step(x_adv, grad, alpha, a.lo, a.hi, ball=(x, eps)).detach()
         return x_adv
 
     return a.run(attack, delta0)
@@ -280,3 +305,129 @@ def carlini_wagner_l2(model, X, y, *, c=1.0, kappa=0.0, steps=100, lr=0.01, bina
             stacklevel=2,
         )
     return X_adv, success
+
+
+def patch_attack(estimator, X, y, mask, *, method="pgd", n_iter=2048, step_size=1 / 255,
+                 momentum=1.0, random_start=True, clip=(0.0, 1.0), batch_size=256,
+                 random_state=None):
+    """Untargeted patch attack: maximise the cross-entropy by changing only ``mask`` pixels.
+
+    ``x_adv = x * (1 - M) + delta * M``. 'pgd' takes signed-gradient steps on
+    ``delta`` from a uniform random start ("Towards deep learning models resistant to
+    adversarial attacks"); 'nag' adds a Nesterov look-ahead and an accumulated
+    l1-normalised gradient with decay ``momentum`` ("Nesterov accelerated gradient and
+    scale invariance for adversarial attacks"). Every step is clipped to ``clip``.
+
+    Parameters
+    ----------
+    estimator : torch.nn.Module or fitted classifier with ``_torch_logits``
+        A module mapping ``(B, D)`` float tensors to logits (then ``y`` holds class
+        indices), or a fitted estimator such as
+        :class:`geolearn.generative.VAEClassifier` (attacked through ``h(mu(x))``,
+        ``y`` in its ``classes_``).
+    X : array-like of shape (n_samples, n_features)
+        Clean inputs inside ``clip``.
+    y : array-like of shape (n_samples,)
+        True labels.
+    mask : array-like of bool, shape (n_features,) or the image shape
+        The patch support (see :func:`geolearn.generative.rectangular_patch_mask`).
+    method : {'pgd', 'nag'}, default='pgd'
+    n_iter : int, default=2048
+    step_size : float, default=1/255
+    momentum : float, default=1.0
+        Decay of the 'nag' accumulator.
+    random_start : bool, default=True
+        Start the patch from U[clip] instead of the clean pixels.
+    clip : (float, float), default=(0.0, 1.0)
+    batch_size : int, default=256
+    random_state : int, RandomState instance or None, default=None
+
+    Returns
+    -------
+    X_adv : ndarray of shape (n_samples, n_features), float64
+        Pixels outside the mask are bit-identical to X.
+
+    Examples
+    --------
+    >>> import numpy as np, torch
+    >>> from geolearn.adversarial import patch_attack
+    >>> net = torch.nn.Linear(16, 2)
+    >>> X = np.random.default_rng(0).random((4, 16))
+    >>> mask = np.zeros(16, dtype=bool); mask[:4] = True
+    >>> X_adv = patch_attack(net, X, [0, 1, 0, 1], mask, n_iter=5, random_state=0)
+    >>> bool(np.all(X_adv[:, ~mask] == X[:, ~mask]))
+    True
+    """
+    logits_fn, device, classes = _patch_logits(estimator)
+    X = check_array(X, dtype=np.float64)
+    if method not in ("pgd", "nag"):
+        raise ValueError(f"method must be 'pgd' or 'nag'; got {method!r}.")
+    check_positive(n_iter, "n_iter", integer=True)
+    check_positive(step_size, "step_size")
+    lo, hi = check_clip(clip)
+    check_in_box(X, lo, hi)
+    mask = check_mask(mask, X.shape[1])
+    y = np.asarray(y).ravel()
+    if len(y) != len(X):
+        raise ValueError(f"y has {len(y)} labels but X has {len(X)} samples.")
+    if classes is not None:
+        unknown = np.setdiff1d(y, classes)
+        if unknown.size:
+            raise ValueError(f"y contains labels unknown to the classifier: {unknown[:5]}.")
+        y = np.searchsorted(classes, y)
+    M = torch.as_tensor(mask, dtype=torch.float32, device=device)
+    out = X.copy()
+    with torch_seed(random_state), frozen(estimator):
+        for sl in iter_batches(len(X), batch_size):
+            x = to_tensor(X[sl], device=device)
+            target = torch.as_tensor(y[sl], dtype=torch.long, device=device)
+            start = torch.rand_like(x) * (hi - lo) + lo if random_start else x
+            x_adv = x * (1 - M) + start * M
+            acc = torch.zeros_like(x)
+            for _ in range(n_iter):
+                probe = x_adv
+                if method == "nag":
+                    probe = (x_adv + step_size * momentum * acc * M).clamp(lo, hi)
+                grad = cross_entropy_gradient(logits_fn, probe, target)
+                if method == "nag":
+                    acc = momentum * acc + grad / grad.abs().sum(1, keepdim=True).clamp_min(1e-12)
+                    grad = acc
+                x_adv = signed_step(x_adv, grad * M, step_size, lo, hi)
+            out[sl, mask] = x_adv.detach().cpu().numpy().astype(np.float64)[:, mask]
+    return out
+
+
+def _patch_logits(estimator):
+    """``(logits callable, device, classes or None)`` of a module or a ``_torch_logits`` estimator."""
+    if isinstance(estimator, torch.nn.Module):
+        params = list(estimator.parameters())
+        device = params[0].device if params else torch.device("cpu")
+        return estimator, device, None
+    if not hasattr(estimator, "_torch_logits"):
+        raise TypeError("estimator must be a fitted VAEClassifier (or any estimator with "
+                        "_torch_logits) or a torch.nn.Module mapping (B, D) to logits; got "
+                        f"{type(estimator).__name__}.")
+    check_is_fitted(estimator)
+    return estimator._torch_logits, estimator.device_, estimator.classes_
+
+
+class frozen:
+    """Eval mode and no parameter gradients for the duration of an attack or purification.
+
+    ``estimator`` is a torch module or an estimator with a fitted ``module_``.
+    """
+
+    def __init__(self, estimator):
+        self.module = estimator if isinstance(estimator, torch.nn.Module) else estimator.module_
+
+    def __enter__(self):
+        self.training = self.module.training
+        self.flags = [p.requires_grad for p in self.module.parameters()]
+        self.module.eval()
+        for p in self.module.parameters():
+            p.requires_grad_(False)
+
+    def __exit__(self, *exc):
+        for p, flag in zip(self.module.parameters(), self.flags):
+            p.requires_grad_(flag)
+        self.module.train(self.training)

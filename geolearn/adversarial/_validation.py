@@ -1,4 +1,4 @@
-"""Validation of model inputs, labels and attack parameters."""
+"""Validation of model inputs, labels, masks and attack parameters."""
 
 import numbers
 
@@ -86,6 +86,18 @@ def check_logits(logits, y):
             f"y holds labels in [{int(y.min())}, {int(y.max())}] but the model has {n_classes} "
             f"outputs: labels must lie in [0, {n_classes})."
         )
+
+
+def check_mask(mask, n_features, name="mask"):
+    """A boolean support mask as a flat ``(n_features,)`` array with at least one True."""
+    mask = np.asarray(mask)
+    if mask.dtype != bool:
+        raise ValueError(f"{name} must be a boolean array; got dtype {mask.dtype}.")
+    if mask.size != n_features:
+        raise ValueError(f"{name} has {mask.size} entries but X has {n_features} features.")
+    if not mask.any():
+        raise ValueError(f"{name} is all False: nothing may change.")
+    return mask.ravel()
 
 
 def check_positive(value, name, *, strict=True, integer=False):

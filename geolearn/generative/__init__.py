@@ -6,6 +6,10 @@ discrete symbols (:class:`GridVAE`), the VAE classifier of Eq. 29
 (:class:`VAEClassifier`), ELBO purification (:class:`ELBOPurifier`), flow and
 diffusion-chain log-likelihoods (:class:`FlowDensity`, :class:`DiffusionDensity`),
 patch attacks and emergent-language metrics.
+
+Built on :mod:`geolearn.adversarial` (one way): :func:`patch_attack` is implemented
+there and re-exported here, and :class:`ELBOPurifier` shares its mask check and its
+frozen-model context.
 """
 
 from ._grid import grid_codes

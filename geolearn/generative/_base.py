@@ -1,4 +1,4 @@
-"""What the VAE estimators share: validation, the skorch net, inference, the ELBO."""
+"""What the VAE estimators share: validation, training, inference, the ELBO."""
 
 import math
 import numbers
@@ -10,14 +10,7 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._utils import (
-    check_image_shape,
-    iter_batches,
-    resolve_device,
-    to_numpy,
-    to_tensor,
-    torch_seed,
-)
+from .._utils import check_image_shape, iter_batches, to_numpy, to_tensor
 from ._losses import (
     decoded_mean,
     kl_batch,
@@ -28,18 +21,10 @@ from ._losses import (
     reconstruction_nll,
 )
 from ._modules import VAEModule, build_backbone
-from ._net import ObjectiveNet, TensorDataset, collate_batch, history_records
+from ._net import TensorDataset, history_records
+from ._training import EPOCH_CONSTRAINTS, NET_CONSTRAINTS, TorchNetMixin, check_hidden_sizes
 
 _BOUNDS_TOL = 1e-6
-
-
-def check_device(device):
-    """Resolve ``device``; an explicit CUDA device without a GPU is an error."""
-    dev = resolve_device(device)
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device={device!r} but CUDA is not available; use device='auto' "
-                         "or 'cpu'.")
-    return dev
 
 
 def check_unit_interval(X, bounds=(0.0, 1.0), what="likelihood='bernoulli'",
@@ -147,10 +132,12 @@ class VAEObjective:
         return log_lik / S - kl
 
 
-class BaseVAE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+class BaseVAE(TorchNetMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Shared machinery of :class:`GridVAE` and :class:`VAEClassifier` (not public)."""
 
     _parameter_constraints = {
+        **NET_CONSTRAINTS,
+        **EPOCH_CONSTRAINTS,
         "n_latent": [Interval(numbers.Integral, 1, None, closed="left")],
         "prior_std": [Interval(numbers.Real, 0, None, closed="neither")],
         "kl_estimator": [StrOptions({"sample", "batch", "nearest"})],
@@ -158,18 +145,9 @@ class BaseVAE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         "decoder_std": [Interval(numbers.Real, 0, None, closed="neither")],
         "output_activation": [StrOptions({"sigmoid", "identity"})],
         "architecture": [StrOptions({"mlp", "conv", "resnet"}), callable],
-        "hidden_sizes": ["array-like"],
         "conv_channels": [Interval(numbers.Integral, 1, None, closed="left")],
         "image_shape": ["array-like", None],
-        "max_epochs": [Interval(numbers.Integral, 0, None, closed="left")],
-        "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
-        "lr": [Interval(numbers.Real, 0, None, closed="neither")],
-        "weight_decay": [Interval(numbers.Real, 0, None, closed="left")],
         "n_mc_score": [Interval(numbers.Integral, 1, None, closed="left")],
-        "device": "no_validation",
-        "callbacks": [list, None],
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
     }
 
     # -- validation -----------------------------------------------------------------------
@@ -177,10 +155,7 @@ class BaseVAE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     def _check_common_params(self):
         if not np.isfinite(self.prior_std):
             raise ValueError(f"prior_std must be a positive finite number; got {self.prior_std!r}.")
-        sizes = np.asarray(self.hidden_sizes)
-        if sizes.ndim != 1 or sizes.dtype.kind not in "iu" or np.any(sizes < 1):
-            raise ValueError("hidden_sizes must be a sequence of positive integers; got "
-                             f"{self.hidden_sizes!r}.")
+        check_hidden_sizes(self.hidden_sizes)
 
     def _validate_X(self, X, reset):
         """Flatten image arrays and validate; returns float32 ``(n, D)``."""
@@ -214,40 +189,25 @@ class BaseVAE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
     # -- training -------------------------------------------------------------------------
 
-    def _make_prior(self):
-        raise NotImplementedError
-
     def _fit_net(self, X, y, objective, *, n_classes=0, parts=("recon", "kl"), drop_last=False):
-        self.device_ = check_device(self.device)
-        n = len(X)
-        with torch_seed(self.random_state):
+        """Train the backbone (plus a head when ``n_classes``) on ``objective``."""
+
+        def build_module():
             backbone = build_backbone(self.architecture, X.shape[1], self.n_latent,
-                                      self.image_shape_, self.hidden_sizes,
-                                      getattr(self, "conv_channels", 32))
-            module = VAEModule(backbone, self.n_latent, n_classes)
-            self.net_ = ObjectiveNet(
-                module, objective=objective, parts=parts,
-                optimizer=torch.optim.Adam, optimizer__weight_decay=self.weight_decay,
-                lr=self.lr, max_epochs=self.max_epochs, batch_size=min(self.batch_size, n),
-                train_split=None, iterator_train__shuffle=True,
-                iterator_train__drop_last=drop_last,
-                iterator_train__collate_fn=collate_batch, iterator_valid__collate_fn=collate_batch,
-                callbacks=list(self.callbacks) if self.callbacks else None,
-                device=self.device_, verbose=self.verbose)
-            self.net_.initialize()
-            if self.max_epochs:
-                X_t = torch.from_numpy(np.ascontiguousarray(X))
-                self.net_.partial_fit(TensorDataset(X_t, y), None)
+                                      self.image_shape_, self.hidden_sizes, self.conv_channels)
+            return VAEModule(backbone, self.n_latent, n_classes)
+
+        dataset = TensorDataset(torch.from_numpy(np.ascontiguousarray(X)), y)
+        self._train_net(build_module, objective, dataset, seed=self.random_state,
+                        max_epochs=self.max_epochs, batch_size=min(self.batch_size, len(X)),
+                        parts=parts, callbacks=self.callbacks,
+                        optimizer__weight_decay=self.weight_decay, iterator_train__shuffle=True,
+                        iterator_train__drop_last=drop_last)
         self.history_ = history_records(self.net_, parts)
         self.n_iter_ = len(self.history_)
         return self
 
     # -- inference ------------------------------------------------------------------------
-
-    @property
-    def module_(self):
-        """The fitted torch module (``net_.module_``)."""
-        return self.net_.module_
 
     @property
     def _n_features_out(self):
@@ -354,11 +314,6 @@ class BaseVAE(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         return self.net_.objective.neg_elbo(self.module_, x, stochastic=stochastic)
 
     # -- sklearn plumbing ------------------------------------------------------------------
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.non_deterministic = True
-        return tags
 
     def __setstate__(self, state):
         super().__setstate__(state)

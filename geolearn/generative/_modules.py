@@ -39,13 +39,32 @@ class MLPVAE(nn.Module):
         return self.decoder(z)
 
 
-class ConvVAE(nn.Module):
+class _ImageVAE(nn.Module):
+    """Folds flat rows into ``image_shape`` for ``encoder`` and crops ``decoder``'s images back.
+
+    Subclasses set ``encoder`` (to a flat feature), ``mu``, ``logvar`` and
+    ``decoder`` (to images at least ``H x W``: stride-2 upsampling can overshoot odd sizes).
+    """
+
+    def __init__(self, image_shape):
+        super().__init__()
+        self.image_shape = tuple(image_shape)
+
+    def encode(self, x):
+        h = self.encoder(x.reshape(len(x), *self.image_shape))
+        return self.mu(h), self.logvar(h)
+
+    def decode(self, z):
+        C, H, W = self.image_shape
+        return self.decoder(z)[:, :, :H, :W].reshape(len(z), -1)
+
+
+class ConvVAE(_ImageVAE):
     """3x3 conv, stride-2 3x3 conv, linear 256; mirrored with a 4x4 stride-2 transposed conv."""
 
     def __init__(self, image_shape, n_latent, channels=32):
-        super().__init__()
-        C, H, W = image_shape
-        self.image_shape = tuple(image_shape)
+        super().__init__(image_shape)
+        C, H, W = self.image_shape
         h2, w2 = (H + 1) // 2, (W + 1) // 2
         self.encoder = nn.Sequential(
             nn.Conv2d(C, channels, 3, padding=1), nn.ReLU(),
@@ -59,14 +78,6 @@ class ConvVAE(nn.Module):
             nn.Unflatten(1, (2 * channels, h2, w2)),
             nn.ConvTranspose2d(2 * channels, channels, 4, stride=2, padding=1), nn.ReLU(),
             nn.Conv2d(channels, C, 3, padding=1))
-
-    def encode(self, x):
-        h = self.encoder(x.reshape(len(x), *self.image_shape))
-        return self.mu(h), self.logvar(h)
-
-    def decode(self, z):
-        C, H, W = self.image_shape
-        return self.decoder(z)[:, :, :H, :W].reshape(len(z), -1)
 
 
 class _ResBlock(nn.Module):
@@ -85,13 +96,12 @@ class _ResBlock(nn.Module):
         return torch.relu(h + self.body(h))
 
 
-class ResNetVAE(nn.Module):
+class ResNetVAE(_ImageVAE):
     """The paper's 4-block residual encoder (each block then 2x max-pool) and its mirror."""
 
     def __init__(self, image_shape, n_latent, channels=32, n_blocks=4):
-        super().__init__()
-        C, H, W = image_shape
-        self.image_shape = tuple(image_shape)
+        super().__init__(image_shape)
+        C, H, W = self.image_shape
         widths = [channels * 2 ** min(i, 2) for i in range(n_blocks)]
         enc, c = [], C
         for w in widths:
@@ -108,14 +118,6 @@ class ResNetVAE(nn.Module):
         self.decoder = nn.Sequential(
             nn.Linear(n_latent, math.prod(self.start)), nn.ReLU(),
             nn.Unflatten(1, self.start), *dec, nn.Conv2d(c, C, 3, padding=1))
-
-    def encode(self, x):
-        h = self.encoder(x.reshape(len(x), *self.image_shape))
-        return self.mu(h), self.logvar(h)
-
-    def decode(self, z):
-        C, H, W = self.image_shape
-        return self.decoder(z)[:, :, :H, :W].reshape(len(z), -1)
 
 
 class VAEModule(nn.Module):

@@ -13,8 +13,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from torch import nn
 
 from .._utils import iter_batches, torch_seed
-from ._base import check_device
-from ._net import ObjectiveNet, TensorDataset, collate_batch
+from ._net import TensorDataset
+from ._training import (NET_CONSTRAINTS, MeanScoreMixin, TorchNetMixin, check_hidden_sizes,
+                        check_positive_integer)
 from .flow import check_standardisation
 
 _LOG_2PI = math.log(2 * math.pi)
@@ -83,7 +84,7 @@ def _denoising_objective(module, y_pred, x, y, epoch=0):
     return ((eps_pred - eps) ** 2).sum(-1).mean(), {}
 
 
-class DiffusionDensity(DensityMixin, BaseEstimator):
+class DiffusionDensity(TorchNetMixin, MeanScoreMixin, DensityMixin, BaseEstimator):
     """Density by the log-likelihood of a diffusion chain (Eq. 23).
 
     Trains a DDPM noise predictor (Eq. 16), then scores ``x`` by drawing one forward
@@ -144,21 +145,16 @@ class DiffusionDensity(DensityMixin, BaseEstimator):
     """
 
     _parameter_constraints = {
+        **NET_CONSTRAINTS,
         "n_steps": [Interval(numbers.Integral, 1, None, closed="left")],
         "beta_schedule": [StrOptions({"linear", "cosine"})],
         "beta_start": [Interval(numbers.Real, 0, 1, closed="neither")],
         "beta_end": [Interval(numbers.Real, 0, None, closed="neither")],
-        "hidden_sizes": ["array-like"],
         "standardize": ["boolean"],
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
-        "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
-        "lr": [Interval(numbers.Real, 0, None, closed="neither")],
         "likelihood_step": [Interval(numbers.Integral, 1, None, closed="left")],
         "n_rounds": [Interval(numbers.Integral, 1, None, closed="left")],
         "reverse_variance": [StrOptions({"forward", "posterior"})],
-        "device": "no_validation",
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
     }
 
     def __init__(self, n_steps=100, beta_schedule="linear", beta_start=1e-4, beta_end=0.02,
@@ -199,9 +195,7 @@ class DiffusionDensity(DensityMixin, BaseEstimator):
             warnings.warn(f"DiffusionDensity on {X.shape[1]} features: in high dimension the "
                           "chain log-likelihood hardly separates seen from unseen data "
                           "(reduce the dimension first).", UserWarning)
-        sizes = np.asarray(self.hidden_sizes)
-        if sizes.ndim != 1 or sizes.dtype.kind not in "iu" or np.any(sizes < 1):
-            raise ValueError(f"hidden_sizes must be positive integers; got {self.hidden_sizes!r}.")
+        sizes = check_hidden_sizes(self.hidden_sizes)
         self.betas_ = make_beta_schedule(self.n_steps, self.beta_schedule, self.beta_start,
                                          self.beta_end)
         if np.any(self.betas_ >= 1):
@@ -215,27 +209,16 @@ class DiffusionDensity(DensityMixin, BaseEstimator):
             self.mean_, self.scale_ = check_standardisation(X)
         else:
             self.mean_, self.scale_ = np.zeros(X.shape[1]), np.ones(X.shape[1])
-        self.device_ = check_device(self.device)
-        Xs = torch.as_tensor((X - self.mean_) / self.scale_, dtype=torch.float32)
-        dataset = TensorDataset(Xs)
-        with torch_seed(self.random_state):
-            module = NoisePredictor(X.shape[1], tuple(int(h) for h in sizes), self.alphas_cumprod_)
-            sampler = torch.utils.data.RandomSampler(
-                dataset, replacement=True, num_samples=self.max_iter * self.batch_size)
-            self.net_ = ObjectiveNet(
-                module, objective=_denoising_objective, optimizer=torch.optim.Adam, lr=self.lr,
-                max_epochs=1, batch_size=self.batch_size, train_split=None,
-                iterator_train__sampler=sampler, iterator_train__collate_fn=collate_batch,
-                device=self.device_, verbose=self.verbose)
-            self.net_.initialize()
-            self.net_.partial_fit(dataset, None)
+        dataset = TensorDataset(torch.as_tensor((X - self.mean_) / self.scale_,
+                                                dtype=torch.float32))
+        # one "epoch" of max_iter minibatches drawn with replacement
+        sampler = torch.utils.data.RandomSampler(
+            dataset, replacement=True, num_samples=self.max_iter * self.batch_size)
+        self._train_net(lambda: NoisePredictor(X.shape[1], sizes, self.alphas_cumprod_),
+                        _denoising_objective, dataset, seed=self.random_state, max_epochs=1,
+                        batch_size=self.batch_size, iterator_train__sampler=sampler)
         self.history_ = np.array([b["train_loss"] for b in self.net_.history[-1, "batches"]])
         return self
-
-    @property
-    def module_(self):
-        """The fitted :class:`NoisePredictor` (``net_.module_``)."""
-        return self.net_.module_
 
     def _time_grid(self, step):
         if not isinstance(step, numbers.Integral) or not 1 <= step <= self.n_steps:
@@ -296,9 +279,8 @@ class DiffusionDensity(DensityMixin, BaseEstimator):
         """
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
-        n_rounds = self.n_rounds if n_rounds is None else n_rounds
-        if not isinstance(n_rounds, numbers.Integral) or n_rounds < 1:
-            raise ValueError(f"n_rounds must be a positive integer; got {n_rounds!r}.")
+        n_rounds = check_positive_integer(self.n_rounds if n_rounds is None else n_rounds,
+                                          "n_rounds")
         grid = self._time_grid(self.likelihood_step if step is None else step)
         rs = self.random_state if random_state is None else random_state
         Xs = torch.as_tensor((X - self.mean_) / self.scale_, dtype=torch.float64,
@@ -323,20 +305,6 @@ class DiffusionDensity(DensityMixin, BaseEstimator):
         """
         return self.score_samples_rounds(X).mean(axis=0)
 
-    def score(self, X, y=None):
-        """Mean log-likelihood of X.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : ignored
-
-        Returns
-        -------
-        score : float
-        """
-        return float(np.mean(self.score_samples(X)))
-
     @torch.no_grad()
     def sample(self, n_samples=1, step=1, random_state=None):
         """Ancestral sampling with step ``h``; no noise on the last step.
@@ -352,8 +320,7 @@ class DiffusionDensity(DensityMixin, BaseEstimator):
         X : ndarray of shape (n_samples, n_features)
         """
         check_is_fitted(self)
-        if not isinstance(n_samples, numbers.Integral) or n_samples < 1:
-            raise ValueError(f"n_samples must be a positive integer; got {n_samples!r}.")
+        check_positive_integer(n_samples, "n_samples")
         grid = self._time_grid(step)
         a = self.alphas_cumprod_
         self.module_.eval()
@@ -366,8 +333,3 @@ class DiffusionDensity(DensityMixin, BaseEstimator):
                 if s > 0:
                     x = x + math.sqrt(self._reverse_var(s, t)) * torch.randn_like(x)
         return x.cpu().numpy() * self.scale_ + self.mean_
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.non_deterministic = True
-        return tags

@@ -17,9 +17,10 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 from torch import nn
 
-from .._utils import iter_batches, to_numpy, to_tensor, torch_seed
-from ._base import check_device
-from ._net import ObjectiveNet, TensorDataset, collate_batch, history_records
+from .._utils import iter_batches, to_numpy, to_tensor
+from ._net import TensorDataset, history_records
+from ._training import (EPOCH_CONSTRAINTS, NET_CONSTRAINTS, MeanScoreMixin, TorchNetMixin,
+                        check_hidden_sizes, check_positive_integer)
 
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 
@@ -77,7 +78,7 @@ class RealNVP(nn.Module):
 
 
 def standard_normal_log_prob(z):
-    """``log N(z; 0, I)`` per row."""
+    """``log N(z; 0, I)`` per row of a tensor or an array."""
     return -0.5 * (z ** 2).sum(-1) - z.shape[-1] * _HALF_LOG_2PI
 
 
@@ -105,7 +106,8 @@ def check_standardisation(X):
     return mean, scale
 
 
-class FlowDensity(OneToOneFeatureMixin, DensityMixin, TransformerMixin, BaseEstimator):
+class FlowDensity(TorchNetMixin, MeanScoreMixin, OneToOneFeatureMixin, DensityMixin,
+                  TransformerMixin, BaseEstimator):
     """Normalising-flow density: ``log p(x) = log N(g(x); 0, I) + log|det J_g(x)|`` (Eq. 5).
 
     ``g`` standardises each feature and applies ``n_layers`` RealNVP affine couplings
@@ -153,17 +155,10 @@ class FlowDensity(OneToOneFeatureMixin, DensityMixin, TransformerMixin, BaseEsti
     """
 
     _parameter_constraints = {
+        **NET_CONSTRAINTS,
+        **EPOCH_CONSTRAINTS,
         "n_layers": [Interval(numbers.Integral, 1, None, closed="left")],
-        "hidden_sizes": ["array-like"],
-        "max_epochs": [Interval(numbers.Integral, 0, None, closed="left")],
-        "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
-        "lr": [Interval(numbers.Real, 0, None, closed="neither")],
-        "weight_decay": [Interval(numbers.Real, 0, None, closed="left")],
         "dequantize": [Interval(numbers.Real, 0, None, closed="left")],
-        "callbacks": [list, None],
-        "device": "no_validation",
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
     }
 
     def __init__(self, n_layers=8, hidden_sizes=(128, 128), max_epochs=100, batch_size=256,
@@ -199,11 +194,8 @@ class FlowDensity(OneToOneFeatureMixin, DensityMixin, TransformerMixin, BaseEsti
             raise ValueError("FlowDensity needs at least 2 features (a coupling splits them); got "
                              f"n_features = {X.shape[1]}. For 1-D data use "
                              "sklearn.neighbors.KernelDensity.")
-        sizes = np.asarray(self.hidden_sizes)
-        if sizes.ndim != 1 or sizes.dtype.kind not in "iu" or np.any(sizes < 1):
-            raise ValueError(f"hidden_sizes must be positive integers; got {self.hidden_sizes!r}.")
+        sizes = check_hidden_sizes(self.hidden_sizes)
         self.mean_, self.scale_ = check_standardisation(X)
-        self.device_ = check_device(self.device)
         rng = check_random_state(self.random_state)
         d = X.shape[1]
         # each mask passes floor(d/2) features drawn from those the previous coupling
@@ -215,28 +207,16 @@ class FlowDensity(OneToOneFeatureMixin, DensityMixin, TransformerMixin, BaseEsti
             self.masks_[k, rng.choice(free, d // 2, replace=False)] = True
             free = np.flatnonzero(~self.masks_[k])
         Xs = ((X - self.mean_) / self.scale_).astype(np.float32)
-        with torch_seed(rng):
-            module = RealNVP(torch.as_tensor(self.masks_, dtype=torch.float32),
-                             tuple(int(h) for h in sizes))
-            self.net_ = ObjectiveNet(
-                module, objective=_FlowObjective(self.dequantize,
-                                                 torch.as_tensor(self.scale_, dtype=torch.float32)),
-                optimizer=torch.optim.Adam, optimizer__weight_decay=self.weight_decay,
-                lr=self.lr, max_epochs=self.max_epochs, batch_size=min(self.batch_size, len(X)),
-                train_split=None, iterator_train__shuffle=True,
-                iterator_train__collate_fn=collate_batch,
-                callbacks=list(self.callbacks) if self.callbacks else None,
-                device=self.device_, verbose=self.verbose)
-            self.net_.initialize()
-            if self.max_epochs:
-                self.net_.partial_fit(TensorDataset(torch.from_numpy(Xs)), None)
+        objective = _FlowObjective(self.dequantize,
+                                   torch.as_tensor(self.scale_, dtype=torch.float32))
+        self._train_net(
+            lambda: RealNVP(torch.as_tensor(self.masks_, dtype=torch.float32), sizes),
+            objective, TensorDataset(torch.from_numpy(Xs)), seed=rng,
+            max_epochs=self.max_epochs, batch_size=min(self.batch_size, len(X)),
+            callbacks=self.callbacks, optimizer__weight_decay=self.weight_decay,
+            iterator_train__shuffle=True)
         self.history_ = history_records(self.net_, ())
         return self
-
-    @property
-    def module_(self):
-        """The fitted :class:`RealNVP` (``net_.module_``)."""
-        return self.net_.module_
 
     def _standardised(self, X):
         check_is_fitted(self)
@@ -268,7 +248,7 @@ class FlowDensity(OneToOneFeatureMixin, DensityMixin, TransformerMixin, BaseEsti
             normalisation applied to the full density).
         """
         z, log_det = self._forward(self._standardised(X))
-        log_pz = -0.5 * (z ** 2).sum(1) - z.shape[1] * _HALF_LOG_2PI
+        log_pz = standard_normal_log_prob(z)
         log_det = log_det - np.log(self.scale_).sum()
         log_px = log_pz + log_det
         return {"log_pz": log_pz, "log_det": log_det, "log_px": log_px,
@@ -286,20 +266,6 @@ class FlowDensity(OneToOneFeatureMixin, DensityMixin, TransformerMixin, BaseEsti
         log_density : ndarray of shape (n_samples,)
         """
         return self.log_prob_components(X)["log_px"]
-
-    def score(self, X, y=None):
-        """Mean log-likelihood of X.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : ignored
-
-        Returns
-        -------
-        score : float
-        """
-        return float(np.mean(self.score_samples(X)))
 
     def transform(self, X):
         """Latent codes ``z = g(x)``.
@@ -334,24 +300,19 @@ class FlowDensity(OneToOneFeatureMixin, DensityMixin, TransformerMixin, BaseEsti
         return np.concatenate(out).astype(np.float64) * self.scale_ + self.mean_
 
     def sample(self, n_samples=1, random_state=None):
-        """Draw from the flow.
+        """Draw from the flow: ``x = g^{-1}(z)`` with ``z ~ N(0, I)``.
 
         Parameters
         ----------
         n_samples : int, default=1
         random_state : int, RandomState instance or None, default=None
+            Seeds the draws of ``z``.
 
         Returns
         -------
         X : ndarray of shape (n_samples, n_features)
         """
         check_is_fitted(self)
-        if not isinstance(n_samples, numbers.Integral) or n_samples < 1:
-            raise ValueError(f"n_samples must be a positive integer; got {n_samples!r}.")
+        check_positive_integer(n_samples, "n_samples")
         Z = check_random_state(random_state).standard_normal((n_samples, self.n_features_in_))
         return self.inverse_transform(Z)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.non_deterministic = True
-        return tags

@@ -21,9 +21,10 @@ from ._grid import (
     n_grid_components,
 )
 from ._losses import GridPrior
+from ._training import MeanScoreMixin, check_positive_integer
 
 
-class GridVAE(ClusterMixin, BaseVAE):
+class GridVAE(MeanScoreMixin, ClusterMixin, BaseVAE):
     """Variational autoencoder with a grid mixture-of-Gaussians prior (GridVAE).
 
     The prior is ``p(z) = (1/K) sum_k N(z | c_k, prior_std^2 I)`` over the ``K``
@@ -306,20 +307,6 @@ class GridVAE(ClusterMixin, BaseVAE):
             proba = (proba[:, :, None] * r[:, None, :]).reshape(len(Z), -1)
         return proba
 
-    def score(self, X, y=None):
-        """Mean ELBO of X in nats (higher is better).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features) or image array
-        y : ignored
-
-        Returns
-        -------
-        score : float
-        """
-        return float(np.mean(self.score_samples(X)))
-
     # -- generation -----------------------------------------------------------------------
 
     def sample(self, n_samples=1, random_state=None):
@@ -337,8 +324,7 @@ class GridVAE(ClusterMixin, BaseVAE):
             Flat index of each sample's cell.
         """
         check_is_fitted(self)
-        if not isinstance(n_samples, numbers.Integral) or n_samples < 1:
-            raise ValueError(f"n_samples must be a positive integer; got {n_samples!r}.")
+        check_positive_integer(n_samples, "n_samples")
         rng = check_random_state(random_state)
         codes = np.stack([rng.randint(L, size=n_samples) for L in grid_sizes(self.grid_)], 1)
         Z = self._centres(codes) + self.prior_std * rng.standard_normal(codes.shape)

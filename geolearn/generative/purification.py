@@ -9,8 +9,9 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._utils import iter_batches, to_tensor, torch_seed
+from ..adversarial._attacks import frozen
+from ..adversarial._validation import check_mask
 from ._base import check_unit_interval
-from .attacks import _frozen, check_mask
 
 
 class ELBOPurifier(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
@@ -162,7 +163,7 @@ class ELBOPurifier(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                                    device=device))
         radius = self.eps if self.eps is not None else 1 / 8
         out = np.empty(X.shape, dtype=np.float64)
-        with torch_seed(self.random_state), _frozen(est):
+        with torch_seed(self.random_state), frozen(est):
             for sl in iter_batches(len(X), self.batch_size):
                 x = to_tensor(X[sl], device=device)
                 best, best_loss = x, torch.full((len(x),), np.inf, device=device)

@@ -15,12 +15,52 @@ def _mosaic(tiles, pad=1.0):
     return out
 
 
-def _gray_tiles(images):
-    """(..., C, H, W) or (..., H, W) images as grey (..., H, W) tiles (channel mean)."""
+def _check_images(estimator, display):
+    """Raise before any decoding when the GridVAE cannot fold its outputs into images."""
+    if estimator.image_shape_ is None:
+        raise ValueError(f"{display} needs a GridVAE fitted on images or with image_shape.")
+
+
+def _decoded_tiles(estimator, X, rows, cols):
+    """Flat decodings ``X`` of a GridVAE as grey ``(rows, cols, H, W)`` tiles (channel mean)."""
+    images = estimator.as_images(X)
+    images = images.reshape(rows, cols, *images.shape[1:])
     return images.mean(axis=-3) if images.ndim >= 5 else images
 
 
-class LatentGridDisplay:
+class _MosaicDisplay:
+    """A display of ``images`` (rows, cols, H, W) drawn as one mosaic with a tick per tile."""
+
+    def _labels(self, rows, cols):
+        """``(row tick labels, column tick labels, x label or None, y label or None)``."""
+        raise NotImplementedError
+
+    def plot(self, ax=None, cmap="gray"):
+        """Draw the mosaic, one labelled tick per row and column of tiles.
+
+        Parameters
+        ----------
+        ax : matplotlib Axes, default=None
+        cmap : str, default='gray'
+
+        Returns
+        -------
+        self
+        """
+        self.figure_, self.ax_ = axes_or_new(ax)
+        rows, cols, H, W = self.images.shape
+        self.image_ = self.ax_.imshow(_mosaic(self.images), cmap=cmap, vmin=0, vmax=1)
+        row_labels, col_labels, xlabel, ylabel = self._labels(rows, cols)
+        self.ax_.set_yticks([i * (H + 1) + H / 2 - 0.5 for i in range(rows)], row_labels)
+        self.ax_.set_xticks([j * (W + 1) + W / 2 - 0.5 for j in range(cols)], col_labels)
+        if xlabel is not None:
+            self.ax_.set_xlabel(xlabel)
+        if ylabel is not None:
+            self.ax_.set_ylabel(ylabel)
+        return self
+
+
+class LatentGridDisplay(_MosaicDisplay):
     """Decoded grid centres of a GridVAE, one tile per cell (Fig. 10A/B).
 
     Rows follow the grid values of latent dimension ``dims[0]``, columns those of
@@ -73,9 +113,7 @@ class LatentGridDisplay:
         -------
         display : LatentGridDisplay
         """
-        if estimator.image_shape_ is None:
-            raise ValueError("LatentGridDisplay needs a GridVAE fitted on images or with "
-                             "image_shape.")
+        _check_images(estimator, "LatentGridDisplay")
         d = estimator.n_latent
         r, c = dims
         base = np.zeros(d, dtype=np.int64) if fixed_codes is None else np.asarray(fixed_codes)
@@ -89,37 +127,19 @@ class LatentGridDisplay:
                 if j is not None:
                     code[c] = j
                 codes.append(code)
-        images = estimator.as_images(estimator.decode_codes(np.array(codes)))
-        images = _gray_tiles(images.reshape(len(rows), len(cols), *images.shape[1:]))
+        images = _decoded_tiles(estimator, estimator.decode_codes(np.array(codes)), len(rows),
+                                len(cols))
         col_values = estimator.grid_[c] if c != r else np.array([np.nan])
         return cls(images, estimator.grid_[r], col_values, dims).plot(ax=ax)
 
-    def plot(self, ax=None, cmap="gray"):
-        """Draw the mosaic.
-
-        Parameters
-        ----------
-        ax : matplotlib Axes, default=None
-        cmap : str, default='gray'
-
-        Returns
-        -------
-        self
-        """
-        self.figure_, self.ax_ = axes_or_new(ax)
-        rows, cols, H, W = self.images.shape
-        self.image_ = self.ax_.imshow(_mosaic(self.images), cmap=cmap, vmin=0, vmax=1)
-        self.ax_.set_yticks([i * (H + 1) + H / 2 - 0.5 for i in range(rows)],
-                            [f"{v:g}" for v in self.row_values])
-        self.ax_.set_xticks([j * (W + 1) + W / 2 - 0.5 for j in range(cols)],
-                            [f"{v:g}" for v in self.col_values] if cols > 1 else [""])
-        self.ax_.set_ylabel(f"z{self.dims[0]}")
-        if cols > 1:
-            self.ax_.set_xlabel(f"z{self.dims[1]}")
-        return self
+    def _labels(self, rows, cols):
+        # a single column (dims[0] == dims[1]) has no column values to show
+        col_labels = [f"{v:g}" for v in self.col_values] if cols > 1 else [""]
+        xlabel = f"z{self.dims[1]}" if cols > 1 else None
+        return [f"{v:g}" for v in self.row_values], col_labels, xlabel, f"z{self.dims[0]}"
 
 
-class LatentTraversalDisplay:
+class LatentTraversalDisplay(_MosaicDisplay):
     """Decodings of one input as each latent dimension sweeps a range (Fig. 10C/D, 13).
 
     Parameters
@@ -136,10 +156,10 @@ class LatentTraversalDisplay:
     >>> import numpy as np
     >>> from geolearn.generative import GridVAE
     >>> from geolearn.plotting import LatentTraversalDisplay
-    >>> X = np.random.default_rng(0).random((50, 16))
-    >>> vae = GridVAE(hidden_sizes=(8,), max_epochs=1, image_shape=(4, 4), random_state=0).fit(X)
-    >>> LatentTraversalDisplay.from_estimator(vae, X[:1], values=[-1, 0, 1]).images.shape
-    (2, 3, 4, 4)
+    >>> images = np.random.default_rng(0).random((50, 1, 4, 4))
+    >>> vae = GridVAE(n_latent=3, hidden_sizes=(8,), max_epochs=1, random_state=0).fit(images)
+    >>> LatentTraversalDisplay.from_estimator(vae, images[0], values=[-1, 0, 1]).images.shape
+    (3, 3, 4, 4)
     """
 
     def __init__(self, images, values):
@@ -162,9 +182,7 @@ class LatentTraversalDisplay:
         -------
         display : LatentTraversalDisplay
         """
-        if estimator.image_shape_ is None:
-            raise ValueError("LatentTraversalDisplay needs a GridVAE fitted on images or "
-                             "with image_shape.")
+        _check_images(estimator, "LatentTraversalDisplay")
         x = np.asarray(x)
         x = x.reshape(1, -1) if x.ndim in (1, 3) or (x.ndim == 2 and len(x) != 1) else x
         if values is None:
@@ -173,28 +191,9 @@ class LatentTraversalDisplay:
             values = np.linspace(g[0] - half, g[-1] + half, 9)
         values = np.asarray(values, dtype=float)
         rows = [estimator.traverse(x[:1], m, values)[0] for m in range(estimator.n_latent)]
-        images = estimator.as_images(np.concatenate(rows))
-        images = _gray_tiles(images.reshape(estimator.n_latent, len(values), *images.shape[1:]))
+        images = _decoded_tiles(estimator, np.concatenate(rows), estimator.n_latent, len(values))
         return cls(images, values).plot(ax=ax)
 
-    def plot(self, ax=None, cmap="gray"):
-        """Draw one row per latent dimension.
-
-        Parameters
-        ----------
-        ax : matplotlib Axes, default=None
-        cmap : str, default='gray'
-
-        Returns
-        -------
-        self
-        """
-        self.figure_, self.ax_ = axes_or_new(ax)
-        rows, cols, H, W = self.images.shape
-        self.image_ = self.ax_.imshow(_mosaic(self.images), cmap=cmap, vmin=0, vmax=1)
-        self.ax_.set_yticks([i * (H + 1) + H / 2 - 0.5 for i in range(rows)],
-                            [f"z{m}" for m in range(rows)])
-        self.ax_.set_xticks([j * (W + 1) + W / 2 - 0.5 for j in range(cols)],
-                            [f"{v:.2g}" for v in self.values])
-        self.ax_.set_xlabel("latent value")
-        return self
+    def _labels(self, rows, cols):
+        col_labels = [f"{v:.2g}" for v in self.values]
+        return [f"z{m}" for m in range(rows)], col_labels, "latent value", None

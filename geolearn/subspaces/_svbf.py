@@ -553,7 +553,7 @@ def working_dimension(scores, ks, rel_tol=0.01):
                          f"{scores.size} and {ks.size}.")
     if not np.all(np.isfinite(scores)):
         raise ValueError("scores contains NaN or infinity.")
-    if not (np.isscalar(rel_tol) and 0 <= rel_tol < 1):
+    if not (isinstance(rel_tol, Real) and not isinstance(rel_tol, bool) and 0 <= rel_tol < 1):
         raise ValueError(f"rel_tol must be a number in [0, 1); got {rel_tol!r}.")
     order = np.argsort(ks, kind="stable")
     scores, ks = scores[order], ks[order]

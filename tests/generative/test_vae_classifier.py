@@ -1,4 +1,4 @@
-"""VAEClassifier, patch_attack and ELBOPurifier on small data."""
+"""VAEClassifier, the patch mask and ELBOPurifier on small data (patch_attack: tests/adversarial)."""
 
 import numpy as np
 import pytest
@@ -11,7 +11,6 @@ from geolearn.generative import (
     ELBOPurifier,
     GridVAE,
     VAEClassifier,
-    patch_attack,
     rectangular_patch_mask,
 )
 from tests.helpers import check_bad_inputs, check_pipeline_gridsearch_pickle
@@ -83,7 +82,7 @@ def test_grid_prior_classifier_uses_the_relaxed_grid_kl(data):
         torch.testing.assert_close(clf._torch_neg_elbo(x, stochastic=False), recon + kl)
 
 
-# -- patch attack --------------------------------------------------------------------------
+# -- patch mask ----------------------------------------------------------------------------
 
 def test_patch_mask():
     m = rectangular_patch_mask((2, 4, 5), top=1, left=2, height=2, width=3)
@@ -91,48 +90,6 @@ def test_patch_mask():
     assert img.sum() == 12 and img[:, 1:3, 2:5].all()
     with pytest.raises(ValueError, match="inside"):
         rectangular_patch_mask((8, 8), 0, 7, 8, 2)
-
-
-@pytest.mark.parametrize("method", ["pgd", "nag"])
-def test_patch_attack_changes_only_the_patch_and_hurts(clf, data, method):
-    X, y = data
-    mask = rectangular_patch_mask((8, 8), 0, 0, 8, 3)
-    X_adv = patch_attack(clf, X[:60], y[:60], mask, method=method, n_iter=60, step_size=0.05,
-                         random_state=0)
-    np.testing.assert_array_equal(X_adv[:, ~mask], X[:60, ~mask])
-    assert X_adv.min() >= 0 and X_adv.max() <= 1
-    assert clf.score(X_adv, y[:60]) < clf.score(X[:60], y[:60]) - 0.3
-
-
-def test_patch_attack_on_a_torch_module():
-    torch.manual_seed(0)
-    net = torch.nn.Linear(4, 2)
-    X = np.full((3, 4), 0.5)
-    y = net(torch.as_tensor(X, dtype=torch.float32)).argmax(1).numpy()
-    mask = np.array([True, True, False, False])
-    X_adv = patch_attack(net, X, y, mask, n_iter=100, step_size=0.05, random_start=False)
-    # a linear model is driven to the box corner that most lowers the true logit's margin
-    w = (net.weight[1 - y[0]] - net.weight[y[0]]).detach().numpy()
-    np.testing.assert_array_equal(X_adv[0, :2], (w[:2] > 0).astype(float))
-
-
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(mask=np.zeros(64, bool)), "all False"),
-    (dict(mask=np.ones(10, bool)), "10 entries"),
-    (dict(n_iter=0), "n_iter"),
-    (dict(step_size=0.0), "step_size"),
-    (dict(method="fgsm"), "method"),
-    (dict(y=np.array(["seven"] * 240)), "unknown"),
-    (dict(X=None), r"\[0, 1\]"),
-])
-def test_patch_attack_bad_inputs(clf, data, kwargs, match):
-    X, y = data
-    args = dict(X=X, y=y, mask=rectangular_patch_mask((8, 8), 0, 0, 8, 2))
-    args.update(kwargs)
-    if args["X"] is None:
-        args["X"] = X * 2
-    with pytest.raises(ValueError, match=match):
-        patch_attack(clf, args.pop("X"), args.pop("y"), args.pop("mask"), **args)
 
 
 # -- purification --------------------------------------------------------------------------

@@ -270,5 +270,6 @@ def test_working_dimension():
     assert working_dimension([0.2, 0.2], [1, 2]) == 1
     with pytest.raises(ValueError, match="equal length"):
         working_dimension([0.1, 0.2], [1])
-    with pytest.raises(ValueError, match="rel_tol"):
-        working_dimension([0.1, 0.2], [1, 2], rel_tol=2)
+    for bad in (2, "0.1", True):
+        with pytest.raises(ValueError, match="rel_tol"):
+            working_dimension([0.1, 0.2], [1, 2], rel_tol=bad)
