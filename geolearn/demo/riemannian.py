@@ -33,9 +33,9 @@ def run(outdir=None):
     net.initialize()
     geo = RiemannianFeatureGeometry(net, layer="features")
     inner = make_sinusoid_boundary(1, random_state=0)[0]  # any sample: fit only checks the map
-    init = geo.fit(inner).on_grid(bounds=(-1, 1), resolution=30)
+    init = geo.fit(inner).on_grid(bounds=(-1, 1), resolution=60)
     net.partial_fit(X, y)
-    trained = geo.fit(inner).on_grid(bounds=(-1, 1), resolution=30)
+    trained = geo.fit(inner).on_grid(bounds=(-1, 1), resolution=60)
     print(f"  sine task, width-100 sigmoid net: test accuracy {net.score(X_test, y_test):.3f}")
     print("  median log V near the boundary - far from it: "
           f"{_boundary_contrast(init.points, init['log_volume']):.2f} at init -> "
@@ -60,7 +60,7 @@ def run(outdir=None):
 
         from geolearn.plotting import GeometrySliceDisplay
 
-        fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+        fig, axes = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
         GeometrySliceDisplay.from_result(init, ax=axes[0])
         GeometrySliceDisplay.from_result(trained, ax=axes[1])
         axes[0].set_title("log volume element at init")

@@ -253,7 +253,9 @@ def as_model(model, *, device=None, batch_size=1024, dtype=torch.float32):
         - a ``Pipeline`` of affine scalers ending in one of the above becomes one
           differentiable ``nn.Sequential`` whose layers are named after the steps;
         - any other fitted estimator (or pipeline) is a black box seen through
-          ``predict_proba``, ``decision_function`` or ``predict``.
+          ``predict_proba``, ``decision_function`` or ``predict``;
+        - a ``FrozenEstimator`` (also as a pipeline step) is seen as the estimator
+          it wraps.
     device : str or torch.device, optional
         For converted sklearn models, where to put them (``"auto"``: CUDA when
         available; default: CPU). For torch modules and skorch nets this is only
@@ -282,6 +284,7 @@ def as_model(model, *, device=None, batch_size=1024, dtype=torch.float32):
     """
     if isinstance(model, ModelAdapter):
         return model
+    model = _unfrozen(model)
     name = type(model).__name__
     if isinstance(model, nn.Module):
         _check_device(model, device, name)
@@ -302,7 +305,7 @@ def as_model(model, *, device=None, batch_size=1024, dtype=torch.float32):
     check_is_fitted(model)
     target = resolve_device("cpu" if device is None else device)
     if isinstance(model, Pipeline):
-        steps = [(n, s) for n, s in model.steps if s not in (None, "passthrough")]
+        steps = [(n, _unfrozen(s)) for n, s in model.steps if s not in (None, "passthrough")]
         modules = [(n, _sklearn_module(s, dtype)) for n, s in steps]
         if all(m is not None for _, m in modules):
             from collections import OrderedDict
@@ -317,6 +320,15 @@ def as_model(model, *, device=None, batch_size=1024, dtype=torch.float32):
                             name=name)
     return ModelAdapter(kind="black-box", predict=_black_box_predict(model),
                         batch_size=batch_size, name=name)
+
+
+def _unfrozen(estimator):
+    """The estimator inside a ``sklearn.frozen.FrozenEstimator`` (it only blocks refits)."""
+    from sklearn.frozen import FrozenEstimator
+
+    while isinstance(estimator, FrozenEstimator):
+        estimator = estimator.estimator
+    return estimator
 
 
 def _skorch_module(model):

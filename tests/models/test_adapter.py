@@ -250,3 +250,19 @@ def test_flipped_arrays_are_accepted():
     net = nn.Sequential(nn.Flatten(), nn.Linear(16, 2))
     np.testing.assert_allclose(as_model(net).forward(flipped),
                                as_model(net).forward(np.ascontiguousarray(flipped)))
+
+
+def test_frozen_estimators_are_seen_through(data):
+    """FrozenEstimator only blocks refits: the model, and a frozen pipeline step, stay
+    differentiable with the same outputs."""
+    from sklearn.frozen import FrozenEstimator
+
+    X, y = data
+    scaler = StandardScaler().fit(X)
+    mlp = MLPClassifier(hidden_layer_sizes=(7,), max_iter=300, random_state=0)
+    mlp.fit(scaler.transform(X), y)
+    plain = as_model(make_pipeline(scaler, mlp))
+    frozen = as_model(FrozenEstimator(make_pipeline(FrozenEstimator(scaler), mlp)))
+    assert frozen.kind == "pipeline"
+    np.testing.assert_allclose(frozen.jacobian(X[:5]), plain.jacobian(X[:5]), atol=1e-6)
+    assert as_model(FrozenEstimator(mlp)).kind == "sklearn-mlp"
