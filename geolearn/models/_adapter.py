@@ -180,10 +180,10 @@ class ModelAdapter:
         self._check_layer(layer)
         if layer is None or self._steps is None:
             return np.concatenate([self._predict(X[sl]) for sl in iter_batches(len(X), batch_size)])
+        if layer == self._steps[-1][0]:
+            return self._predict(X)  # the whole pipeline's response
         out = X
-        for name, step in self._steps:
-            if name == self._steps[-1][0]:
-                return _black_box_predict(step)(out)
+        for name, step in self._steps[:-1]:
             out = step.transform(out)
             if name == layer:
                 return np.asarray(out)
@@ -223,8 +223,15 @@ class ModelAdapter:
         return np.concatenate(outs)
 
 
-def _black_box_predict(estimator):
-    for method in ("predict_proba", "decision_function", "predict"):
+_RESPONSES = ("predict_proba", "decision_function", "predict")
+
+
+def _black_box_predict(estimator, response="auto"):
+    """``estimator``'s response method as a function returning 2-D arrays."""
+    if response not in ("auto", *_RESPONSES):
+        raise ValueError(f"response must be 'auto' or one of {list(_RESPONSES)}; "
+                         f"got {response!r}.")
+    for method in (_RESPONSES if response == "auto" else (response,)):
         if hasattr(estimator, method):
             fn = getattr(estimator, method)
 
@@ -233,12 +240,11 @@ def _black_box_predict(estimator):
                 return out.reshape(len(out), -1)
 
             return predict
-    raise TypeError(
-        f"{type(estimator).__name__} has none of predict_proba, decision_function or predict."
-    )
+    wanted = "none of " + ", ".join(_RESPONSES) if response == "auto" else f"no {response}"
+    raise TypeError(f"{type(estimator).__name__} has {wanted}.")
 
 
-def as_model(model, *, device=None, batch_size=1024, dtype=torch.float32):
+def as_model(model, *, device=None, batch_size=1024, dtype=torch.float32, response="auto"):
     """Wrap any supported model in a :class:`ModelAdapter`.
 
     Parameters
@@ -265,6 +271,10 @@ def as_model(model, *, device=None, batch_size=1024, dtype=torch.float32):
         :meth:`ModelAdapter.jacobian`.
     dtype : torch.dtype, default=torch.float32
         Precision of converted sklearn models.
+    response : {"auto", "predict_proba", "decision_function", "predict"}, default="auto"
+        The method a black box is seen through; "auto" takes the first of
+        ``predict_proba``, ``decision_function``, ``predict`` that it has.
+        Differentiable models always compute their forward pass.
 
     Returns
     -------
@@ -312,13 +322,13 @@ def as_model(model, *, device=None, batch_size=1024, dtype=torch.float32):
 
             seq = nn.Sequential(OrderedDict(modules)).to(target)
             return ModelAdapter(kind="pipeline", module=seq, batch_size=batch_size, name=name)
-        return ModelAdapter(kind="black-box", predict=_black_box_predict(model), steps=steps,
-                            batch_size=batch_size, name=name)
+        return ModelAdapter(kind="black-box", predict=_black_box_predict(model, response),
+                            steps=steps, batch_size=batch_size, name=name)
     module = _sklearn_module(model, dtype)
     if module is not None:
         return ModelAdapter(kind="sklearn-mlp", module=module.to(target), batch_size=batch_size,
                             name=name)
-    return ModelAdapter(kind="black-box", predict=_black_box_predict(model),
+    return ModelAdapter(kind="black-box", predict=_black_box_predict(model, response),
                         batch_size=batch_size, name=name)
 
 

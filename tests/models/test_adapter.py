@@ -266,3 +266,21 @@ def test_frozen_estimators_are_seen_through(data):
     assert frozen.kind == "pipeline"
     np.testing.assert_allclose(frozen.jacobian(X[:5]), plain.jacobian(X[:5]), atol=1e-6)
     assert as_model(FrozenEstimator(mlp)).kind == "sklearn-mlp"
+
+
+def test_black_box_response_is_chosen(data):
+    X, y = data
+    pipe = make_pipeline(PCA(3), LogisticRegression()).fit(X, y)
+    assert np.allclose(as_model(pipe).forward(X), pipe.predict_proba(X))
+    m = as_model(pipe, response="decision_function")
+    np.testing.assert_allclose(m.forward(X), pipe.decision_function(X))
+    np.testing.assert_allclose(m.features(X, layer="logisticregression"),
+                               pipe.decision_function(X))
+    np.testing.assert_allclose(as_model(pipe, response="predict").forward(X)[:, 0],
+                               pipe.predict(X))
+    from sklearn.svm import LinearSVC
+
+    with pytest.raises(TypeError, match="no predict_proba"):
+        as_model(LinearSVC().fit(X, y), response="predict_proba")
+    with pytest.raises(ValueError, match="response must be"):
+        as_model(pipe, response="logits")
