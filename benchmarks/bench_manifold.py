@@ -16,6 +16,7 @@ Run::
     OMP_NUM_THREADS=2 python -m benchmarks.bench_manifold --n 5000 20000 100000 \\
         --n-new 100000 --datafold-python /tmp/datafold-env/bin/python
     python -m benchmarks.bench_manifold --peak-memory 100000 200000
+    python -m benchmarks.bench_manifold --ambient-dim 256 --n 20000 --n-new 20000
 """
 
 import argparse
@@ -111,6 +112,30 @@ def compare_sizes(sizes, n_new, datafold_python, timeout, pydiffmap_max):
                  {"pydiffmap": pdm["transform"], "datafold": df["transform"]})
 
 
+def ann_versus_exact(sizes, n_new, ambient_dim):
+    """Exact against approximate neighbours where the ANN index pays: high dimension."""
+    header(f"CIDM, torus rotated into R^{ambient_dim} plus noise: exact vs approximate neighbours")
+    rng = np.random.default_rng(0)
+    Q = np.linalg.qr(rng.standard_normal((ambient_dim, 4)))[0]
+
+    def embed(n, seed):
+        X = make_torus_points(n, R=1.0, r=1.0, random_state=seed) @ Q.T
+        return X + 0.01 * np.random.default_rng(seed).standard_normal(X.shape)
+
+    X_new = embed(n_new, 1)
+    for n in sizes:
+        X = embed(n, 0)
+        exact, ann = _cidm(n, n_jobs=2), _cidm(n, nn_backend="ann", n_jobs=2)
+        fits = {"exact": _timed(lambda: exact.fit(X))}
+        fit_ann = _timed(lambda: ann.fit(X))
+        _row(f"fit N={n} in R^{ambient_dim}, ann + n_jobs=2", fit_ann, fits)
+        t_exact = _timed(lambda: exact.transform(X_new))
+        t_ann = _timed(lambda: ann.transform(X_new))
+        _row(f"transform {n_new} points, ann + n_jobs=2", t_ann, {"exact": t_exact})
+        gap = np.abs(ann.eigenvalues_ - exact.eigenvalues_).max()
+        print(f"  max |eigenvalue difference| ann vs exact: {gap:.1e}", flush=True)
+
+
 def peak_memory(sizes):
     """Peak resident memory of one fit per N, each in a fresh interpreter."""
     header("CIDM fit: peak resident memory (fresh process per N)")
@@ -141,12 +166,17 @@ if __name__ == "__main__":
     parser.add_argument("--pydiffmap-max", type=int, default=100000,
                         help="largest N given to pydiffmap")
     parser.add_argument("--peak-memory", type=int, nargs="+", metavar="N")
+    parser.add_argument("--ambient-dim", type=int,
+                        help="compare exact and approximate neighbours on the torus rotated "
+                             "into this dimension (instead of the peer comparison)")
     parser.add_argument("--fit-only", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.fit_only:
         fit_only(args.fit_only)
     elif args.peak_memory:
         peak_memory(args.peak_memory)
+    elif args.ambient_dim:
+        ann_versus_exact(args.n, args.n_new, args.ambient_dim)
     else:
         compare_sizes(args.n, args.n_new, args.datafold_python, args.timeout,
                       args.pydiffmap_max)
