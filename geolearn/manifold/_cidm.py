@@ -495,13 +495,17 @@ class CIDM(TransformerMixin, BaseEstimator):
         if self._q_alpha is not None:
             a -= np.log(self._q_alpha if cols is None else self._q_alpha[cols])
         p = softmax_rows(a)
-        phi_s = phi if cols is None else phi[cols]  # (N, l) or (b, k, l)
         if cols is None:
             Phi = (p @ phi) / lam
         else:
-            Phi = np.einsum("bk,bkl->bl", p, phi_s) / lam
+            # a sparse row per query: reads phi in place instead of gathering (b, k, l) copies
+            b, k = cols.shape
+            rows = sparse.csr_matrix((p.ravel(), cols.ravel(), np.arange(0, b * k + 1, k)),
+                                     shape=(b, self.n_samples_fit_))
+            Phi = (rows @ phi) / lam
         dPhi = None
         if with_gradient:
+            phi_s = phi if cols is None else phi[cols]  # (N, l) or (b, k, l)
             dPhi = self._nystrom_gradient(x, p, delta2, rho, rho_j, cols, idx, phi_s, lam)
         return Phi, dPhi
 

@@ -62,11 +62,18 @@ def _solve_highspy(cost, A_ub, b_ub, A_eq, b_eq, bounds, what):
     h.passModel(lp)
     h.run()
     status = h.getModelStatus()
-    if status == highspy.HighsModelStatus.kUnboundedOrInfeasible:  # presolve could not tell
-        h.setOptionValue("presolve", "off")
+    known = (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kInfeasible,
+             highspy.HighsModelStatus.kUnbounded)
+    # presolve could not tell unbounded from infeasible, or the simplex stalled on a badly
+    # scaled region far from the origin ("Unknown"): retry without presolve, then by IPM
+    for option, value, default in (("presolve", "off", "choose"), ("solver", "ipm", "choose")):
+        if status in known:
+            break
+        h.setOptionValue(option, value)
+        h.clearSolver()
         h.run()
         status = h.getModelStatus()
-        h.setOptionValue("presolve", "choose")
+        h.setOptionValue(option, default)
     if status == highspy.HighsModelStatus.kOptimal:
         return "optimal", np.array(h.getSolution().col_value)
     if status == highspy.HighsModelStatus.kInfeasible:
@@ -88,8 +95,11 @@ def solve_lp(cost, A_ub, b_ub, *, A_eq=None, b_eq=None, bounds=None, solver="hig
         return _solve_cvxpy(cost, A_ub, b_ub, A_eq, b_eq, bounds, what)
     if solver == "highspy":
         return _solve_highspy(cost, A_ub, b_ub, A_eq, b_eq, bounds, what)
-    res = linprog(cost, A_ub=A_ub if len(b_ub) else None, b_ub=b_ub if len(b_ub) else None,
-                  A_eq=A_eq, b_eq=b_eq, bounds=bounds, method="highs")
+    for method in ("highs", "highs-ipm"):  # IPM when the simplex hits numerical trouble
+        res = linprog(cost, A_ub=A_ub if len(b_ub) else None, b_ub=b_ub if len(b_ub) else None,
+                      A_eq=A_eq, b_eq=b_eq, bounds=bounds, method=method)
+        if res.status != 4:
+            break
     if res.status == 0:
         return "optimal", res.x
     if res.status == 2:

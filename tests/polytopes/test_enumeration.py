@@ -86,3 +86,27 @@ def test_max_regions_is_never_silent():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert est.enumerate_regions().complete
+
+
+def test_traversal_in_the_whole_plane_is_complete_on_a_wide_grid():
+    """The traversal of a trained 3x10 net in the whole plane (no box) reaches regions whose
+    LPs live far from the origin; every activation pattern met on a grid out to 1e3 must be
+    among the enumerated regions."""
+    from sklearn.neural_network import MLPRegressor
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(4000, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        net = MLPRegressor(hidden_layer_sizes=(10, 10, 10), max_iter=300, random_state=0)
+        net.fit(X, (X**2).sum(1) - 0.4)
+    est = ReLUPolytopes(net, bounds=None, random_state=0).fit(np.zeros((1, 2)))
+    result = est.enumerate_regions(start=np.array([0.1234, -0.2345]))
+    assert result.complete
+    g = np.concatenate([np.linspace(-1, 1, 201), np.geomspace(1, 1e3, 60)])
+    g = np.unique(np.concatenate([-g, g]))
+    grid = np.stack(np.meshgrid(g, g), -1).reshape(-1, 2)
+    met = {p.tobytes() for p in est.transform(grid).astype(bool)}
+    found = {p.tobytes() for p in result.patterns.astype(bool)}
+    assert met <= found
+    assert result.n_regions > len(met)  # the traversal also finds regions the grid misses

@@ -134,3 +134,37 @@ def test_lp_failures_name_the_region(monkeypatch):
     X = np.random.default_rng(0).uniform(-1, 1, size=(10, 2))
     with pytest.raises(RuntimeError, match="region 0: Chebyshev LP"):
         ReLUPolytopes(gaussian_net((2, 4, 1), seed=0), region_stats=("chebyshev",)).fit(X)
+
+
+def test_highspy_retries_when_the_simplex_gives_up(monkeypatch):
+    """HiGHS can stop with status "Unknown" on a badly scaled LP (seen once in an R^2
+    traversal); the solve is retried without presolve, then by IPM, before it raises."""
+    highspy = pytest.importorskip("highspy")
+    import geolearn.polytopes._lp as lp
+
+    real = highspy.Highs()
+    real.setOptionValue("output_flag", False)
+    calls = []
+
+    class StallsOnce:
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        def getModelStatus(self):
+            calls.append(1)
+            return highspy.HighsModelStatus.kUnknown if len(calls) == 1 else real.getModelStatus()
+
+    monkeypatch.setattr(lp._local, "highs", StallsOnce(), raising=False)
+    # min x + y over x, y >= 0 and x + y >= 1
+    status, x = lp.solve_lp(np.array([1.0, 1.0]), -np.ones((1, 2)), np.array([-1.0]),
+                            bounds=[(0, None), (0, None)], solver="highspy")
+    assert status == "optimal" and np.isclose(x.sum(), 1.0) and len(calls) == 2
+
+    class AlwaysStalls(StallsOnce):
+        def getModelStatus(self):
+            return highspy.HighsModelStatus.kUnknown
+
+    monkeypatch.setattr(lp._local, "highs", AlwaysStalls())
+    with pytest.raises(RuntimeError, match="HiGHS returned"):
+        lp.solve_lp(np.array([1.0, 1.0]), -np.ones((1, 2)), np.array([-1.0]),
+                    bounds=[(0, None), (0, None)], solver="highspy")
