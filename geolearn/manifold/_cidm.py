@@ -499,9 +499,8 @@ class CIDM(TransformerMixin, BaseEstimator):
             Phi = (p @ phi) / lam
         else:
             # a sparse row per query: reads phi in place instead of gathering (b, k, l) copies
-            b, k = cols.shape
-            rows = sparse.csr_matrix((p.ravel(), cols.ravel(), np.arange(0, b * k + 1, k)),
-                                     shape=(b, self.n_samples_fit_))
+            rows = sparse.csr_matrix((p.ravel(), cols.ravel(), np.arange(0, cols.size + 1, k)),
+                                     shape=(len(cols), self.n_samples_fit_))
             Phi = (rows @ phi) / lam
         dPhi = None
         if with_gradient:

@@ -83,8 +83,9 @@ def kneighbors(nn, X, n_neighbors, n_jobs=None):
     """Distances and indices of the ``n_neighbors`` nearest fitted rows, ascending.
 
     Exact queries run in parallel row blocks, one thread each (scikit-learn's
-    tree queries release the GIL); pass ``n_jobs=1`` from inside your own
-    threads.
+    tree queries release the GIL). ``NearestNeighbors(n_jobs=...)`` does the
+    same, but fixes the thread count on the estimator; here it is chosen per
+    call, so that the Nyström chunks, already in threads, query with ``n_jobs=1``.
     """
     if isinstance(nn, ApproximateNeighbors):
         return nn.kneighbors(X, n_neighbors, n_jobs=n_jobs)

@@ -75,11 +75,27 @@ def _kernel_of(cidm):
     return K
 
 
-def test_top_eigenpairs_lobpcg_on_cpu_device_uses_scipy():
-    """device="cpu" keeps SciPy's LOBPCG (torch.lobpcg is only worth it on a GPU)."""
+def test_lobpcg_runs_torch_on_a_cuda_device_and_scipy_on_the_cpu(monkeypatch):
+    """Routing of eigen_solver="lobpcg": torch.lobpcg only where device resolves to CUDA.
+    The torch path is replaced by a spy, so the test runs without a GPU."""
+    import geolearn.manifold._kernel as kernel
+
+    calls = []
+
+    def spy(A, X0, tol, device):
+        calls.append(str(device))
+        w, v = np.linalg.eigh(A)
+        return w[-X0.shape[1]:], v[:, -X0.shape[1]:]
+
+    monkeypatch.setattr(kernel, "torch_lobpcg", spy)
     A = np.diag(np.linspace(0, 1, 40))
-    w, v = top_eigenpairs(A, 3, "lobpcg", 1e-10, np.random.RandomState(0), device="cpu")
-    np.testing.assert_allclose(w, [1, 1 - 1 / 39, 1 - 2 / 39], atol=1e-8)
+    top = [1, 1 - 1 / 39, 1 - 2 / 39]
+    w, _ = top_eigenpairs(A, 3, "lobpcg", 1e-10, np.random.RandomState(0), device="cpu")
+    np.testing.assert_allclose(w, top, atol=1e-8)
+    assert calls == []
+    w, _ = top_eigenpairs(A, 3, "lobpcg", 1e-10, np.random.RandomState(0), device="cuda")
+    np.testing.assert_allclose(w, top, atol=1e-12)
+    assert calls == ["cuda"]
 
 
 # ---------------------------------------------------------------- threads
