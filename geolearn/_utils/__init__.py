@@ -1,12 +1,24 @@
 """Internal helpers shared by every family: input validation and torch plumbing."""
 
-from .torch import resolve_device, to_numpy, to_tensor, iter_batches, torch_seed
-from .validation import check_images, check_image_shape, check_n_samples
+from .torch import iter_batches, resolve_device, to_numpy, to_tensor, torch_seed
+from .validation import (
+    check_choice,
+    check_hidden_sizes,
+    check_image_shape,
+    check_images,
+    check_n_samples,
+    check_positive_integer,
+    check_scalar_param,
+)
 
 __all__ = [
-    "check_images",
+    "check_choice",
+    "check_hidden_sizes",
     "check_image_shape",
+    "check_images",
     "check_n_samples",
+    "check_positive_integer",
+    "check_scalar_param",
     "iter_batches",
     "resolve_device",
     "to_numpy",

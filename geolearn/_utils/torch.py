@@ -6,26 +6,49 @@ import numpy as np
 import torch
 
 
-def resolve_device(device="auto"):
+def resolve_device(device="auto", name="device"):
     """Return a :class:`torch.device` for a ``device`` parameter.
+
+    The one place geolearn turns a ``device`` parameter into a device.
 
     Parameters
     ----------
     device : {"auto"} or str or torch.device or None
         ``"auto"`` (or None) picks CUDA when available, else the CPU.
+    name : str, default="device"
+        The parameter named in error messages.
 
     Returns
     -------
     torch.device
+
+    Raises
+    ------
+    ValueError
+        For a string torch does not read as a device, or when a CUDA device is
+        asked for on a machine (or a torch build) without CUDA.
+
+    Examples
+    --------
+    >>> from geolearn._utils import resolve_device
+    >>> resolve_device("cpu")
+    device(type='cpu')
     """
     if device is None or (isinstance(device, str) and device == "auto"):
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
-        return torch.device(device)
+        dev = torch.device(device)
     except (RuntimeError, TypeError) as exc:
         raise ValueError(
-            f"device must be 'auto', 'cpu', 'cuda', 'cuda:N' or a torch.device; got {device!r}."
+            f"{name} must be 'auto', 'cpu', 'cuda', 'cuda:N' or a torch.device; got {device!r}."
         ) from exc
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"{name}={device!r} but CUDA is not available on this machine (or in "
+                         "this torch build); use 'auto' or 'cpu'.")
+    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
+        raise ValueError(f"{name}={device!r} but only {torch.cuda.device_count()} CUDA "
+                         "device(s) are visible.")
+    return dev
 
 
 def to_tensor(X, device="cpu", dtype=torch.float32):

@@ -84,3 +84,98 @@ def check_n_samples(n, minimum, what="samples", name="X"):
         raise TypeError("minimum must be an integer")
     if n < minimum:
         raise ValueError(f"{name} has {n} {what}; at least {minimum} are required.")
+
+
+def check_scalar_param(value, name, *, kind="real", low=None, high=None, closed="left",
+                       allow_none=False):
+    """Validate a scalar parameter and return it.
+
+    The one generic check of numeric parameters (positive integers, rates,
+    weights, tolerances) used by every family, so that every such error reads
+    alike: it names the parameter, the expected form and the value given.
+
+    Parameters
+    ----------
+    value : object
+    name : str
+        The parameter, named in the error message.
+    kind : {"real", "integer"}, default="real"
+        Booleans are never accepted; NaN and infinities never pass.
+    low, high : float, optional
+        Bounds; ``None`` leaves that side open.
+    closed : {"left", "right", "both", "neither"}, default="left"
+        Which bounds are included.
+    allow_none : bool, default=False
+
+    Returns
+    -------
+    value : int, float or None
+
+    Examples
+    --------
+    >>> check_scalar_param(3, "n_components", kind="integer", low=1)
+    3
+    >>> check_scalar_param(-1.0, "lr", low=0, closed="neither")
+    Traceback (most recent call last):
+    ...
+    ValueError: lr must be a finite number > 0; got -1.0.
+    """
+    if value is None and allow_none:
+        return None
+    integer = kind == "integer"
+    ok = (isinstance(value, numbers.Integral if integer else numbers.Real)
+          and not isinstance(value, (bool, np.bool_)) and np.isfinite(value))
+    bounds = []
+    if low is not None:
+        strict = closed in ("right", "neither")
+        ok = ok and (value > low if strict else value >= low)
+        bounds.append(f"{'>' if strict else '>='} {low:g}")
+    if high is not None:
+        strict = closed in ("left", "neither")
+        ok = ok and (value < high if strict else value <= high)
+        bounds.append(f"{'<' if strict else '<='} {high:g}")
+    if not ok:
+        what = "an integer" if integer else "a finite number"
+        what = " ".join([what, " and ".join(bounds)]).strip()
+        none = " or None" if allow_none else ""
+        raise ValueError(f"{name} must be {what}{none}; got {value!r}.")
+    return value
+
+
+def check_positive_integer(value, name):
+    """``value`` if it is an integer >= 1, else a ``ValueError`` naming ``name``.
+
+    Examples
+    --------
+    >>> check_positive_integer(5, "n_samples")
+    5
+    """
+    return check_scalar_param(value, name, kind="integer", low=1)
+
+
+def check_choice(value, name, choices):
+    """``value`` if it is one of ``choices``, else a ``ValueError`` listing them.
+
+    Examples
+    --------
+    >>> check_choice("max", "pool", ("max", "mean"))
+    'max'
+    """
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name} must be one of {list(choices)}; got {value!r}.")
+    return value
+
+
+def check_hidden_sizes(hidden_sizes, name="hidden_sizes"):
+    """``hidden_sizes`` as a tuple of positive ints; anything else is a ``ValueError``.
+
+    Examples
+    --------
+    >>> check_hidden_sizes([64, 32])
+    (64, 32)
+    """
+    sizes = np.asarray(hidden_sizes)
+    if sizes.ndim != 1 or sizes.dtype.kind not in "iu" or np.any(sizes < 1):
+        raise ValueError(f"{name} must be a sequence of positive integers; got "
+                         f"{hidden_sizes!r}.")
+    return tuple(int(h) for h in sizes)

@@ -1,11 +1,46 @@
-"""The adapter layer: any model becomes a torch callable with named layers.
+"""The adapter layer: the one door from every geolearn method to a model.
 
-:func:`as_model` is the one entry point every method uses to probe a model
-(outputs, hidden features, Jacobians), so no method special-cases model types.
+- :func:`as_model` turns any supported model into a :class:`ModelAdapter`
+  (outputs, hidden features, input gradients, Jacobians, :func:`frozen`
+  evaluation); it is the only place that branches on the type of a model.
+- :func:`resolve_response` decides which output of a black box is seen.
+- :func:`fit_or_use` is the one fitting policy for models that an estimator
+  wraps: prefit models are used as they are, unfitted ones are fitted.
+- :class:`SkorchTrainingMixin` is the one training route of the torch-trained
+  estimators (skorch callbacks, ``module__``/``optimizer__`` settings,
+  ``warm_start``, ``net_class``).
 """
 
-from ._adapter import GradientsUnavailableError, ModelAdapter, as_model
-from ._sklearn import affine_to_torch, mlp_to_torch
+from ._adapter import GradientsUnavailableError, ModelAdapter, as_model, frozen
+from ._fitting import fit_or_use, is_prefit
+from ._response import RESPONSES, resolve_response, respond
+from ._sklearn import BinaryProba, affine_to_torch, mlp_to_torch
+from ._training import (
+    NET_PARAM_PREFIXES,
+    ObjectiveNet,
+    RaiseOnNonFiniteLoss,
+    SkorchTrainingMixin,
+    TensorDataset,
+    collate_batch,
+)
 
-__all__ = ["GradientsUnavailableError", "ModelAdapter", "affine_to_torch", "as_model",
-           "mlp_to_torch"]
+__all__ = [
+    "BinaryProba",
+    "GradientsUnavailableError",
+    "ModelAdapter",
+    "NET_PARAM_PREFIXES",
+    "ObjectiveNet",
+    "RESPONSES",
+    "RaiseOnNonFiniteLoss",
+    "SkorchTrainingMixin",
+    "TensorDataset",
+    "affine_to_torch",
+    "as_model",
+    "collate_batch",
+    "fit_or_use",
+    "frozen",
+    "is_prefit",
+    "mlp_to_torch",
+    "resolve_response",
+    "respond",
+]

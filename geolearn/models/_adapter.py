@@ -1,5 +1,7 @@
 """One wrapper for every model a geolearn method can probe."""
 
+import numbers
+from collections import OrderedDict
 from contextlib import contextmanager
 
 import numpy as np
@@ -7,6 +9,7 @@ import torch
 from torch import nn
 
 from .._utils import iter_batches, resolve_device, to_numpy, to_tensor
+from ._response import resolve_response, respond
 from ._sklearn import affine_to_torch, mlp_to_torch
 
 
@@ -36,8 +39,50 @@ def _first(out):
     return out[0] if isinstance(out, (tuple, list)) else out
 
 
+@contextmanager
+def frozen(module):
+    """Eval mode and no parameter gradients inside a block; every submodule restored after.
+
+    The one way geolearn freezes a model while it probes or attacks it: dropout
+    and batch norm behave as at inference, gradients flow only to the inputs,
+    and each submodule's ``training`` flag and each parameter's
+    ``requires_grad`` are put back as they were, even when they were mixed.
+
+    Parameters
+    ----------
+    module : torch.nn.Module or None
+        None is accepted (a black box): the block then runs unchanged.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from geolearn.models import frozen
+    >>> net = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Dropout())
+    >>> with frozen(net):
+    ...     net.training, net[0].weight.requires_grad
+    (False, False)
+    >>> net.training, net[0].weight.requires_grad
+    (True, True)
+    """
+    if module is None:
+        yield
+        return
+    modes = [(m, m.training) for m in module.modules()]
+    flags = [(p, p.requires_grad) for p in module.parameters()]
+    module.eval()
+    for p, _ in flags:
+        p.requires_grad_(False)
+    try:
+        yield
+    finally:
+        for p, flag in flags:
+            p.requires_grad_(flag)
+        for m, training in modes:
+            m.training = training
+
+
 class ModelAdapter:
-    """A model seen through one interface: outputs, layer features and Jacobians.
+    """A model seen through one interface: outputs, layer features, gradients and Jacobians.
 
     Do not build it directly: use :func:`as_model`.
 
@@ -48,6 +93,12 @@ class ModelAdapter:
         step converted to torch) or ``"black-box"``.
     module : torch.nn.Module or None
         The torch module evaluated (None for a black box).
+    estimator : object
+        What was passed to :func:`as_model` (the inner estimator of a
+        ``FrozenEstimator``).
+    response : str or None
+        For a black box, the resolved response it is seen through (see
+        :func:`resolve_response`); None for differentiable models.
     device : torch.device
     dtype : torch.dtype
     differentiable : bool
@@ -55,11 +106,12 @@ class ModelAdapter:
     batch_size : int or None
     """
 
-    def __init__(self, *, kind, module=None, predict=None, steps=None, device=None,
+    def __init__(self, *, kind, module=None, estimator=None, response=None, steps=None,
                  batch_size=1024, name=None):
         self.kind = kind
         self.module = module
-        self._predict = predict
+        self.estimator = estimator
+        self.response = response
         self._steps = steps
         self.batch_size = batch_size
         self.name = name
@@ -67,7 +119,7 @@ class ModelAdapter:
             self.device = _module_device(module)
             self.dtype = _module_dtype(module)
         else:
-            self.device = torch.device("cpu") if device is None else device
+            self.device = torch.device("cpu")
             self.dtype = torch.float32
 
     def __repr__(self):
@@ -91,8 +143,8 @@ class ModelAdapter:
         if not self.differentiable:
             raise GradientsUnavailableError(
                 f"{purpose} needs gradients, but {self.name} is a black-box estimator seen only "
-                "through predict_proba/decision_function. Pass a torch.nn.Module, a fitted skorch "
-                "net, or a fitted MLPClassifier/MLPRegressor (optionally in a Pipeline after "
+                f"through {self.response}. Pass a torch.nn.Module, a fitted skorch net, or a "
+                "fitted MLPClassifier/MLPRegressor (optionally in a Pipeline after "
                 "StandardScaler/MinMaxScaler/MaxAbsScaler)."
             )
 
@@ -100,35 +152,40 @@ class ModelAdapter:
         """``X`` as a tensor on the model's device and dtype."""
         return to_tensor(X, device=self.device, dtype=self.dtype)
 
-    @contextmanager
-    def eval_mode(self):
-        """Put the module in eval mode inside a block, restoring every submodule's mode after."""
-        if self.module is None:
-            yield
-            return
-        modes = [(m, m.training) for m in self.module.modules()]
-        self.module.eval()
-        try:
-            yield
-        finally:
-            for m, training in modes:
-                m.training = training
+    def frozen(self):
+        """A context in which the module is in eval mode with no parameter gradients.
 
-    def _check_layer(self, layer):
-        if layer is not None and layer not in self.layer_names:
-            raise ValueError(
-                f"layer={layer!r} is not a layer of {self.name}; choose one of {self.layer_names}."
-            )
+        See :func:`frozen`; a black box is left as it is.
+        """
+        return frozen(self.module)
+
+    def resolve_layer(self, layer):
+        """The name of ``layer``, given by name, by index into :attr:`layer_names`, or by a
+        callable ``module -> submodule``; None (the model output) stays None.
+        """
+        names = self.layer_names
+        if layer is None or (isinstance(layer, str) and layer in names):
+            return layer
+        if isinstance(layer, numbers.Integral) and not isinstance(layer, bool):
+            if -len(names) <= layer < len(names):
+                return names[layer]
+        elif callable(layer) and self.module is not None:
+            target = layer(self.module)
+            for name, sub in self.module.named_modules():
+                if name and sub is target:
+                    return name
+        raise ValueError(f"layer={layer!r} is not a layer of {self.name}: give a name or an "
+                         f"index into {names}, or a callable returning one of its submodules.")
 
     def feature_fn(self, layer=None):
         """A differentiable torch function ``x -> output of layer`` (``None``: the model output).
 
         The forward pass stops at ``layer``, so reading an early layer costs
-        only the layers before it. Call it inside :meth:`eval_mode` for
+        only the layers before it. Call it inside :meth:`frozen` for
         inference-time behaviour of dropout and batch norm.
         """
         self.require_gradients("feature_fn")
-        self._check_layer(layer)
+        layer = self.resolve_layer(layer)
         module = self.module
         if layer is None:
             return lambda x: _first(module(x))
@@ -169,19 +226,18 @@ class ModelAdapter:
         if self.module is None:
             return self._black_box_features(X, layer, batch_size)
         f = self.feature_fn(layer)
-        n = len(X)
         outs = []
-        with self.eval_mode(), torch.no_grad():
-            for sl in iter_batches(n, batch_size):
+        with self.frozen(), torch.no_grad():
+            for sl in iter_batches(len(X), batch_size):
                 outs.append(to_numpy(f(self.to_tensor(X[sl]))))
         return np.concatenate(outs) if outs else np.empty((0,))
 
     def _black_box_features(self, X, layer, batch_size):
-        self._check_layer(layer)
-        if layer is None or self._steps is None:
-            return np.concatenate([self._predict(X[sl]) for sl in iter_batches(len(X), batch_size)])
-        if layer == self._steps[-1][0]:
-            return self._predict(X)  # the whole pipeline's response
+        layer = self.resolve_layer(layer)
+        if layer is None or self._steps is None or layer == self._steps[-1][0]:
+            # the whole model's (or pipeline's) response
+            return np.concatenate([respond(self.estimator, self.response, X[sl])
+                                   for sl in iter_batches(len(X), batch_size)])
         out = X
         for name, step in self._steps[:-1]:
             out = step.transform(out)
@@ -189,11 +245,79 @@ class ModelAdapter:
                 return np.asarray(out)
         raise AssertionError("unreachable")
 
-    def jacobian(self, X, layer=None, *, batch_size=None, mode="auto"):
+    def input_gradient(self, X, loss=None, *, targets=None, layer=None, batch_size=None):
+        """Gradient with respect to the inputs of ``loss`` of ``layer``'s output, per sample.
+
+        The model is :meth:`frozen` during the call (its parameters' ``.grad``
+        are never touched), and the loss is summed over the batch, so each
+        sample's gradient is its own whatever the batch size.
+
+        Parameters
+        ----------
+        X : array-like or torch.Tensor of shape (n_samples, ...)
+            A tensor is differentiated in one pass and a tensor is returned
+            (for attack loops); an array is batched and a numpy array returned.
+        loss : callable, optional
+            ``loss(output, targets) -> tensor``, summed to a scalar. Default: the
+            output at ``targets`` (one index per sample) when they are given,
+            else the sum of the output.
+        targets : array-like or torch.Tensor of shape (n_samples, ...), optional
+            Sliced along with ``X`` and passed to ``loss``.
+        layer : str, int or callable, optional
+            Differentiate a hidden layer instead of the output.
+        batch_size : int, optional
+
+        Returns
+        -------
+        gradient : ndarray or torch.Tensor of the shape of ``X``
+
+        Examples
+        --------
+        >>> import torch
+        >>> from geolearn.models import as_model
+        >>> lin = torch.nn.Linear(3, 2, bias=False)
+        >>> g = as_model(lin).input_gradient(torch.ones(4, 3), targets=torch.tensor([1, 1, 0, 0]))
+        >>> bool(torch.equal(g[0], lin.weight[1].detach()))
+        True
+        """
+        self.require_gradients("input_gradient")
+        f = self.feature_fn(layer)
+        loss = _target_output if loss is None else loss
+
+        def grad(x, t):
+            x = x.detach().requires_grad_(True)
+            value = loss(f(x), t)
+            return torch.autograd.grad(value.sum(), x)[0]
+
+        with self.frozen(), torch.enable_grad():
+            if isinstance(X, torch.Tensor):
+                t = targets.to(X.device) if isinstance(targets, torch.Tensor) else targets
+                return grad(X, t)
+            batch_size = self.batch_size if batch_size is None else batch_size
+            outs = []
+            for sl in iter_batches(len(X), batch_size):
+                t = None if targets is None else torch.as_tensor(np.asarray(targets)[sl],
+                                                                 device=self.device)
+                outs.append(to_numpy(grad(self.to_tensor(X[sl]), t)))
+        return np.concatenate(outs)
+
+    def jacobian(self, X, layer=None, *, batch_size=None, mode="auto", max_memory=2**28):
         """Jacobian of ``layer``'s output with respect to the input, per sample.
 
         Batched with ``torch.func.vmap`` of ``jacrev`` (or ``jacfwd``, which
-        ``mode="auto"`` picks when the input is smaller than the output).
+        ``mode="auto"`` picks when the input is smaller than the output), in
+        chunks whose Jacobians take at most ``max_memory`` bytes, so large
+        inputs or outputs never exhaust memory.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, ...)
+        layer : str, int or callable, optional
+        batch_size : int, optional
+            Upper bound on the chunk size (default: the adapter's).
+        mode : {"auto", "rev", "fwd"}, default="auto"
+        max_memory : int, default=2**28
+            Bytes of Jacobian per chunk (256 MiB).
 
         Returns
         -------
@@ -211,45 +335,37 @@ class ModelAdapter:
             return f(x.unsqueeze(0)).squeeze(0)
 
         outs = []
-        with self.eval_mode():
+        with self.frozen():
             X0 = self.to_tensor(X[:1])
+            with torch.no_grad():
+                out_numel = single(X0[0]).numel()
+            in_numel = X0[0].numel()
             if mode == "auto":
-                with torch.no_grad():
-                    out_numel = single(X0[0]).numel()
-                mode = "fwd" if X0[0].numel() < out_numel else "rev"
+                mode = "fwd" if in_numel < out_numel else "rev"
+            per_sample = out_numel * in_numel * X0.element_size()
+            chunk = max(1, int(max_memory // max(per_sample, 1)))
+            chunk = chunk if batch_size is None else min(chunk, batch_size)
             jac = vmap((jacfwd if mode == "fwd" else jacrev)(single))
-            for sl in iter_batches(len(X), batch_size):
+            for sl in iter_batches(len(X), chunk):
                 outs.append(to_numpy(jac(self.to_tensor(X[sl]))))
         return np.concatenate(outs)
 
 
-_RESPONSES = ("predict_proba", "decision_function", "predict")
-
-
-def _black_box_predict(estimator, response="auto"):
-    """``estimator``'s response method as a function returning 2-D arrays."""
-    if response not in ("auto", *_RESPONSES):
-        raise ValueError(f"response must be 'auto' or one of {list(_RESPONSES)}; "
-                         f"got {response!r}.")
-    for method in (_RESPONSES if response == "auto" else (response,)):
-        if hasattr(estimator, method):
-            fn = getattr(estimator, method)
-
-            def predict(X, fn=fn):
-                out = np.asarray(fn(X))
-                return out.reshape(len(out), -1)
-
-            return predict
-    wanted = "none of " + ", ".join(_RESPONSES) if response == "auto" else f"no {response}"
-    raise TypeError(f"{type(estimator).__name__} has {wanted}.")
+def _target_output(out, targets):
+    if targets is None:
+        return out
+    targets = torch.as_tensor(targets, device=out.device).long().view(-1, 1)
+    return out.reshape(len(out), -1).gather(1, targets)
 
 
 def as_model(model, *, device=None, batch_size=1024, dtype=torch.float32, response="auto"):
-    """Wrap any supported model in a :class:`ModelAdapter`.
+    """Wrap any supported model in a :class:`ModelAdapter`: the one door to models.
+
+    This is the only place in geolearn that branches on the type of a model.
 
     Parameters
     ----------
-    model : torch.nn.Module, skorch.NeuralNet, sklearn estimator or ModelAdapter
+    model : torch.nn.Module, skorch.NeuralNet, sklearn estimator, callable or ModelAdapter
         - a ``torch.nn.Module`` is used as is, on the device it lives on;
         - a fitted skorch net gives its ``module_``, and so does a fitted estimator
           that trains a torch module (its ``module_``, or the module of its skorch
@@ -259,9 +375,11 @@ def as_model(model, *, device=None, batch_size=1024, dtype=torch.float32, respon
         - a ``Pipeline`` of affine scalers ending in one of the above becomes one
           differentiable ``nn.Sequential`` whose layers are named after the steps;
         - any other fitted estimator (or pipeline) is a black box seen through
-          ``predict_proba``, ``decision_function`` or ``predict``;
+          its response (see ``response``);
         - a ``FrozenEstimator`` (also as a pipeline step) is seen as the estimator
-          it wraps.
+          it wraps;
+        - a plain callable ``tensor -> tensor`` (no ``fit``) is a differentiable
+          function without parameters.
     device : str or torch.device, optional
         For converted sklearn models, where to put them (``"auto"``: CUDA when
         available; default: CPU). For torch modules and skorch nets this is only
@@ -271,10 +389,12 @@ def as_model(model, *, device=None, batch_size=1024, dtype=torch.float32, respon
         :meth:`ModelAdapter.jacobian`.
     dtype : torch.dtype, default=torch.float32
         Precision of converted sklearn models.
-    response : {"auto", "predict_proba", "decision_function", "predict"}, default="auto"
-        The method a black box is seen through; "auto" takes the first of
-        ``predict_proba``, ``decision_function``, ``predict`` that it has.
-        Differentiable models always compute their forward pass.
+    response : {"auto", "decision_function", "predict_proba", "clr_proba", "predict"}, \
+            default="auto"
+        The output a black box is seen through, resolved by
+        :func:`resolve_response` (``"auto"``: ``decision_function``, else
+        centred log-probabilities, else ``predict``). Differentiable models
+        always compute their forward pass.
 
     Returns
     -------
@@ -289,8 +409,8 @@ def as_model(model, *, device=None, batch_size=1024, dtype=torch.float32, respon
     >>> m.layer_names
     ['0', '1', '2']
     >>> X = torch.randn(5, 3).numpy()
-    >>> m.features(X, layer="1").shape, m.jacobian(X).shape
-    ((5, 4), (5, 2, 3))
+    >>> m.features(X, layer="1").shape, m.features(X, layer=-1).shape, m.jacobian(X).shape
+    ((5, 4), (5, 2), (5, 2, 3))
     """
     if isinstance(model, ModelAdapter):
         return model
@@ -298,38 +418,54 @@ def as_model(model, *, device=None, batch_size=1024, dtype=torch.float32, respon
     name = type(model).__name__
     if isinstance(model, nn.Module):
         _check_device(model, device, name)
-        return ModelAdapter(kind="torch", module=model, batch_size=batch_size, name=name)
+        return ModelAdapter(kind="torch", module=model, estimator=model, batch_size=batch_size,
+                            name=name)
     module = _skorch_module(model)
     if module is not None:
         _check_device(module, device, name)
-        return ModelAdapter(kind="skorch", module=module, batch_size=batch_size, name=name)
+        return ModelAdapter(kind="skorch", module=module, estimator=model,
+                            batch_size=batch_size, name=name)
+    if callable(model) and not hasattr(model, "fit"):
+        return ModelAdapter(kind="torch", module=_Function(model), estimator=model,
+                            batch_size=batch_size, name=getattr(model, "__name__", name))
 
     from sklearn.pipeline import Pipeline
     from sklearn.utils.validation import check_is_fitted
 
     if not hasattr(model, "fit"):
         raise TypeError(
-            "model must be a torch.nn.Module, a fitted skorch net or a fitted scikit-learn "
-            f"estimator; got {name}."
+            "model must be a torch.nn.Module, a fitted skorch net, a fitted scikit-learn "
+            f"estimator or a callable mapping tensors to tensors; got {name}."
         )
     check_is_fitted(model)
     target = resolve_device("cpu" if device is None else device)
+    steps = None
     if isinstance(model, Pipeline):
         steps = [(n, _unfrozen(s)) for n, s in model.steps if s not in (None, "passthrough")]
         modules = [(n, _sklearn_module(s, dtype)) for n, s in steps]
         if all(m is not None for _, m in modules):
-            from collections import OrderedDict
-
             seq = nn.Sequential(OrderedDict(modules)).to(target)
-            return ModelAdapter(kind="pipeline", module=seq, batch_size=batch_size, name=name)
-        return ModelAdapter(kind="black-box", predict=_black_box_predict(model, response),
-                            steps=steps, batch_size=batch_size, name=name)
-    module = _sklearn_module(model, dtype)
-    if module is not None:
-        return ModelAdapter(kind="sklearn-mlp", module=module.to(target), batch_size=batch_size,
-                            name=name)
-    return ModelAdapter(kind="black-box", predict=_black_box_predict(model, response),
+            return ModelAdapter(kind="pipeline", module=seq, estimator=model,
+                                batch_size=batch_size, name=name)
+    else:
+        module = _sklearn_module(model, dtype)
+        if module is not None:
+            return ModelAdapter(kind="sklearn-mlp", module=module.to(target), estimator=model,
+                                batch_size=batch_size, name=name)
+    return ModelAdapter(kind="black-box", estimator=model,
+                        response=resolve_response(model, response), steps=steps,
                         batch_size=batch_size, name=name)
+
+
+class _Function(nn.Module):
+    """A plain ``tensor -> tensor`` function seen as a module without parameters."""
+
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(x)
 
 
 def _unfrozen(estimator):

@@ -1,0 +1,79 @@
+"""The one fitting policy for models that a geolearn estimator wraps."""
+
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.utils.validation import check_is_fitted
+from torch import nn
+
+
+def is_prefit(model):
+    """Whether ``model`` is used as it is (True) or fitted by the wrapping estimator (False).
+
+    A torch module, a plain callable, a ``FrozenEstimator`` and any fitted
+    estimator (a skorch net once initialised) are prefit; an unfitted
+    estimator is not.
+    """
+    from skorch import NeuralNet
+
+    if isinstance(model, nn.Module) or (callable(model) and not hasattr(model, "fit")):
+        return True
+    if isinstance(model, NeuralNet):
+        return bool(getattr(model, "initialized_", False))
+    try:
+        check_is_fitted(model)
+    except NotFittedError:
+        return False
+    return True
+
+
+def fit_or_use(model, X, y=None, **fit_params):
+    """The model a wrapping estimator works with: ``model`` itself if prefit, else a fitted clone.
+
+    This is the fitting policy of every geolearn estimator that takes a model
+    (``DiffeoStability(estimator)``, ``RiemannianFeatureGeometry(feature_map)``,
+    ``OnManifoldPGD(estimator)``, ...):
+
+    - a prefit model (see :func:`is_prefit`) is used as it is, never refitted
+      and never copied;
+    - an unfitted scikit-learn estimator or skorch net is cloned and fitted on
+      ``X, y`` by the wrapping estimator's ``fit``.
+
+    ``GridSearchCV`` clones its estimator, and ``clone`` turns a fitted model
+    parameter back into an unfitted one, which is then refitted on each fold.
+    To search over a wrapper's own parameters with a model that must stay as
+    trained, wrap it in :class:`sklearn.frozen.FrozenEstimator`: it survives
+    ``clone``.
+
+    Parameters
+    ----------
+    model : estimator, torch.nn.Module or callable
+    X, y : array-like
+        Training data, used only when ``model`` is fitted here.
+    **fit_params : dict
+        Passed to ``model.fit``.
+
+    Returns
+    -------
+    model : the prefit model, or a fitted clone of it
+
+    Examples
+    --------
+    >>> from sklearn.frozen import FrozenEstimator
+    >>> from sklearn.linear_model import LinearRegression
+    >>> from geolearn.models import fit_or_use
+    >>> X, y = [[0.0], [1.0], [2.0]], [0.0, 1.0, 2.0]
+    >>> fitted = fit_or_use(LinearRegression(), X, y)      # unfitted: a fitted clone
+    >>> fit_or_use(fitted, X, y) is fitted                   # prefit: used as is
+    True
+    >>> frozen = FrozenEstimator(fitted)
+    >>> fit_or_use(frozen, X, y) is frozen
+    True
+    """
+    if model is None:
+        raise ValueError("the model is None: pass the model to work with.")
+    if is_prefit(model):
+        return model
+    if not hasattr(model, "fit"):
+        raise TypeError("the model must be a torch.nn.Module, a callable, or a scikit-learn "
+                        f"estimator or skorch net; got {type(model).__name__}.")
+    return clone(model).fit(X, y, **fit_params)

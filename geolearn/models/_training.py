@@ -1,0 +1,199 @@
+"""The one training route of geolearn's torch estimators: skorch, seeded, with its callbacks.
+
+Every estimator that trains a torch module subclasses :class:`SkorchTrainingMixin`
+and calls :meth:`SkorchTrainingMixin._fit_net`. skorch owns the training loop
+(batches, optimiser, history, callbacks, checkpoints, LR schedulers); the
+estimator only supplies the module and, for objectives that are not a plain
+criterion, an :class:`ObjectiveNet`.
+"""
+
+import numpy as np
+import torch
+from skorch import NeuralNet
+from skorch.callbacks import Callback, PassthroughScoring, ProgressBar
+from skorch.utils import to_tensor
+
+from .._utils import resolve_device, torch_seed
+
+#: Prefixes of the skorch settings an estimator accepts as keyword arguments.
+NET_PARAM_PREFIXES = ("module__", "optimizer__", "criterion__", "iterator_train__",
+                      "iterator_valid__", "callbacks__", "dataset__")
+
+
+class TensorDataset(torch.utils.data.Dataset):
+    """Rows of a tensor ``X`` (and ``y``), fetched a whole batch at a time.
+
+    ``__getitems__`` lets the DataLoader index the batch in one call instead of
+    collating ``batch_size`` single rows, which dominates the step time of small
+    networks. Use it with ``iterator_train__collate_fn=collate_batch``.
+    """
+
+    def __init__(self, X, y=None):
+        self.X = X
+        self.y = y
+
+    def __len__(self):
+        return len(self.X)
+
+    def __getitem__(self, i):
+        return self.__getitems__([i])
+
+    def __getitems__(self, indices):
+        idx = torch.as_tensor(indices, dtype=torch.long)
+        y = self.y[idx] if self.y is not None else torch.empty(len(idx), 0)
+        return self.X[idx], y
+
+
+def collate_batch(batch):
+    """Identity collate: :class:`TensorDataset` already returns whole batches."""
+    return batch
+
+
+class RaiseOnNonFiniteLoss(Callback):
+    """Stop training with a clear error the first epoch whose training loss is not finite."""
+
+    def on_epoch_end(self, net, **kwargs):
+        losses = net.history[:, "train_loss"]
+        if not np.isfinite(losses[-1]):
+            finite = [loss for loss in losses if np.isfinite(loss)]
+            last = f"{finite[-1]:.6g}" if finite else "none"
+            raise RuntimeError(
+                f"training loss became non-finite at epoch {len(losses)} (last finite loss: "
+                f"{last}); lower lr, or scale the input (e.g. MinMaxScaler).")
+
+
+class ObjectiveNet(NeuralNet):
+    """A skorch ``NeuralNet`` whose loss is ``objective(module, y_pred, X, y, epoch)``.
+
+    The objective returns ``(loss, parts)``; each part (a scalar tensor) is
+    recorded in the batch history and averaged per epoch by a
+    ``PassthroughScoring`` callback, so ``history`` holds e.g. ``recon`` and ``kl``.
+    """
+
+    def __init__(self, module, *, objective, parts=(), **kwargs):
+        # the criterion is unused: get_loss evaluates the objective instead
+        kwargs.setdefault("criterion", torch.nn.Identity)
+        super().__init__(module, **kwargs)
+        self.objective = objective
+        self.parts = parts
+
+    def get_default_callbacks(self):
+        extra = [(f"{p}_epoch", PassthroughScoring(name=p, on_train=True)) for p in self.parts]
+        return [*super().get_default_callbacks(), *extra]
+
+    def get_loss(self, y_pred, y_true, X=None, training=False):
+        X = to_tensor(X, device=self.device)
+        y_true = to_tensor(y_true, device=self.device)
+        loss, parts = self.objective(self.module_, y_pred, X, y_true, epoch=len(self.history) - 1)
+        if training:
+            for name, value in parts.items():
+                self.history.record_batch(name, value.item())
+        return loss
+
+
+class SkorchTrainingMixin:
+    """What every torch-trained geolearn estimator shares: one skorch route to a fitted net.
+
+    An estimator using it has the parameters ``lr``, ``max_epochs`` (or its
+    own count of steps), ``batch_size``, ``callbacks``, ``warm_start``,
+    ``device``, ``verbose`` and ``random_state``, and accepts skorch's prefixed
+    settings as keyword arguments (``module__*``, ``optimizer__*``,
+    ``criterion__*``, ``iterator_train__*``, ``iterator_valid__*``,
+    ``callbacks__*``, ``dataset__*``), which ``get_params``/``set_params``,
+    ``clone`` and ``GridSearchCV`` see like any other parameter.
+
+    - ``callbacks``: skorch callbacks (early stopping, checkpoints, LR
+      schedulers, ...) added to the net's defaults; a non-finite training loss
+      always stops training with a clear error, and ``verbose >= 2`` adds a
+      progress bar.
+    - ``warm_start=True``: a second ``fit`` continues training the fitted net
+      instead of starting again.
+    - :attr:`net_class`: the skorch class the net is built from; subclass the
+      estimator and set it to customise training (``train_step``,
+      ``get_loss``, ...).
+
+    Fitted: ``net_`` (the skorch net, with its ``history``), ``module_`` and
+    ``device_``.
+    """
+
+    #: The skorch net class the estimator trains with (an extension point for subclasses).
+    net_class = NeuralNet
+
+    def _set_net_params(self, net_params):
+        """Store skorch's prefixed settings given to ``__init__`` as parameters."""
+        for key, value in net_params.items():
+            if not key.startswith(NET_PARAM_PREFIXES):
+                raise TypeError(
+                    f"{type(self).__name__} got an unexpected keyword argument {key!r}; "
+                    f"besides its parameters it accepts skorch settings starting with "
+                    f"{', '.join(NET_PARAM_PREFIXES)}.")
+            setattr(self, key, value)
+
+    def get_params(self, deep=True):
+        params = super().get_params(deep=deep)
+        params.update(self._net_params())
+        return params
+
+    def set_params(self, **params):
+        net_params = {k: params.pop(k) for k in list(params) if k.startswith(NET_PARAM_PREFIXES)}
+        self._set_net_params(net_params)
+        return super().set_params(**params) if params else self
+
+    def _net_params(self, prefix=""):
+        """The prefixed skorch settings given by the user (those starting with ``prefix``)."""
+        return {k: v for k, v in vars(self).items()
+                if k.startswith(NET_PARAM_PREFIXES) and k.startswith(prefix)}
+
+    def _warm(self):
+        """Whether this ``fit`` continues the fitted net (``warm_start`` and a net to continue)."""
+        return bool(getattr(self, "warm_start", False)) and hasattr(self, "net_")
+
+    def _fit_net(self, module, X, y=None, *, seed, max_epochs, default_callbacks=(), **settings):
+        """Train ``module`` through :attr:`net_class` under one torch seed; set ``net_``.
+
+        Parameters
+        ----------
+        module : torch.nn.Module class or callable
+            Called with the ``module__*`` settings when the net is initialised,
+            under the seed, so that the initial weights are reproducible.
+        X, y : dataset, tensors or arrays as skorch takes them
+        seed : int, RandomState instance or None
+            Seeds the initialisation, the batch order and the training noise.
+        max_epochs : int
+            ``0`` keeps the initialised net.
+        default_callbacks : sequence, default=()
+            The estimator's own callbacks, before the user's ``callbacks``.
+        **settings
+            Further ``net_class`` arguments (``criterion``, ``optimizer``,
+            ``train_split``, ``iterator_train__shuffle``, ...); the user's
+            prefixed settings take precedence.
+
+        Returns
+        -------
+        net : the fitted skorch net (also stored as ``net_``)
+        """
+        if self._warm():
+            with torch_seed(seed):
+                self.net_.partial_fit(X, y)
+            return self.net_
+        self.device_ = resolve_device(self.device)
+        callbacks = [("finite_loss", RaiseOnNonFiniteLoss()), *default_callbacks,
+                     *(self.callbacks or ())]
+        if self.verbose >= 2:
+            callbacks.append(("progress_bar", ProgressBar()))
+        settings.setdefault("optimizer", torch.optim.Adam)
+        settings.update(self._net_params())
+        with torch_seed(seed):
+            net = self.net_class(module, lr=self.lr, max_epochs=max_epochs,
+                                 batch_size=self.batch_size, callbacks=callbacks,
+                                 device=self.device_, verbose=int(self.verbose), **settings)
+            net.initialize()
+            if max_epochs:
+                net.partial_fit(X, y)
+        self.net_ = net
+        return net
+
+    @property
+    def module_(self):
+        """The fitted torch module (``net_.module_``)."""
+        return self.net_.module_

@@ -1,0 +1,124 @@
+"""The shared skorch training base: prefixed settings, callbacks, warm start, net_class."""
+
+import pickle
+
+import numpy as np
+import pytest
+import torch
+from sklearn.base import BaseEstimator, RegressorMixin, clone
+from sklearn.model_selection import GridSearchCV
+from skorch import NeuralNetRegressor
+from skorch.callbacks import EarlyStopping
+
+from geolearn.models import SkorchTrainingMixin
+
+
+class _MLP(torch.nn.Module):
+    def __init__(self, n_features=3, hidden=4):
+        super().__init__()
+        self.body = torch.nn.Sequential(torch.nn.Linear(n_features, hidden), torch.nn.Tanh(),
+                                        torch.nn.Linear(hidden, 1))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+class _Regressor(SkorchTrainingMixin, RegressorMixin, BaseEstimator):
+    """A minimal estimator on the training base, as a family would write one."""
+
+    net_class = NeuralNetRegressor
+
+    def __init__(self, lr=0.05, max_epochs=5, batch_size=16, callbacks=None, warm_start=False,
+                 device="cpu", verbose=0, random_state=0, **net_params):
+        self.lr = lr
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.callbacks = callbacks
+        self.warm_start = warm_start
+        self.device = device
+        self.verbose = verbose
+        self.random_state = random_state
+        self._set_net_params(net_params)
+
+    def fit(self, X, y):
+        X = torch.as_tensor(X, dtype=torch.float32)
+        y = torch.as_tensor(y, dtype=torch.float32).view(-1, 1)
+        self._fit_net(_MLP, X, y, seed=self.random_state, max_epochs=self.max_epochs,
+                      train_split=None, module__n_features=X.shape[1])
+        return self
+
+    def predict(self, X):
+        return self.net_.predict(np.asarray(X, dtype=np.float32)).ravel()
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.RandomState(0)
+    X = rng.randn(64, 3).astype(np.float32)
+    return X, X @ np.array([1.0, -2.0, 0.5], dtype=np.float32)
+
+
+def test_prefixed_settings_are_parameters(data):
+    X, y = data
+    est = _Regressor(module__hidden=7, optimizer__weight_decay=0.1)
+    assert est.get_params()["module__hidden"] == 7
+    assert clone(est).get_params()["optimizer__weight_decay"] == 0.1
+    est.set_params(module__hidden=5, lr=0.01)
+    est.fit(X, y)
+    assert est.module_.body[0].out_features == 5 and est.lr == 0.01
+    assert est.net_.optimizer_.param_groups[0]["weight_decay"] == 0.1
+    with pytest.raises(TypeError, match="unexpected keyword argument 'hiden'"):
+        _Regressor(hiden=3)
+
+
+def test_grid_search_over_a_prefixed_setting(data):
+    X, y = data
+    search = GridSearchCV(_Regressor(max_epochs=2), {"module__hidden": [2, 6]}, cv=2).fit(X, y)
+    assert search.best_estimator_.module_.body[0].out_features in (2, 6)
+
+
+def test_same_seed_same_net_and_pickle_round_trip(data):
+    X, y = data
+    a, b = _Regressor().fit(X, y), _Regressor().fit(X, y)
+    np.testing.assert_array_equal(a.predict(X), b.predict(X))
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(a)).predict(X), a.predict(X))
+
+
+def test_warm_start_continues_training(data):
+    X, y = data
+    cold = _Regressor(max_epochs=3).fit(X, y).fit(X, y)
+    assert len(cold.net_.history) == 3  # a second fit starts again
+    warm = _Regressor(max_epochs=3, warm_start=True).fit(X, y)
+    first = warm.net_
+    warm.fit(X, y)
+    assert warm.net_ is first and len(warm.net_.history) == 6
+    assert warm.net_.history[-1, "train_loss"] < warm.net_.history[2, "train_loss"]
+
+
+def test_user_callbacks_run(data):
+    X, y = data
+    stop = EarlyStopping(monitor="train_loss", patience=1, threshold=1e9, lower_is_better=True)
+    est = _Regressor(max_epochs=50, callbacks=[stop]).fit(X, y)
+    assert len(est.net_.history) < 50
+
+
+def test_net_class_is_the_extension_point(data):
+    X, y = data
+    seen = []
+
+    class Counting(NeuralNetRegressor):
+        def train_step(self, batch, **kw):
+            seen.append(len(batch[0]))
+            return super().train_step(batch, **kw)
+
+    class Custom(_Regressor):
+        net_class = Counting
+
+    Custom(max_epochs=1, batch_size=32).fit(X, y)
+    assert seen == [32, 32]
+
+
+def test_non_finite_loss_stops_with_a_clear_error(data):
+    X, y = data
+    with pytest.raises(RuntimeError, match="non-finite at epoch 1"):
+        _Regressor(lr=1e30, max_epochs=3).fit(X, y * 1e30)
