@@ -3,7 +3,7 @@
 import numbers
 
 import numpy as np
-from sklearn.utils.validation import check_array
+from sklearn.utils.validation import check_array, column_or_1d
 
 
 def check_image_shape(image_shape, name="image_shape"):
@@ -179,3 +179,64 @@ def check_hidden_sizes(hidden_sizes, name="hidden_sizes"):
         raise ValueError(f"{name} must be a sequence of positive integers; got "
                          f"{hidden_sizes!r}.")
     return tuple(int(h) for h in sizes)
+
+
+def check_model_inputs(X, image_shape=None, *, min_samples=1, name="X"):
+    """Validate inputs of a torch model and return them in the model's layout.
+
+    Parameters
+    ----------
+    X : array-like of shape (n, ...)
+        Rows passed to the model as they are, or flat rows ``(n, C*H*W)``
+        folded into images when ``image_shape`` is given.
+    image_shape : tuple of int, optional
+        ``(H, W)`` or ``(C, H, W)``.
+    min_samples : int, default=1
+    name : str, default="X"
+        Named in error messages.
+
+    Returns
+    -------
+    X : ndarray of float32, shape (n, *image_shape) or the shape of ``X``
+    """
+    if image_shape is not None:
+        return check_images(X, image_shape, min_samples=min_samples, name=name)
+    X = check_array(X, dtype=np.float32, allow_nd=True, ensure_min_samples=min_samples,
+                    input_name=name)
+    return X
+
+
+def check_labels(y, n_samples, name="y"):
+    """Validate integer class labels and return them as an int64 array."""
+    y = column_or_1d(check_array(y, ensure_2d=False, dtype=None, input_name=name), warn=True)
+    if len(y) != n_samples:
+        raise ValueError(f"{name} has {len(y)} labels but X has {n_samples} rows.")
+    if not np.issubdtype(y.dtype, np.integer):
+        if not np.issubdtype(y.dtype, np.floating) or np.any(y != np.round(y)):
+            raise ValueError(f"{name} must hold integer class labels; got dtype {y.dtype}.")
+    return y.astype(np.int64)
+
+
+def check_mask(mask, n_features, name="mask"):
+    """A boolean support mask as a flat ``(n_features,)`` array with at least one True."""
+    mask = np.asarray(mask)
+    if mask.dtype != bool:
+        raise ValueError(f"{name} must be a boolean array; got dtype {mask.dtype}.")
+    if mask.size != n_features:
+        raise ValueError(f"{name} has {mask.size} entries but X has {n_features} features.")
+    if not mask.any():
+        raise ValueError(f"{name} is all False: nothing may change.")
+    return mask.ravel()
+
+
+def check_positive(value, name, *, strict=True, integer=False):
+    """Validate a scalar parameter: a (positive or non-negative) number, optionally an integer."""
+    kind = numbers.Integral if integer else numbers.Real
+    ok = isinstance(value, kind) and not isinstance(value, bool) and np.isfinite(value)
+    if ok:
+        ok = value > 0 if strict else value >= 0
+    if not ok:
+        what = "integer" if integer else "number"
+        bound = "> 0" if strict else ">= 0"
+        raise ValueError(f"{name} must be a finite {what} {bound}; got {value!r}.")
+    return value

@@ -1,36 +1,14 @@
 """Validation of model inputs, labels, masks and attack parameters."""
 
-import numbers
 
 import numpy as np
-from sklearn.utils.validation import check_array, column_or_1d
 
-from .._utils import check_images
-
-
-def check_model_inputs(X, image_shape=None, *, min_samples=1, name="X"):
-    """Validate inputs of a torch model and return them in the model's layout.
-
-    Parameters
-    ----------
-    X : array-like of shape (n, ...)
-        Rows passed to the model as they are, or flat rows ``(n, C*H*W)``
-        folded into images when ``image_shape`` is given.
-    image_shape : tuple of int, optional
-        ``(H, W)`` or ``(C, H, W)``.
-    min_samples : int, default=1
-    name : str, default="X"
-        Named in error messages.
-
-    Returns
-    -------
-    X : ndarray of float32, shape (n, *image_shape) or the shape of ``X``
-    """
-    if image_shape is not None:
-        return check_images(X, image_shape, min_samples=min_samples, name=name)
-    X = check_array(X, dtype=np.float32, allow_nd=True, ensure_min_samples=min_samples,
-                    input_name=name)
-    return X
+from .._utils.validation import (  # noqa: F401  (re-exported for the family)
+    check_labels,
+    check_mask,
+    check_model_inputs,
+    check_positive,
+)
 
 
 def check_clip(clip, *, allow_none=False):
@@ -62,17 +40,6 @@ def check_in_box(X, lo, hi, name="X"):
         )
 
 
-def check_labels(y, n_samples, name="y"):
-    """Validate integer class labels and return them as an int64 array."""
-    y = column_or_1d(check_array(y, ensure_2d=False, dtype=None, input_name=name), warn=True)
-    if len(y) != n_samples:
-        raise ValueError(f"{name} has {len(y)} labels but X has {n_samples} rows.")
-    if not np.issubdtype(y.dtype, np.integer):
-        if not np.issubdtype(y.dtype, np.floating) or np.any(y != np.round(y)):
-            raise ValueError(f"{name} must hold integer class labels; got dtype {y.dtype}.")
-    return y.astype(np.int64)
-
-
 def check_logits(logits, y):
     """Check the model's output is ``(n, n_classes)`` logits and every label indexes a class."""
     if logits.ndim != 2:
@@ -88,26 +55,3 @@ def check_logits(logits, y):
         )
 
 
-def check_mask(mask, n_features, name="mask"):
-    """A boolean support mask as a flat ``(n_features,)`` array with at least one True."""
-    mask = np.asarray(mask)
-    if mask.dtype != bool:
-        raise ValueError(f"{name} must be a boolean array; got dtype {mask.dtype}.")
-    if mask.size != n_features:
-        raise ValueError(f"{name} has {mask.size} entries but X has {n_features} features.")
-    if not mask.any():
-        raise ValueError(f"{name} is all False: nothing may change.")
-    return mask.ravel()
-
-
-def check_positive(value, name, *, strict=True, integer=False):
-    """Validate a scalar parameter: a (positive or non-negative) number, optionally an integer."""
-    kind = numbers.Integral if integer else numbers.Real
-    ok = isinstance(value, kind) and not isinstance(value, bool) and np.isfinite(value)
-    if ok:
-        ok = value > 0 if strict else value >= 0
-    if not ok:
-        what = "integer" if integer else "number"
-        bound = "> 0" if strict else ">= 0"
-        raise ValueError(f"{name} must be a finite {what} {bound}; got {value!r}.")
-    return value

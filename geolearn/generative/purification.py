@@ -10,7 +10,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._utils import iter_batches, to_tensor, torch_seed
 from ..adversarial._attacks import frozen
-from ..adversarial._validation import check_mask
+from .._utils import check_mask
 from ._base import check_unit_interval
 
 

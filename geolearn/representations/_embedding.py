@@ -9,7 +9,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._utils import iter_batches, to_numpy
-from ..adversarial._validation import check_model_inputs
+from .._utils import check_model_inputs
 from ..models import as_model
 
 

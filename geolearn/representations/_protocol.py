@@ -8,7 +8,7 @@ from sklearn.utils import Bunch, check_random_state
 
 from .._utils import to_tensor
 from ..adversarial import carlini_wagner_l2, fgsm, pgd
-from ..adversarial._validation import check_labels, check_model_inputs
+from .._utils import check_labels, check_model_inputs
 from ..models import as_model
 from ._detector import CanonicalAdversarialDetector
 from ._embedding import FourierEmbedding, TorchEmbedder, final_linear
