@@ -361,32 +361,23 @@ def _target_output(out, targets):
 def as_model(model, *, device=None, batch_size=1024, dtype=torch.float32, response="auto"):
     """Wrap any supported model in a :class:`ModelAdapter`: the one door to models.
 
-    This is the only place in geolearn that branches on the type of a model.
-
     Parameters
     ----------
     model : torch.nn.Module, skorch.NeuralNet, sklearn estimator, callable or ModelAdapter
-        - a ``torch.nn.Module`` is used as is, on the device it lives on;
-        - a fitted skorch net gives its ``module_``, and so does a fitted estimator
-          that trains a torch module (its ``module_``, or the module of its skorch
-          ``net_``);
-        - a fitted ``MLPClassifier``/``MLPRegressor`` is converted to an
-          equivalent ``nn.Sequential`` (see :func:`mlp_to_torch`);
-        - a ``Pipeline`` of affine scalers ending in one of the above becomes one
-          differentiable ``nn.Sequential`` whose layers are named after the steps;
-        - any other fitted estimator (or pipeline) is a black box seen through
-          its response (see ``response``);
-        - a ``FrozenEstimator`` (also as a pipeline step) is seen as the estimator
-          it wraps;
-        - a plain callable ``tensor -> tensor`` (no ``fit``) is a differentiable
-          function without parameters.
+        A module is used as is; a fitted skorch net, or an estimator with a
+        ``module_`` or skorch ``net_``, gives its module; a fitted
+        ``MLPClassifier``/``MLPRegressor`` becomes an exact ``nn.Sequential``
+        (:func:`mlp_to_torch`), also after affine scalers in a ``Pipeline``
+        (layers named after the steps); a ``FrozenEstimator`` is seen as the
+        estimator it wraps; a plain callable ``tensor -> tensor`` is a function
+        without parameters; any other fitted estimator is a black box seen
+        through its ``response``.
     device : str or torch.device, optional
         For converted sklearn models, where to put them (``"auto"``: CUDA when
         available; default: CPU). For torch modules and skorch nets this is only
         checked: a user's module is never moved; a mismatch raises ``ValueError``.
     batch_size : int or None, default=1024
-        Samples per forward pass in :meth:`ModelAdapter.features` and
-        :meth:`ModelAdapter.jacobian`.
+        Samples per forward pass.
     dtype : torch.dtype, default=torch.float32
         Precision of converted sklearn models.
     response : {"auto", "decision_function", "predict_proba", "clr_proba", "predict"}, \
@@ -406,36 +397,37 @@ def as_model(model, *, device=None, batch_size=1024, dtype=torch.float32, respon
     >>> from geolearn.models import as_model
     >>> net = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
     >>> m = as_model(net)
-    >>> m.layer_names
-    ['0', '1', '2']
     >>> X = torch.randn(5, 3).numpy()
     >>> m.features(X, layer="1").shape, m.features(X, layer=-1).shape, m.jacobian(X).shape
     ((5, 4), (5, 2), (5, 2, 3))
     """
     if isinstance(model, ModelAdapter):
         return model
+    # the only place in geolearn that branches on the type of a model
     model = _unfrozen(model)
-    name = type(model).__name__
+    kw = dict(estimator=model, batch_size=batch_size, name=type(model).__name__)
     if isinstance(model, nn.Module):
-        _check_device(model, device, name)
-        return ModelAdapter(kind="torch", module=model, estimator=model, batch_size=batch_size,
-                            name=name)
+        _check_device(model, device, kw["name"])
+        return ModelAdapter(kind="torch", module=model, **kw)
     module = _skorch_module(model)
     if module is not None:
-        _check_device(module, device, name)
-        return ModelAdapter(kind="skorch", module=module, estimator=model,
-                            batch_size=batch_size, name=name)
+        _check_device(module, device, kw["name"])
+        return ModelAdapter(kind="skorch", module=module, **kw)
     if callable(model) and not hasattr(model, "fit"):
-        return ModelAdapter(kind="torch", module=_Function(model), estimator=model,
-                            batch_size=batch_size, name=getattr(model, "__name__", name))
+        kw["name"] = getattr(model, "__name__", kw["name"])
+        return ModelAdapter(kind="torch", module=_Function(model), **kw)
+    return _adapt_estimator(model, device, dtype, response, kw)
 
+
+def _adapt_estimator(model, device, dtype, response, kw):
+    """A fitted scikit-learn estimator: converted to torch where exact, else a black box."""
     from sklearn.pipeline import Pipeline
     from sklearn.utils.validation import check_is_fitted
 
     if not hasattr(model, "fit"):
         raise TypeError(
             "model must be a torch.nn.Module, a fitted skorch net, a fitted scikit-learn "
-            f"estimator or a callable mapping tensors to tensors; got {name}."
+            f"estimator or a callable mapping tensors to tensors; got {kw['name']}."
         )
     check_is_fitted(model)
     target = resolve_device("cpu" if device is None else device)
@@ -445,16 +437,13 @@ def as_model(model, *, device=None, batch_size=1024, dtype=torch.float32, respon
         modules = [(n, _sklearn_module(s, dtype)) for n, s in steps]
         if all(m is not None for _, m in modules):
             seq = nn.Sequential(OrderedDict(modules)).to(target)
-            return ModelAdapter(kind="pipeline", module=seq, estimator=model,
-                                batch_size=batch_size, name=name)
+            return ModelAdapter(kind="pipeline", module=seq, **kw)
     else:
         module = _sklearn_module(model, dtype)
         if module is not None:
-            return ModelAdapter(kind="sklearn-mlp", module=module.to(target), estimator=model,
-                                batch_size=batch_size, name=name)
-    return ModelAdapter(kind="black-box", estimator=model,
-                        response=resolve_response(model, response), steps=steps,
-                        batch_size=batch_size, name=name)
+            return ModelAdapter(kind="sklearn-mlp", module=module.to(target), **kw)
+    return ModelAdapter(kind="black-box", response=resolve_response(model, response),
+                        steps=steps, **kw)
 
 
 class _Function(nn.Module):
