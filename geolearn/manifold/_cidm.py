@@ -6,15 +6,16 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from scipy import sparse
 from joblib import Parallel, delayed, effective_n_jobs
+from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from threadpoolctl import threadpool_limits
 from sklearn.utils.validation import check_is_fitted, validate_data
+from threadpoolctl import threadpool_limits
 
+from .._utils import resolve_device
 from ._kernel import (
     bandwidth_from_distances,
     bandwidth_gradient,
@@ -295,16 +296,37 @@ class CIDM(TransformerMixin, BaseEstimator):
         X = self._validate_X(X, reset=True)
         N = X.shape[0]
         k_b, k, k_d, K = self._resolve_sizes(N)
+        # the eigensolver's device is checked before any work (a clear error without CUDA)
+        device = resolve_device(self.device) if self.eigen_solver == "lobpcg" else "cpu"
         self.k_bandwidth_, self.n_neighbors_, self.n_components_ = k_b, k, K
         self.kernel_mode_ = "dense" if k is None else "knn"
         self.X_fit_ = np.array(X, dtype=np.float64, copy=True)
         self.n_samples_fit_ = N
 
         t0 = time.perf_counter()
+        sq_dist, dist, idx = self._fit_neighbors(max(k_b, k_d, k or 0), t0)
+        delta2 = self._fit_bandwidths(dist, idx, k_d, t0)
+        kernel = self._kernel_matrix(sq_dist, idx, delta2)
+        degree = np.asarray(kernel.sum(axis=1)).ravel()
+        self.degree_ = degree
+        self.stationary_ = degree / degree.sum()
+        self._log(f"{self.kernel_mode_} kernel", t0)
+        self._fit_eigenproblem(kernel, degree, device)
+        self._log(f"{self.n_eigenpairs} eigenpairs", t0)
+        self.coefficients_ = (self.eigenvectors_ * self.stationary_[:, None]).T @ self.X_fit_
+        d, eps = self.dimension_, self.epsilon_
+        self.sampling_density_ = degree / (N * self.rho_**d * (2 * np.pi * eps) ** (d / 2))
+        return self
+
+    def _fit_neighbors(self, n_ranked, t0):
+        """The neighbour index, and the ``n_ranked`` nearest training points of each one.
+
+        Returns the dense squared distances (None in kNN mode), and the ranked
+        distances and indices, shape (N, n_ranked).
+        """
         self.nn_ = make_neighbors(self.nn_backend, self.n_jobs, self.random_state)
         self.nn_.fit(self.X_fit_)
-        n_ranked = max(k_b, k_d, k or 0)
-        if k is None:
+        if self.n_neighbors_ is None:
             # dense mode: ranks and kernel from one distance matrix, as in the Nyström path
             self._sq_norms = np.einsum("ij,ij->i", self.X_fit_, self.X_fit_)
             sq_dist = _sq_distances(self.X_fit_, self.X_fit_, self._sq_norms)
@@ -313,7 +335,12 @@ class CIDM(TransformerMixin, BaseEstimator):
         else:
             sq_dist = None
             dist, idx = kneighbors(self.nn_, self.X_fit_, n_ranked, self.n_jobs)
-        self._log(f"{n_ranked} nearest neighbours of {N} points", t0)
+        self._log(f"{n_ranked} nearest neighbours of {self.n_samples_fit_} points", t0)
+        return sq_dist, dist, idx
+
+    def _fit_bandwidths(self, dist, idx, k_d, t0):
+        """``rho_``, ``epsilon_`` and the dimension; returns the scaled ``delta^2`` (N, ranks)."""
+        N, k_b = self.n_samples_fit_, self.k_bandwidth_
         rho = bandwidth_from_distances(dist, k_b, self.bandwidth_statistic)
         if self.bandwidth == "cidm":
             bad = rho < 1e-12 * max(np.median(rho), np.finfo(float).tiny)
@@ -327,7 +354,6 @@ class CIDM(TransformerMixin, BaseEstimator):
         else:
             self.rho_ = np.ones(N)
         delta2 = dist**2 / (self.rho_[:, None] * self.rho_[idx])
-
         if self.epsilon == "auto":
             eps = float(delta2[:, 1:k_b].mean())
         elif self.epsilon == "bgh":
@@ -341,18 +367,7 @@ class CIDM(TransformerMixin, BaseEstimator):
         self.intrinsic_dim_ = (self.intrinsic_dim if self.intrinsic_dim is not None
                                else max(1, round(self.dimension_)))
         self._log(f"bandwidths, epsilon = {eps:.4g}, dimension = {self.dimension_:.3g}", t0)
-
-        kernel = self._kernel_matrix(sq_dist, idx, delta2)
-        degree = np.asarray(kernel.sum(axis=1)).ravel()
-        self.degree_ = degree
-        self.stationary_ = degree / degree.sum()
-        self._log(f"{self.kernel_mode_} kernel", t0)
-        self._fit_eigenproblem(kernel, degree)
-        self._log(f"{self.n_eigenpairs} eigenpairs", t0)
-        self.coefficients_ = (self.eigenvectors_ * self.stationary_[:, None]).T @ self.X_fit_
-        d = self.dimension_
-        self.sampling_density_ = degree / (N * self.rho_**d * (2 * np.pi * eps) ** (d / 2))
-        return self
+        return delta2
 
     def _log(self, stage, t0):
         if self.verbose:
@@ -384,7 +399,7 @@ class CIDM(TransformerMixin, BaseEstimator):
             self._q_alpha = None
         return K
 
-    def _fit_eigenproblem(self, kernel, degree):
+    def _fit_eigenproblem(self, kernel, degree, device="cpu"):
         N, L = self.n_samples_fit_, self.n_eigenpairs
         s = 1.0 / np.sqrt(degree)
         if sparse.issparse(kernel):
@@ -399,7 +414,7 @@ class CIDM(TransformerMixin, BaseEstimator):
         if solver == "arpack" and L >= N:
             raise ValueError(f"eigen_solver='arpack' needs n_eigenpairs < N = {N}; use 'dense'.")
         lam, v = top_eigenpairs(sym, L, solver, self.tol, check_random_state(self.random_state),
-                                device=self.device)
+                                device=device)
         if abs(lam[0] - 1) > 1e-8:
             warnings.warn(f"the top Markov eigenvalue is {lam[0]:.10f}, not 1: the eigensolver "
                           "may not have converged.", RuntimeWarning, stacklevel=3)
@@ -745,7 +760,6 @@ class CIDM(TransformerMixin, BaseEstimator):
         import torch
 
         from ._torch import NystromModule
-        from .._utils import resolve_device
 
         check_is_fitted(self)
         if output not in ("projection", "embedding"):

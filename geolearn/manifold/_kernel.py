@@ -7,7 +7,7 @@ from scipy import linalg, sparse
 from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh, lobpcg
 from scipy.special import logsumexp
 
-from .._utils import resolve_device
+from .._utils import resolve_device, to_numpy, to_tensor
 
 # grid of the Berry-Giannakis-Harlim epsilon search: m * 2^(j/4), j = -40..40
 _BGH_EXPONENTS = np.arange(-40, 41) / 4.0
@@ -126,15 +126,15 @@ def torch_lobpcg(A, X0, tol, device):
     if sparse.issparse(A):
         A = A.tocoo()
         A.sum_duplicates()  # canonical (sorted, unique) entries: a coalesced tensor
-        indices = torch.from_numpy(np.vstack([A.row, A.col]).astype(np.int64))
-        A_t = torch.sparse_coo_tensor(indices, torch.from_numpy(A.data.astype(np.float64)),
+        indices = to_tensor(np.vstack([A.row, A.col]), dtype=torch.int64)
+        A_t = torch.sparse_coo_tensor(indices, to_tensor(A.data, dtype=torch.float64),
                                       size=A.shape, is_coalesced=True, check_invariants=False,
                                       device=device)
     else:
-        A_t = torch.as_tensor(np.asarray(A, dtype=np.float64), device=device)
-    X_t = torch.as_tensor(X0, dtype=torch.float64, device=device)
+        A_t = to_tensor(A, device=device, dtype=torch.float64)
+    X_t = to_tensor(X0, device=device, dtype=torch.float64)
     w, v = torch.lobpcg(A_t, X=X_t, largest=True, tol=tol, niter=2000)
-    return w.cpu().numpy(), v.cpu().numpy()
+    return to_numpy(w), to_numpy(v)
 
 
 def _arpack_top(A, n_eigenpairs, tol, random_state):

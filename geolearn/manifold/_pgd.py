@@ -11,12 +11,11 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._utils import check_image_shape
-from ..models import as_model
+from .._utils import check_image_shape, to_numpy, to_tensor
+from ..models import as_model, fit_or_use
 from ._cidm import CIDM
 from ._neighbors import kneighbors
 from ._sec import SECVectorFields
-from ._tangent import local_pca_tangent_basis
 
 _CIDM_DEFAULTS = {"n_eigenpairs": 80, "n_components": 19}
 _SEC_DEFAULTS = {"n_frame": 16}
@@ -52,11 +51,15 @@ class OnManifoldPGD(TransformerMixin, BaseEstimator):
 
     Parameters
     ----------
-    estimator : torch.nn.Module, fitted skorch net or fitted MLPClassifier
-        The classifier under attack, through :func:`geolearn.models.as_model`
-        (it must have gradients). Its output is logits (or probabilities with
-        ``loss="nll"``); class labels are output indices unless the estimator
-        has ``classes_``.
+    estimator : torch.nn.Module, skorch net or MLPClassifier
+        The classifier under attack, seen through
+        :func:`geolearn.models.as_model` (it must have gradients). A prefit
+        model (a torch module, a fitted net or classifier, or one wrapped in
+        ``sklearn.frozen.FrozenEstimator``) is attacked as it is; an unfitted
+        one is cloned and fitted on ``X, y`` by :meth:`fit` (see
+        :func:`geolearn.models.fit_or_use`). Its output is logits (or
+        probabilities with ``loss="nll"``); class labels are output indices
+        unless the estimator has ``classes_``.
     step_size : "auto", float or sequence of float, default="auto"
         Step lengths tried in increasing order; per sample the first that
         succeeds is kept. "auto" is ``median(rho_c) * 2^j``, j = 0..5.
@@ -117,7 +120,10 @@ class OnManifoldPGD(TransformerMixin, BaseEstimator):
     step_sizes_ : dict
         Class -> tuple of step sizes.
     n_features_in_ : int
+    estimator_ : object
+        The model attacked: ``estimator`` itself when prefit, else its fitted clone.
     model_ : ModelAdapter
+        ``estimator_`` seen through :func:`geolearn.models.as_model`.
 
     Examples
     --------
@@ -227,15 +233,23 @@ class OnManifoldPGD(TransformerMixin, BaseEstimator):
 
     def _class_index(self, labels):
         """Output indices of the model for class labels."""
-        model_classes = getattr(self.estimator, "classes_", None)
+        model_classes = self._model_classes()
         if model_classes is not None:
-            return np.searchsorted(np.asarray(model_classes), labels)
+            return np.searchsorted(model_classes, labels)
         return np.asarray(labels).astype(int)
+
+    def _model_classes(self):
+        """The fitted model's ``classes_`` (None: classes are output indices)."""
+        classes = getattr(self.estimator_, "classes_", None)
+        return None if classes is None else np.asarray(classes)
 
     # ------------------------------------------------------------------ fit
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y, intrinsic_params=None):
         """Learn one manifold (CIDM, and SEC fields for ``tangent="sec"``) per class.
+
+        An unfitted ``estimator`` is first cloned and fitted on ``X, y`` (a prefit
+        one is used as it is; see :func:`geolearn.models.fit_or_use`).
 
         Parameters
         ----------
@@ -250,8 +264,6 @@ class OnManifoldPGD(TransformerMixin, BaseEstimator):
         -------
         self : OnManifoldPGD
         """
-        self.model_ = as_model(self.estimator, device=self.device)
-        self.model_.require_gradients("OnManifoldPGD")
         X, y = self._validate_X(X, reset=True), np.asarray(y)
         if y.ndim != 1 or len(y) != len(X):
             raise ValueError(f"y must have shape ({len(X)},); got {y.shape}.")
@@ -259,37 +271,52 @@ class OnManifoldPGD(TransformerMixin, BaseEstimator):
         if self.intrinsic_dim is not None and self.intrinsic_dim > X.shape[1]:
             raise ValueError(f"intrinsic_dim={self.intrinsic_dim} exceeds the number of "
                              f"features {X.shape[1]}.")
-        if intrinsic_params is not None:
-            intrinsic_params = check_array(intrinsic_params, ensure_2d=False, dtype=np.float64)
-            if len(intrinsic_params) != len(X):
-                raise ValueError(f"intrinsic_params has {len(intrinsic_params)} rows but X has "
-                                 f"{len(X)}.")
-            intrinsic_params = intrinsic_params.reshape(len(X), -1)
+        intrinsic_params = self._check_intrinsic_params(intrinsic_params, len(X))
+        self.estimator_ = fit_or_use(self.estimator, self._fold(X.astype(np.float32)), y)
+        self.model_ = as_model(self.estimator_, device=self.device)
+        self.model_.require_gradients("OnManifoldPGD")
+        self._cidm_kw = self._cidm_params()
+        self._sec_kw = {**_SEC_DEFAULTS, **(self.sec_params or {})}
+        self.classes_ = np.unique(y)
+        self.manifolds_, self.sec_, self.intrinsic_dim_, self.step_sizes_ = {}, {}, {}, {}
+        self._intrinsic = {}
+        for c in self.classes_:
+            self._fit_class(c, X[y == c],
+                            None if intrinsic_params is None else intrinsic_params[y == c])
+        return self
+
+    @staticmethod
+    def _check_intrinsic_params(intrinsic_params, n):
+        if intrinsic_params is None:
+            return None
+        intrinsic_params = check_array(intrinsic_params, ensure_2d=False, dtype=np.float64)
+        if len(intrinsic_params) != n:
+            raise ValueError(f"intrinsic_params has {len(intrinsic_params)} rows but X has {n}.")
+        return intrinsic_params.reshape(n, -1)
+
+    def _cidm_params(self):
+        """The per-class CIDM's parameters: the defaults, ``cidm_params`` and the seed."""
         cidm_kw = {**_CIDM_DEFAULTS, **(self.cidm_params or {})}
         if "n_components" not in (self.cidm_params or {}):
             cidm_kw["n_components"] = min(_CIDM_DEFAULTS["n_components"],
                                           cidm_kw["n_eigenpairs"] - 1)
         cidm_kw.setdefault("random_state", self.random_state)
-        self._cidm_kw = cidm_kw
-        self._sec_kw = {**_SEC_DEFAULTS, **(self.sec_params or {})}
-        need = max(_MIN_CLASS_SIZE, cidm_kw["n_eigenpairs"] + 1)
-        self.classes_ = np.unique(y)
-        self.manifolds_, self.sec_, self.intrinsic_dim_, self.step_sizes_ = {}, {}, {}, {}
-        self._intrinsic = {}
-        for c in self.classes_:
-            Xc = X[y == c]
-            if len(Xc) < need:
-                raise ValueError(f"class {c} has {len(Xc)} samples; at least {need} are "
-                                 "required (10, and cidm n_eigenpairs + 1).")
-            cidm = CIDM(**cidm_kw).fit(Xc)
-            self.manifolds_[c] = cidm
-            self.sec_[c] = (SECVectorFields.from_cidm(cidm, **self._sec_kw)
-                            if self.tangent == "sec" and self.local_patch is None else None)
-            self.intrinsic_dim_[c] = (self.intrinsic_dim if self.intrinsic_dim is not None
-                                      else cidm.intrinsic_dim_)
-            self.step_sizes_[c] = self._resolve_steps(np.median(cidm.rho_))
-            self._intrinsic[c] = None if intrinsic_params is None else intrinsic_params[y == c]
-        return self
+        return cidm_kw
+
+    def _fit_class(self, c, Xc, intrinsic):
+        """The manifold of class ``c``: its CIDM, SEC fields, dimension and step sizes."""
+        need = max(_MIN_CLASS_SIZE, self._cidm_kw["n_eigenpairs"] + 1)
+        if len(Xc) < need:
+            raise ValueError(f"class {c} has {len(Xc)} samples; at least {need} are "
+                             "required (10, and cidm n_eigenpairs + 1).")
+        cidm = CIDM(**self._cidm_kw).fit(Xc)
+        self.manifolds_[c] = cidm
+        self.sec_[c] = (SECVectorFields.from_cidm(cidm, **self._sec_kw)
+                        if self.tangent == "sec" and self.local_patch is None else None)
+        self.intrinsic_dim_[c] = (self.intrinsic_dim if self.intrinsic_dim is not None
+                                  else cidm.intrinsic_dim_)
+        self.step_sizes_[c] = self._resolve_steps(np.median(cidm.rho_))
+        self._intrinsic[c] = intrinsic
 
     def _resolve_steps(self, rho):
         if isinstance(self.step_size, str):
@@ -311,25 +338,18 @@ class OnManifoldPGD(TransformerMixin, BaseEstimator):
         return np.argmax(out, axis=1)
 
     def _loss_gradient(self, X, target):
-        """Input gradients of the per-sample loss, float64 (model parameters frozen)."""
+        """Input gradients of the per-sample loss, float64 (the model is frozen meanwhile)."""
         m = self.model_
-        params = [(p, p.requires_grad) for p in m.module.parameters()]
-        f = m.feature_fn()
-        try:
-            for p, _ in params:
-                p.requires_grad_(False)
-            with m.eval_mode():
-                x = m.to_tensor(self._fold(X)).requires_grad_(True)
-                out = f(x)
-                t = torch.as_tensor(target, device=out.device, dtype=torch.long)
-                logp = (torch.log_softmax(out, dim=1) if self.loss == "cross_entropy"
-                        else torch.log(out.clamp_min(1e-30)))
-                loss = torch.nn.functional.nll_loss(logp, t, reduction="sum")
-                (grad,) = torch.autograd.grad(loss, x)
-        finally:
-            for p, flag in params:
-                p.requires_grad_(flag)
-        return grad.detach().cpu().numpy().reshape(len(X), -1).astype(np.float64)
+        x = m.to_tensor(self._fold(X))
+        t = to_tensor(target, dtype=torch.long)
+        grad = m.input_gradient(x, self._loss, targets=t)
+        return to_numpy(grad).reshape(len(X), -1).astype(np.float64)
+
+    def _loss(self, out, target):
+        """The summed negative log-likelihood of ``target`` under the model's output."""
+        logp = (torch.log_softmax(out, dim=1) if self.loss == "cross_entropy"
+                else torch.log(out.clamp_min(1e-30)))
+        return torch.nn.functional.nll_loss(logp, target, reduction="sum")
 
     # ------------------------------------------------------------------ attack
     def _manifold_for(self, c, x0):
@@ -375,12 +395,31 @@ class OnManifoldPGD(TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self)
         X = self._validate_X(X, reset=False)
-        model_classes = getattr(self.estimator, "classes_", None)
+        y, known = self._source_classes(X, y)
+        out = self._empty_result(X, y)
+        for c in np.unique(y[known]):
+            rows = np.flatnonzero(y == c)
+            step = self.batch_size if self.local_patch is None else 1
+            for i in range(0, len(rows), step):
+                self._attack_chunk(X, c, rows[i:i + step], out)
+        dims = np.array([self.intrinsic_dim_.get(c, 0) for c in y])
+        if np.any(out.tangent_rank[known] < dims[known]):
+            warnings.warn("some tangent bases are rank-deficient; see result.tangent_rank.",
+                          UserWarning, stacklevel=2)
+        out.y_pred = self._predict_label(out.X_adv)
+        out.distance = np.linalg.norm(out.X_adv - X, axis=1)
+        return out
+
+    def _predict_label(self, X):
+        """The model's class labels (output indices without ``classes_``)."""
+        idx = self._predict_index(X)
+        model_classes = self._model_classes()
+        return idx if model_classes is None else model_classes[idx]
+
+    def _source_classes(self, X, y):
+        """The source classes (``y``, or the model's predictions) and which have a manifold."""
         given = y is not None
-        if not given:
-            idx = self._predict_index(X)
-            y = idx if model_classes is None else np.asarray(model_classes)[idx]
-        y = np.asarray(y)
+        y = np.asarray(y) if given else self._predict_label(X)
         if y.shape != (len(X),):
             raise ValueError(f"y must have shape ({len(X)},); got {y.shape}.")
         known = np.isin(y, self.classes_)
@@ -390,36 +429,28 @@ class OnManifoldPGD(TransformerMixin, BaseEstimator):
         if not known.all():
             warnings.warn(f"{int((~known).sum())} samples are predicted as classes without a "
                           "fitted manifold; they are returned unchanged with success=False.",
-                          UserWarning, stacklevel=2)
+                          UserWarning, stacklevel=3)
+        return y, known
+
+    def _empty_result(self, X, y):
+        """The result of :meth:`generate` before any attack: every sample unchanged."""
         m = len(X)
         out = Bunch(X_adv=X.copy(), success=np.zeros(m, bool), n_steps=np.zeros(m, int),
                     step_size=np.full(m, np.nan), y_pred=y.copy(), distance=np.zeros(m),
                     manifold_residual=np.zeros(m), tangent_rank=np.zeros(m, int),
                     tangent_fraction=np.full(m, np.nan), intrinsic=None)
-        has_intrinsic = self._intrinsic[self.classes_[0]] is not None
-        if has_intrinsic:
-            out.intrinsic = np.zeros((m, self._intrinsic[self.classes_[0]].shape[1]))
-        for c in np.unique(y[known]):
-            rows = np.flatnonzero(y == c)
-            if self.local_patch is None:
-                step = self.batch_size
-                chunks = [rows[i:i + step] for i in range(0, len(rows), step)]
-            else:
-                chunks = [rows[i:i + 1] for i in range(len(rows))]
-            for sel in chunks:
-                manifold, patch = self._manifold_for(c, X[sel[0]])
-                self._attack(X[sel], c, manifold, out, sel)
-                if has_intrinsic:
-                    F = self._intrinsic[c] if patch is None else self._intrinsic[c][patch]
-                    out.intrinsic[sel] = manifold.cidm.extend(F, out.X_adv[sel])
-        dims = np.array([self.intrinsic_dim_.get(c, 0) for c in y])
-        if np.any(out.tangent_rank[known] < dims[known]):
-            warnings.warn("some tangent bases are rank-deficient; see result.tangent_rank.",
-                          UserWarning, stacklevel=2)
-        pred = self._predict_index(out.X_adv)
-        out.y_pred = pred if model_classes is None else np.asarray(model_classes)[pred]
-        out.distance = np.linalg.norm(out.X_adv - X, axis=1)
+        first = self._intrinsic[self.classes_[0]]
+        if first is not None:
+            out.intrinsic = np.zeros((m, first.shape[1]))
         return out
+
+    def _attack_chunk(self, X, c, sel, out):
+        """Attack the rows ``sel`` of source class ``c`` and report them in ``out``."""
+        manifold, patch = self._manifold_for(c, X[sel[0]])
+        self._attack(X[sel], c, manifold, out, sel)
+        if out.intrinsic is not None:
+            F = self._intrinsic[c] if patch is None else self._intrinsic[c][patch]
+            out.intrinsic[sel] = manifold.cidm.extend(F, out.X_adv[sel])
 
     def _attack(self, X0, c, manifold, out, sel):
         """Algorithm 1 for one batch of one source class, over the step-size search."""

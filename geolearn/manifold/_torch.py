@@ -3,6 +3,8 @@
 import torch
 from torch import nn
 
+from .._utils import to_tensor
+
 
 class NystromModule(nn.Module):
     """Frozen Nyström projection (or embedding) of a fitted CIDM; built by ``CIDM.to_torch``.
@@ -20,13 +22,13 @@ class NystromModule(nn.Module):
         self.statistic = cidm.bandwidth_statistic
         self.variable = cidm.bandwidth == "cidm"
         self.epsilon = cidm.epsilon_
-        self.register_buffer("X_fit", torch.as_tensor(cidm.X_fit_))
-        self.register_buffer("rho", torch.as_tensor(cidm.rho_))
-        self.register_buffer("phi", torch.as_tensor(cidm.eigenvectors_[:, :K + 1]))
-        self.register_buffer("lam", torch.as_tensor(cidm.eigenvalues_[:K + 1]))
-        self.register_buffer("coef", torch.as_tensor(cidm.coefficients_[:K + 1]))
-        self.register_buffer("scale", torch.as_tensor(cidm._scale()))
-        log_q = (torch.log(torch.as_tensor(cidm._q_alpha)) if cidm._q_alpha is not None
+        for name, value in [("X_fit", cidm.X_fit_), ("rho", cidm.rho_),
+                            ("phi", cidm.eigenvectors_[:, :K + 1]),
+                            ("lam", cidm.eigenvalues_[:K + 1]),
+                            ("coef", cidm.coefficients_[:K + 1]), ("scale", cidm._scale())]:
+            self.register_buffer(name, to_tensor(value, dtype=torch.float64))
+        log_q = (torch.log(to_tensor(cidm._q_alpha, dtype=torch.float64))
+                 if cidm._q_alpha is not None
                  else torch.zeros(cidm.n_samples_fit_, dtype=torch.float64))
         self.register_buffer("log_q", log_q)
         self.requires_grad_(False)

@@ -6,7 +6,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context, clone
 from sklearn.metrics import roc_auc_score
-from sklearn.pipeline import Pipeline, make_pipeline
+from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import LinearSVC
 from sklearn.utils._param_validation import HasMethods, Interval
@@ -163,7 +163,7 @@ class CanonicalAdversarialDetector(ClassifierMixin, BaseEstimator):
         self.maps_ = maps
         self.detector_ = self._make_detector().fit(X, y)
         self.classes_ = self.detector_.classes_
-        final = self.detector_[-1] if isinstance(self.detector_, Pipeline) else self.detector_
+        *_, (_, final) = _steps(self.detector_)
         self.n_iter_ = getattr(final, "n_iter_", None)
         return self
 
@@ -324,10 +324,14 @@ def _n_targets(mapper):
     return np.atleast_2d(mapper.coef_).shape[0] if hasattr(mapper, "coef_") else mapper.n_targets_
 
 
+def _steps(detector):
+    """The ``(name, step)`` pairs of a pipeline, or one unnamed pair for a plain estimator."""
+    return list(getattr(detector, "steps", [("", detector)]))
+
+
 def _linear_parts(detector):
     """``(w, b)`` with ``decision_function(z) = z @ w + b`` for a (scaled) linear classifier."""
-    steps = detector.steps if isinstance(detector, Pipeline) else [("", detector)]
-    *scalers, (_, final) = steps
+    *scalers, (_, final) = _steps(detector)
     coef = getattr(final, "coef_", None)
     if coef is None or np.atleast_2d(coef).shape[0] != 1:
         raise TypeError(

@@ -8,8 +8,7 @@ from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._utils import iter_batches, to_numpy
-from .._utils import check_model_inputs
+from .._utils import check_model_inputs, iter_batches, to_numpy
 from ..models import as_model
 
 
@@ -60,6 +59,16 @@ def embedding_fn(adapter, layer=None):
         return store["z"].flatten(1)
 
     return f
+
+
+def embed(adapter, X, layer=None, batch_size=256):
+    """Embeddings of ``X`` (see :func:`embedding_fn`) as float64, batched, the model frozen."""
+    f = embedding_fn(adapter, layer)
+    out = []
+    with adapter.frozen(), torch.no_grad():
+        for sl in iter_batches(len(X), batch_size):
+            out.append(to_numpy(f(adapter.to_tensor(X[sl]))).astype(np.float64))
+    return np.concatenate(out)
 
 
 class TorchEmbedder(TransformerMixin, BaseEstimator):
@@ -136,13 +145,7 @@ class TorchEmbedder(TransformerMixin, BaseEstimator):
         return as_model(self.model, device=self.device, batch_size=self.batch_size)
 
     def _embed(self, X):
-        adapter = self._adapter()
-        f = embedding_fn(adapter, self.layer)
-        out = []
-        with adapter.eval_mode(), torch.no_grad():
-            for sl in iter_batches(len(X), self.batch_size):
-                out.append(to_numpy(f(adapter.to_tensor(X[sl]))).astype(np.float64))
-        return np.concatenate(out)
+        return embed(self._adapter(), X, self.layer, self.batch_size)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):

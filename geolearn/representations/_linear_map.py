@@ -54,6 +54,37 @@ def _solve_cholesky(X, Y, alpha, *, dual):
         ) from exc
 
 
+def _check_target_embeddings(y):
+    """``y`` as a float64 (m, d_B) array; 1-D targets (class labels by mistake) are refused."""
+    if y is None:
+        raise ValueError(
+            "LinearEmbeddingMap requires y to be passed, but the target y is None: pass the "
+            "(m, d_B) target embeddings paired with X."
+        )
+    Y = check_array(y, dtype=np.float64, ensure_2d=False, input_name="y")
+    if Y.ndim != 2:
+        raise ValueError(
+            f"y must be a 2-D array (m, d_B) of target embeddings; got ndim={Y.ndim} "
+            "(reshape a single target with y.reshape(-1, 1))."
+        )
+    return Y
+
+
+def _warn_if_underdetermined(rank, Xc, n_rows):
+    """Warn when the minimum-norm map (nearly) interpolates its training rows."""
+    # all-zero columns (dead ReLU units) lower the rank harmlessly: they get zero weight
+    n_live = int(np.count_nonzero(np.any(Xc != 0, axis=0)))
+    if rank < n_live:
+        warnings.warn(
+            f"The source embeddings have rank {rank} < {n_live} non-zero columns "
+            f"({n_rows} rows): the minimum-norm least-squares map is underdetermined and "
+            "(nearly) interpolates its training rows, which generalises poorly. Use more "
+            "rows or alpha > 0.",
+            UserWarning,
+            stacklevel=4,
+        )
+
+
 class LinearEmbeddingMap(TransformerMixin, RegressorMixin, BaseEstimator):
     """Least-squares linear map from a source network's embeddings to a target's.
 
@@ -167,31 +198,37 @@ class LinearEmbeddingMap(TransformerMixin, RegressorMixin, BaseEstimator):
         self : LinearEmbeddingMap
         """
         X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
-        if y is None:
-            raise ValueError(
-                "LinearEmbeddingMap requires y to be passed, but the target y is None: pass the "
-                "(m, d_B) target embeddings paired with X."
-            )
-        Y = check_array(y, dtype=np.float64, ensure_2d=False, input_name="y")
-        if Y.ndim != 2:
-            raise ValueError(
-                f"y must be a 2-D array (m, d_B) of target embeddings; got ndim={Y.ndim} "
-                "(reshape a single target with y.reshape(-1, 1))."
-            )
+        Y = _check_target_embeddings(y)
         check_consistent_length(X, Y)
         sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+        Xc, Yc, x_mean, y_mean = self._centred_weighted(X, Y, sw, sample_weight is not None)
+        W = self._solve(Xc, Yc)
+        self.coef_ = np.ascontiguousarray(W.T)
+        self.intercept_ = y_mean - x_mean @ W
+        self.n_targets_ = Y.shape[1]
+        if self.alpha == 0 and self.rank_ is not None:
+            _warn_if_underdetermined(self.rank_, Xc, len(X))
+        self.train_mse_ = embedding_mse(Y, self.transform(X))
+        return self
 
-        # centre and weight copies only when needed: X and Y may hold gigabytes
+    def _centred_weighted(self, X, Y, sw, weighted):
+        """``X``, ``Y`` centred (with an intercept) and scaled by ``sqrt(w)``, and their means.
+
+        Copies are made only when needed: ``X`` and ``Y`` may hold gigabytes.
+        """
         Xc, Yc = X, Y
         x_mean, y_mean = np.zeros(X.shape[1]), np.zeros(Y.shape[1])
         if self.fit_intercept:
             x_mean = np.average(X, axis=0, weights=sw)
             y_mean = np.average(Y, axis=0, weights=sw)
             Xc, Yc = X - x_mean, Y - y_mean
-        if sample_weight is not None:
+        if weighted:
             root = np.sqrt(sw)[:, None]
             Xc, Yc = Xc * root, Yc * root
+        return Xc, Yc, x_mean, y_mean
 
+    def _solve(self, Xc, Yc):
+        """The map ``W`` (d_A, d_B) by the chosen solver; sets ``rank_`` and ``singular_values_``."""
         solver = self.solver
         if solver == "auto":
             solver = "lstsq" if self.alpha == 0 else "cholesky"
@@ -202,24 +239,7 @@ class LinearEmbeddingMap(TransformerMixin, RegressorMixin, BaseEstimator):
         else:
             W = _solve_cholesky(Xc, Yc, self.alpha, dual=len(Xc) < Xc.shape[1])
             self.rank_ = self.singular_values_ = None
-
-        self.coef_ = np.ascontiguousarray(W.T)
-        self.intercept_ = y_mean - x_mean @ W
-        self.n_targets_ = Y.shape[1]
-        if self.alpha == 0 and self.rank_ is not None:
-            # all-zero columns (dead ReLU units) lower the rank harmlessly: they get zero weight
-            n_live = int(np.count_nonzero(np.any(Xc != 0, axis=0)))
-            if self.rank_ < n_live:
-                warnings.warn(
-                    f"The source embeddings have rank {self.rank_} < {n_live} non-zero columns "
-                    f"({len(X)} rows): the minimum-norm least-squares map is underdetermined and "
-                    "(nearly) interpolates its training rows, which generalises poorly. Use more "
-                    "rows or alpha > 0.",
-                    UserWarning,
-                    stacklevel=3,
-                )
-        self.train_mse_ = embedding_mse(Y, self.transform(X))
-        return self
+        return W
 
     def transform(self, X):
         """Map source embeddings into the target space.

@@ -5,8 +5,14 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.frozen import FrozenEstimator
 from sklearn.linear_model import LogisticRegression
 from sklearn.neural_network import MLPClassifier
+from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNetClassifier
 
 from geolearn.datasets import make_circle_points
@@ -174,3 +180,120 @@ def test_images_are_folded_for_the_model(rings):
                            intrinsic_dim=1, **FAST).fit(X.reshape(-1, 1, 2, 1), y)
     res = attack.generate(np.array([[-0.5, 0.87]]), y=[0])
     assert res.success[0] and res.X_adv.shape == (1, 2)
+
+
+def _mixed_state_net():
+    """The cut net behind dropout, with mixed train/eval modes and requires_grad flags."""
+    net = torch.nn.Sequential(torch.nn.Dropout(0.5), _cut_net(), torch.nn.Dropout(0.5))
+    net.train()
+    net[1].eval()
+    net[2].eval()  # the root and the first dropout train, the rest evaluates
+    net[1].weight.requires_grad_(False)  # the weight frozen by the user, the bias trainable
+    return net
+
+
+def test_generate_leaves_every_mode_and_gradient_flag_as_it_was(rings, starts):
+    """Regression (#14): the attack freezes the model through ModelAdapter.frozen(): eval mode
+    and no parameter gradients while it runs, each submodule and parameter restored after."""
+    X, y, _ = rings
+    net = _mixed_state_net()
+    modes = [m.training for m in net.modules()]
+    flags = [p.requires_grad for p in net.parameters()]
+    attack = OnManifoldPGD(net, tangent="jacobian", intrinsic_dim=1, **FAST).fit(X, y)
+    res = attack.generate(starts, y=np.zeros(4, int))
+    assert [m.training for m in net.modules()] == modes == [True, True, False, False]
+    assert [p.requires_grad for p in net.parameters()] == flags == [False, True]
+    assert all(p.grad is None for p in net.parameters())  # only input gradients were taken
+    # dropout was off during the attack: the result is that of the cut net alone
+    ref = OnManifoldPGD(_cut_net(), tangent="jacobian", intrinsic_dim=1, **FAST).fit(X, y)
+    expected = ref.generate(starts, y=np.zeros(4, int))
+    for key in ("X_adv", "success", "n_steps", "step_size", "tangent_fraction"):
+        np.testing.assert_array_equal(res[key], expected[key])
+
+
+_FITTED = {}
+
+
+@settings(max_examples=12, deadline=None)
+@given(modes=st.lists(st.booleans(), min_size=4, max_size=4),
+       flags=st.lists(st.booleans(), min_size=2, max_size=2),
+       rows=st.integers(1, 4), pullback=st.booleans())
+def test_any_mixed_state_is_restored_property(rings, starts, modes, flags, rows, pullback):
+    """Whatever the modes and flags, generate leaves them as they were (and never fills .grad)."""
+    if "attack" not in _FITTED:
+        X, y, _ = rings
+        _FITTED["attack"] = OnManifoldPGD(_mixed_state_net(), tangent="jacobian",
+                                          intrinsic_dim=1, max_iter=10, **FAST).fit(X, y)
+    attack = _FITTED["attack"].set_params(direction="pullback" if pullback else "tangent")
+    net = attack.estimator
+    for m, training in zip(net.modules(), modes):
+        m.training = training
+    for p, flag in zip(net.parameters(), flags):
+        p.requires_grad_(flag)
+    attack.generate(starts[:rows], y=np.zeros(rows, int))
+    assert [m.training for m in net.modules()] == modes
+    assert [p.requires_grad for p in net.parameters()] == flags
+    assert all(p.grad is None for p in net.parameters())
+
+
+@pytest.mark.parametrize("fail_at_call", [1, 2])
+def test_an_error_inside_the_attack_restores_the_model(rings, starts, fail_at_call):
+    """A model that raises (in a prediction, or in a gradient step) is still restored."""
+    X, y, _ = rings
+    net = _mixed_state_net()
+    attack = OnManifoldPGD(net, tangent="jacobian", intrinsic_dim=1, **FAST).fit(X, y)
+    calls = []
+
+    def explode(module, inputs, output):
+        calls.append(torch.is_grad_enabled())
+        if len(calls) == fail_at_call:
+            raise RuntimeError("boom")
+
+    net[1].register_forward_hook(explode)
+    with pytest.raises(RuntimeError, match="boom"):
+        attack.generate(starts, y=np.zeros(4, int))
+    assert calls[-1] == (fail_at_call == 2)  # a prediction first, then a gradient step
+    assert [m.training for m in net.modules()] == [True, True, False, False]
+    assert [p.requires_grad for p in net.parameters()] == [False, True]
+
+
+def test_an_unfitted_estimator_is_fitted_by_fit(rings, starts):
+    """Regression (#14): the fitting policy of geolearn.models.fit_or_use. An unfitted
+    classifier is cloned and fitted on X, y (it used to raise NotFittedError); the given
+    estimator stays unfitted."""
+    X, y, _ = rings
+    mlp = MLPClassifier((8,), max_iter=300, random_state=0)
+    attack = OnManifoldPGD(mlp, loss="nll", tangent="jacobian", intrinsic_dim=1, max_iter=10,
+                           **FAST)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the MLP's convergence warning
+        attack.fit(X, y)
+    with pytest.raises(NotFittedError):
+        check_is_fitted(mlp)
+    assert attack.estimator_ is not mlp and attack.model_.estimator is attack.estimator_
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = clone(mlp).fit(X.astype(np.float32), y)
+    np.testing.assert_array_equal(attack.estimator_.coefs_[0], expected.coefs_[0])
+    res = attack.generate(starts, y=[0, 0, 0, 0])
+    np.testing.assert_array_equal(res.y_pred, attack.estimator_.predict(res.X_adv))
+
+
+def test_an_unfitted_skorch_net_is_fitted_and_a_frozen_estimator_used_as_is(rings, starts):
+    X, y, _ = rings
+    net = NeuralNetClassifier(_cut_net, max_epochs=2, train_split=None, verbose=0,
+                              criterion=torch.nn.CrossEntropyLoss)
+    attack = OnManifoldPGD(net, tangent="jacobian", intrinsic_dim=1, **FAST).fit(X, y)
+    assert not getattr(net, "initialized_", False) and attack.estimator_.initialized_
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mlp = MLPClassifier((8,), max_iter=200, random_state=0).fit(X, (X[:, 0] > 0.5))
+    frozen = FrozenEstimator(mlp)
+    attack = OnManifoldPGD(frozen, loss="nll", tangent="jacobian", intrinsic_dim=1,
+                           max_iter=10, **FAST)
+    fitted = clone(attack).fit(X, y)  # FrozenEstimator survives clone: never refitted
+    assert fitted.estimator_ is frozen and fitted.model_.estimator is mlp
+    attack.fit(X, y)
+    assert attack.estimator_ is frozen and attack.model_.estimator is mlp
+    res = attack.generate(starts[:2], y=[0, 0])
+    np.testing.assert_array_equal(res.y_pred, mlp.predict(res.X_adv))

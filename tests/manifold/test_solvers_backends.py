@@ -5,6 +5,7 @@ import sys
 
 import numpy as np
 import pytest
+import torch
 from sklearn.neighbors import NearestNeighbors
 
 from geolearn.datasets import make_circle_points, make_torus_points
@@ -77,9 +78,11 @@ def _kernel_of(cidm):
 
 def test_lobpcg_runs_torch_on_a_cuda_device_and_scipy_on_the_cpu(monkeypatch):
     """Routing of eigen_solver="lobpcg": torch.lobpcg only where device resolves to CUDA.
-    The torch path is replaced by a spy, so the test runs without a GPU."""
+    The torch path is replaced by a spy and CUDA is made to look available, so the test runs
+    without a GPU."""
     import geolearn.manifold._kernel as kernel
 
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     calls = []
 
     def spy(A, X0, tol, device):
@@ -172,3 +175,34 @@ def test_verbose_reports_stages(torus, capsys):
         assert stage in out
     CIDM(n_eigenpairs=5, n_neighbors=40).fit(torus)
     assert capsys.readouterr().out == ""
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+@pytest.mark.parametrize("device", ["cuda", "cuda:0", torch.device("cuda")])
+def test_lobpcg_on_cuda_without_cuda_is_a_clear_error_before_any_work(device, monkeypatch):
+    """Regression (#14): CIDM(eigen_solver="lobpcg", device="cuda") on a CPU-only torch raised
+    a raw AssertionError from torch after the whole kernel was built; now a ValueError that
+    names the parameter, raised before the neighbour search."""
+    import geolearn.manifold._cidm as cidm_module
+
+    def too_late(*args, **kwargs):
+        raise AssertionError("the device must be checked before the neighbour search")
+
+    monkeypatch.setattr(cidm_module, "make_neighbors", too_late)
+    cidm = CIDM(n_eigenpairs=5, n_neighbors=20, eigen_solver="lobpcg", device=device)
+    with pytest.raises(ValueError, match="device=.*CUDA is not available"):
+        cidm.fit(make_torus_points(200, random_state=0))
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+def test_the_device_matters_only_where_it_is_used():
+    """Other solvers never touch the device at fit; to_torch resolves it with the same error."""
+    torus = make_torus_points(200, random_state=0)
+    cidm = CIDM(n_eigenpairs=5, n_neighbors=20, eigen_solver="arpack", device="cuda",
+                random_state=0).fit(torus)
+    with pytest.raises(ValueError, match="CUDA is not available"):
+        cidm.to_torch()
+    n = torus.shape[1]
+    assert cidm.to_torch(device="cpu")(torch.zeros(1, n)).shape == (1, n)
+    with pytest.raises(ValueError, match="device must be"):
+        CIDM(n_eigenpairs=5, eigen_solver="lobpcg", device="gpu please").fit(torus)

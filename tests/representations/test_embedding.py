@@ -54,6 +54,27 @@ def test_model_state_and_modes_are_unchanged():
         assert torch.equal(v, before[k])
 
 
+def test_mixed_modes_and_gradient_flags_are_restored_and_frozen_meanwhile():
+    """Regression (#14): embeddings are read inside ModelAdapter.frozen(): eval mode and no
+    parameter gradients meanwhile, each submodule's mode and each parameter's requires_grad
+    restored after, even when mixed."""
+    net = cnn().train()
+    net[3].eval()
+    net[3].weight.requires_grad_(False)
+    modes = [m.training for m in net.modules()]
+    flags = [p.requires_grad for p in net.parameters()]
+    seen = []
+    net[3].register_forward_hook(
+        lambda mod, inp, out: seen.append((net[5].training, net[0].weight.requires_grad)))
+    emb = TorchEmbedder(net).fit(images())
+    E = emb.transform(images())
+    assert seen and set(seen) == {(False, False)}  # dropout off, no parameter gradients
+    assert [m.training for m in net.modules()] == modes and modes.count(False) == 1
+    assert [p.requires_grad for p in net.parameters()] == flags and flags.count(False) == 1
+    assert all(p.grad is None for p in net.parameters())
+    np.testing.assert_array_equal(E, emb.transform(images()))  # dropout off: deterministic
+
+
 def test_skorch_net():
     from skorch import NeuralNetClassifier
 

@@ -3,6 +3,8 @@
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from torch import nn
 
 from geolearn.adversarial import fgsm
@@ -113,3 +115,72 @@ def test_callable_attack_and_errors():
         cross_model_detection({"a": nets["a"]}, "a", X, y, eps=0.1)
     with pytest.raises(ValueError, match="eps"):
         cross_model_detection(nets, "a", X, y, eps=-0.1)
+
+
+def test_each_network_goes_through_as_model_once(monkeypatch):
+    """Regression (#14): one adapter per network, shared by geolearn's attack and the
+    embeddings (the embedder and the attack used to convert every network again)."""
+    from geolearn.models import ModelAdapter
+
+    built = []
+    init = ModelAdapter.__init__
+
+    def spy(self, **kwargs):
+        built.append(kwargs["estimator"])
+        init(self, **kwargs)
+
+    monkeypatch.setattr(ModelAdapter, "__init__", spy)
+    nets = {"a": tanh_net(0), "b": tanh_net(1), "c": tanh_net(2)}
+    X, y = toy()
+    cross_model_detection(nets, "a", X, y, eps=0.3, attack="pgd",
+                          attack_kwargs={"steps": 2, "random_state": 0}, random_state=0)
+    assert len(built) == 3 and all(any(m is net for m in built) for net in nets.values())
+
+
+def test_a_callable_attack_receives_the_network_and_its_output_is_checked():
+    X, y = toy()
+    nets = {"a": tanh_net(0), "b": tanh_net(1)}
+    received = []
+
+    def attack(net, X, y, eps):
+        received.append(net)
+        return np.clip(X + eps, 0, 1)
+
+    cross_model_detection(nets, "a", X, y, eps=0.2, attack=attack, random_state=0)
+    assert received[0] is nets["a"] and received[1] is nets["b"]
+    with pytest.raises(ValueError, match="shape"):
+        cross_model_detection(nets, "a", X, y, eps=0.0, attack=lambda net, X, y, eps: X[:, :5])
+    with pytest.raises(ValueError, match="NaN"):
+        cross_model_detection(nets, "a", X, y, eps=0.0,
+                              attack=lambda net, X, y, eps: np.full_like(X, np.nan))
+
+
+def test_the_family_branches_on_no_model_type_and_imports_no_private_module():
+    """Regression (#14): only geolearn.models tells model types apart (the detector used to
+    test ``isinstance(..., Pipeline)``)."""
+    import tests.test_architecture as arch
+
+    ours = ("representations", "manifold")
+    assert [f for f in arch._model_type_branches(arch.ROOT) if f.startswith(ours)] == []
+    assert [f for f in arch._private_imports() if f[0].startswith(ours)] == []
+
+
+@settings(max_examples=40, deadline=None)
+@given(counts=st.lists(st.integers(6, 30), min_size=2, max_size=4), seed=st.integers(0, 10**6),
+       map_frac=st.floats(0.2, 0.6))
+def test_split_indices_property(counts, seed, map_frac):
+    """Any feasible split is a seeded partition with every class in every part."""
+    y = np.repeat(np.arange(len(counts)), counts)
+    split = (map_frac, (1 - map_frac) / 2, (1 - map_frac) / 2)
+    try:
+        parts = split_indices(y, split, random_state=seed)
+    except ValueError as exc:
+        assert "fewer than 2 rows of a class" in str(exc)
+        return
+    rows = np.concatenate([parts[k] for k in ("map", "svm", "val")])
+    np.testing.assert_array_equal(np.sort(rows), np.arange(len(y)))
+    for part in parts.values():
+        assert np.all(np.diff(part) > 0)
+        assert np.all(np.bincount(y[part], minlength=len(counts)) >= 2)
+    again = split_indices(y, split, random_state=seed)
+    assert all(np.array_equal(parts[k], again[k]) for k in parts)
