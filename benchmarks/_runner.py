@@ -41,3 +41,28 @@ def header(title):
 
     print(f"# {title}\n# {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"torch {torch.__version__}, threads {torch.get_num_threads()}", flush=True)
+
+
+class contended:
+    """Run a block beside one competing CPU-bound process (a busy loop), as on a shared machine.
+
+    ``with contended(enabled):`` does nothing when ``enabled`` is false, so a benchmark runs the
+    same code idle and contended.
+    """
+
+    def __init__(self, enabled=True):
+        self.enabled = enabled
+        self.proc = None
+
+    def __enter__(self):
+        if self.enabled:
+            import subprocess
+            import sys
+
+            self.proc = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()

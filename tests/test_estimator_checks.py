@@ -13,6 +13,17 @@ from tests.registry import all_registered
 ESTIMATORS = all_registered()
 
 
+def _building_blocks():
+    """Public classes that are parts of estimators, not estimators a user fits on data.
+
+    ``ObjectiveNet`` is the skorch net the torch estimators train with; it needs an
+    objective function and is exercised through every estimator that uses it.
+    """
+    from geolearn.models import ObjectiveNet
+
+    return {ObjectiveNet}
+
+
 def public_estimator_classes():
     """Every BaseEstimator subclass exported in a geolearn subpackage's ``__all__``."""
     found = set()
@@ -32,7 +43,8 @@ def public_estimator_classes():
 
 def test_every_public_estimator_is_registered():
     registered = {type(est) for est in ESTIMATORS}
-    missing = sorted(c.__name__ for c in public_estimator_classes() - registered)
+    missing = sorted(c.__name__
+                     for c in public_estimator_classes() - registered - _building_blocks())
     assert not missing, f"add these to tests/registry/: {missing}"
 
 
