@@ -120,14 +120,16 @@ class SkorchTrainingMixin:
     net_class = NeuralNet
 
     def _set_net_params(self, net_params):
-        """Store skorch's prefixed settings given to ``__init__`` as parameters."""
+        """Store skorch's prefixed settings given to ``__init__`` or ``set_params``.
+
+        Anything else is kept aside and refused by ``fit`` (scikit-learn estimators
+        validate in ``fit``, never in ``__init__`` or ``set_params``).
+        """
         for key, value in net_params.items():
-            if not key.startswith(NET_PARAM_PREFIXES):
-                raise TypeError(
-                    f"{type(self).__name__} got an unexpected keyword argument {key!r}; "
-                    f"besides its parameters it accepts skorch settings starting with "
-                    f"{', '.join(NET_PARAM_PREFIXES)}.")
-            setattr(self, key, value)
+            if key.startswith(NET_PARAM_PREFIXES):
+                setattr(self, key, value)
+            else:
+                self.__dict__.setdefault("_unknown_net_params", {})[key] = value
 
     def get_params(self, deep=True):
         params = super().get_params(deep=deep)
@@ -135,9 +137,22 @@ class SkorchTrainingMixin:
         return params
 
     def set_params(self, **params):
-        net_params = {k: params.pop(k) for k in list(params) if k.startswith(NET_PARAM_PREFIXES)}
+        import inspect
+
+        var_kw = [p.name for p in inspect.signature(type(self)).parameters.values()
+                  if p.kind is p.VAR_KEYWORD]
+        net_params = {k: params.pop(k) for k in list(params)
+                      if k.startswith(NET_PARAM_PREFIXES) or k in var_kw}
         self._set_net_params(net_params)
         return super().set_params(**params) if params else self
+
+    def _check_net_params(self):
+        unknown = getattr(self, "_unknown_net_params", None)
+        if unknown:
+            raise TypeError(
+                f"{type(self).__name__} got unexpected keyword arguments {sorted(unknown)}; "
+                f"besides its parameters it accepts skorch settings starting with "
+                f"{', '.join(NET_PARAM_PREFIXES)}.")
 
     def _net_params(self, prefix=""):
         """The prefixed skorch settings given by the user (those starting with ``prefix``)."""
@@ -172,6 +187,7 @@ class SkorchTrainingMixin:
         -------
         net : the fitted skorch net (also stored as ``net_``)
         """
+        self._check_net_params()
         if self._warm():
             with torch_seed(seed):
                 self.net_.partial_fit(X, y)

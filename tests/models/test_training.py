@@ -67,8 +67,9 @@ def test_prefixed_settings_are_parameters(data):
     est.fit(X, y)
     assert est.module_.body[0].out_features == 5 and est.lr == 0.01
     assert est.net_.optimizer_.param_groups[0]["weight_decay"] == 0.1
-    with pytest.raises(TypeError, match="unexpected keyword argument 'hiden'"):
-        _Regressor(hiden=3)
+    est = _Regressor(hiden=3)  # scikit-learn estimators validate in fit, not in __init__
+    with pytest.raises(TypeError, match="unexpected keyword arguments \\['hiden'\\]"):
+        est.fit(X, y)
 
 
 def test_grid_search_over_a_prefixed_setting(data):
