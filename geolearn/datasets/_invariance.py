@@ -47,36 +47,51 @@ def make_transforming_mnist(*, source="digits", group="rot4", image_size=None,
     >>> X.shape, sorted(set(y.tolist())) == list(range(9))
     ((1617, 1, 12, 12), True)
     """
-    if source == "digits":
-        X, y = load_digits_images(return_X_y=True)
-        default = 12
-    elif source == "mnist5k":
-        X, y = load_mnist_5k(return_X_y=True)
-        default = 36
-    else:
-        raise ValueError(f"source must be 'digits' or 'mnist5k'; got {source!r}.")
+    X, y, default = _load_source(source)
     if group not in ("rot4", "xtrans3"):
         raise ValueError(f"group must be 'rot4' or 'xtrans3'; got {group!r}.")
-    side = X.shape[-1]
+    size = _check_image_size(image_size, default, X.shape[-1], group)
+    keep = ~np.isin(y, drop_classes)
+    X, y = X[keep], y[keep]
+    p = (size - X.shape[-1]) // 2
+    X = np.pad(X, ((0, 0), (0, 0), (p, p), (p, p)))
+    order = 4 if group == "rot4" else 3
+    element = check_random_state(random_state).randint(order, size=len(X)) if transform \
+        else np.zeros(len(X), dtype=int)
+    X = np.ascontiguousarray(_move(X, element, group, order), dtype=np.float32)
+    if return_X_y:
+        return X, y
+    return Bunch(data=X, target=y, element=element, image_shape=X.shape[1:],
+                 DESCR=f"Transforming-MNIST ({source}, {group}, {size}x{size}).")
+
+
+def _load_source(source):
+    """``(X, y, default padded side)`` of the source images."""
+    if source == "digits":
+        X, y = load_digits_images(return_X_y=True)
+        return X, y, 12
+    if source == "mnist5k":
+        X, y = load_mnist_5k(return_X_y=True)
+        return X, y, 36
+    raise ValueError(f"source must be 'digits' or 'mnist5k'; got {source!r}.")
+
+
+def _check_image_size(image_size, default, side, group):
+    """The padded side: ``image_size`` (or ``default``), checked against ``side`` and ``group``."""
     size = default if image_size is None else image_size
     if not isinstance(size, (int, np.integer)) or size < side or (size - side) % 2:
         raise ValueError(f"image_size must be an integer >= {side} with image_size - {side} even;"
                          f" got {image_size!r}.")
     if group == "xtrans3" and size % 3:
         raise ValueError(f"group='xtrans3' needs image_size divisible by 3; got {size}.")
-    keep = ~np.isin(y, drop_classes)
-    X, y = X[keep], y[keep]
-    p = (size - side) // 2
-    X = np.pad(X, ((0, 0), (0, 0), (p, p), (p, p)))
-    order = 4 if group == "rot4" else 3
-    element = check_random_state(random_state).randint(order, size=len(X)) if transform \
-        else np.zeros(len(X), dtype=int)
+    return size
+
+
+def _move(X, element, group, order):
+    """Image ``i`` moved by group element ``element[i]`` (in place; rotations or x-shifts)."""
+    size = X.shape[-1]
     for k in range(1, order):
         sel = element == k
         X[sel] = (np.rot90(X[sel], k, axes=(-2, -1)) if group == "rot4"
                   else np.roll(X[sel], k * size // 3, axis=-1))
-    X = np.ascontiguousarray(X, dtype=np.float32)
-    if return_X_y:
-        return X, y
-    return Bunch(data=X, target=y, element=element, image_shape=X.shape[1:],
-                 DESCR=f"Transforming-MNIST ({source}, {group}, {size}x{size}).")
+    return X

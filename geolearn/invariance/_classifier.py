@@ -1,7 +1,7 @@
 """InvariantClassifier: data augmentation, invariance regularisation and weight-tying (DA/IR/WT)."""
 
 import copy
-from collections import OrderedDict
+import functools
 from numbers import Integral, Real
 
 import numpy as np
@@ -22,18 +22,18 @@ from sklearn.utils.validation import (
 )
 from torch import nn
 
-from .._utils import check_image_shape, check_images, resolve_device, torch_seed
-from ..models import as_model
+from .._utils import check_image_shape, check_images
+from ..models import SkorchTrainingMixin, as_model
 from . import metrics
 from ._groups import FiniteGroup, resolve_group
-from ._nets import InvarianceNet, RestoreBest, Standardize, build_mlp
+from ._nets import InvarianceNet, RestoreBest, build_invariant_module
 
 # samples per forward/backward pass of the metrics (inference needs no mini-batch noise)
 _METRIC_BATCH = 1024
 _OPTIMIZERS = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW, "sgd": torch.optim.SGD}
 
 
-class InvariantClassifier(ClassifierMixin, BaseEstimator):
+class InvariantClassifier(SkorchTrainingMixin, ClassifierMixin, BaseEstimator):
     """An MLP image classifier made invariant to a finite group: by DA, IR or weight-tying.
 
     The three routes of "On genuine invariance learning without weight-tying"
@@ -46,11 +46,14 @@ class InvariantClassifier(ClassifierMixin, BaseEstimator):
     - WT (weight-tying): ``weight_tying=True, nu=0`` -- the first layer is
       ``max_{g in G} w_j . vec(g x) + b_j``, so the network is exactly invariant.
 
-    Training runs through a skorch ``NeuralNetClassifier`` (``net_``, with its
-    ``history``). Inputs are normalised inside the network by one scalar mean
-    and std, which commutes with the group: never put a per-feature scaler, PCA
-    or feature selection before this estimator in a Pipeline, it would break
-    the group action.
+    Training runs through skorch (:attr:`net_class`, an ``InvarianceNet``, a
+    ``NeuralNetClassifier``; fitted as ``net_`` with its ``history``), so skorch
+    callbacks, ``warm_start`` and prefixed settings (``module__*``,
+    ``optimizer__*``, ``iterator_train__*``, ...) work as in every geolearn
+    torch estimator (:class:`geolearn.models.SkorchTrainingMixin`). Inputs are
+    normalised inside the network by one scalar mean and std, which commutes
+    with the group: never put a per-feature scaler, PCA or feature selection
+    before this estimator in a Pipeline, it would break the group action.
 
     Parameters
     ----------
@@ -81,9 +84,10 @@ class InvariantClassifier(ClassifierMixin, BaseEstimator):
         The paper's MLP (233k parameters on 36x36 images with 9 classes).
     activation : {"relu", "tanh", "gelu"}, default="relu"
     module : torch.nn.Module class or instance, default=None
-        Replaces the built-in MLP: a class is called with ``n_classes=``, an
-        instance is deep-copied; it maps ``(N, C, H, W)`` float32 (normalised)
-        to logits. DA and IR work with any module; WT needs the built-in MLP.
+        Replaces the built-in MLP: a class is called with ``n_classes=`` and
+        the ``module__*`` settings, an instance is deep-copied; it maps
+        ``(N, C, H, W)`` float32 (normalised) to logits. DA and IR work with
+        any module; WT needs the built-in MLP.
     max_epochs : int, default=300
     batch_size : int, default=512
     lr : float, default=8e-4
@@ -115,6 +119,19 @@ class InvariantClassifier(ClassifierMixin, BaseEstimator):
     saliency_padding : {"auto", "zeros", "circular", "circular_x"}, default="auto"
     verbose : int, default=0
         1 prints skorch's epoch table, 2 adds a progress bar per epoch.
+    callbacks : list of skorch callbacks or (name, callback) pairs, default=None
+        Added to the net's own (e.g. ``EarlyStopping``, ``LRScheduler``,
+        ``Checkpoint``).
+    warm_start : bool, default=False
+        A second ``fit`` continues training the fitted net (same classes,
+        image shape, group and normalisation ``mean_``/``std_``) for
+        ``max_epochs`` more epochs instead of starting again.
+    **net_params
+        skorch settings with a prefix: ``module__*`` (passed to a ``module``
+        class), ``optimizer__*`` (e.g. ``optimizer__momentum``; overrides
+        ``weight_decay``), ``iterator_train__*``, ``criterion__*``,
+        ``callbacks__*``, ...; seen by ``get_params``, ``set_params`` and
+        ``GridSearchCV``.
 
     Attributes
     ----------
@@ -122,6 +139,7 @@ class InvariantClassifier(ClassifierMixin, BaseEstimator):
         The fitted skorch net (``net_.history``).
     module_ : torch.nn.Module
         ``net_.module_``: raw images -> logits (normalisation included).
+    device_ : torch.device
     classes_ : ndarray of shape (n_classes,)
     n_features_in_ : int
     feature_names_in_ : ndarray, only for DataFrame input
@@ -160,7 +178,7 @@ class InvariantClassifier(ClassifierMixin, BaseEstimator):
         "reg_elements": [StrOptions({"all"}), Interval(Integral, 1, None, closed="left")],
         "hidden_layer_sizes": [tuple, list],
         "activation": [StrOptions({"relu", "tanh", "gelu"})],
-        "module": [None, type, nn.Module],
+        "module": [None, callable],
         "max_epochs": [Interval(Integral, 1, None, closed="left")],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
         "lr": [Interval(Real, 0, None, closed="neither")],
@@ -179,6 +197,18 @@ class InvariantClassifier(ClassifierMixin, BaseEstimator):
         "saliency_kernel_size": [Interval(Integral, 1, None, closed="left")],
         "saliency_padding": [StrOptions({"auto", "zeros", "circular", "circular_x"})],
         "verbose": ["verbose"],
+        "callbacks": [list, None],
+        "warm_start": ["boolean"],
+    }
+
+    net_class = InvarianceNet
+
+    _expected_failed_checks = {  # noqa: RUF012
+        "check_do_not_raise_errors_in_init_or_set_params": (
+            "the check passes the **net_params catch-all itself as a keyword `net_params=`; "
+            "as skorch's NeuralNet does, a keyword that is no skorch setting (module__*, "
+            "optimizer__*, ...) is refused at once with a TypeError naming it. Every named "
+            "parameter is stored unchecked (a unit test sets them all to junk)"),
     }
 
     def __init__(self, group="rot4", image_shape=None, *, weight_tying=False, group_pool="max",
@@ -188,7 +218,8 @@ class InvariantClassifier(ClassifierMixin, BaseEstimator):
                  normalize="global", validation_fraction=None, select_best="valid_acc",
                  device="auto", random_state=None, saliency_target="label", ig_steps=50,
                  ig_baseline="zeros", saliency_threshold=0.9, saliency_sigma=1.0,
-                 saliency_kernel_size=3, saliency_padding="auto", verbose=0):
+                 saliency_kernel_size=3, saliency_padding="auto", verbose=0, callbacks=None,
+                 warm_start=False, **net_params):
         self.group = group
         self.image_shape = image_shape
         self.weight_tying = weight_tying
@@ -218,6 +249,9 @@ class InvariantClassifier(ClassifierMixin, BaseEstimator):
         self.saliency_kernel_size = saliency_kernel_size
         self.saliency_padding = saliency_padding
         self.verbose = verbose
+        self.callbacks = callbacks
+        self.warm_start = warm_start
+        self._set_net_params(net_params)
 
     # -- validation -------------------------------------------------------------------------
 
@@ -265,34 +299,104 @@ class InvariantClassifier(ClassifierMixin, BaseEstimator):
         if self.weight_tying and self.module is not None:
             raise ValueError("weight_tying=True is defined for the built-in MLP only; set "
                              "module=None or weight_tying=False.")
+        module_params = self._net_params("module__")
+        if module_params and not isinstance(self.module, type):
+            what = ("None (the built-in MLP: set hidden_layer_sizes and activation instead)"
+                    if self.module is None else "an instance (set its attributes before fit)")
+            raise ValueError(f"module__* settings ({', '.join(module_params)}) are passed to a "
+                             f"module class, but module is {what}.")
         if self.nu > 0 and group.order == 1:
             raise ValueError(f"nu={self.nu} > 0 needs a group with more than the identity; "
                              f"{group!r} has order 1.")
         if self.reg_elements != "all" and self.reg_elements > group.order - 1:
             raise ValueError(f"reg_elements={self.reg_elements} exceeds the {group.order - 1} "
                              "non-identity elements of the group.")
-        device = resolve_device(self.device)
-        if device.type == "cuda" and not torch.cuda.is_available():
-            raise ValueError(f"device={self.device!r} but CUDA is not available; use 'auto' "
-                             "or 'cpu'.")
-        return device
 
-    def _build_module(self, n_classes):
-        if self.module is None:
-            body = build_mlp(self.image_shape_, n_classes, tuple(self.hidden_layer_sizes),
-                             self.activation, self.group_, self.weight_tying, self.group_pool)
-        elif isinstance(self.module, nn.Module):
-            body = copy.deepcopy(self.module)
+    def _encode_labels(self, y, images, *, reset):
+        """``y`` as int64 indices into ``classes_`` (found when ``reset``, else checked)."""
+        y = column_or_1d(y, warn=True)
+        check_consistent_length(images, y)
+        check_classification_targets(y)
+        if reset:
+            encoder = LabelEncoder().fit(y)
+            self.classes_ = encoder.classes_
+            if len(self.classes_) < 2:
+                raise ValueError(f"y has {len(self.classes_)} class; {type(self).__name__} "
+                                 "needs at least 2 classes.")
+            return encoder.transform(y).astype(np.int64)
+        unknown = np.setdiff1d(y, self.classes_)
+        if len(unknown):
+            raise ValueError(f"y has labels {unknown} that the first fit did not see; a "
+                             f"warm start continues with classes_ {self.classes_}.")
+        return np.searchsorted(self.classes_, y).astype(np.int64)
+
+    def _fit_data(self, X, y):
+        """Checked images and encoded labels; a cold start also fixes the data's attributes."""
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y "
+                             "is None.")
+        if self._warm():  # the fitted net keeps its classes, group and normalisation
+            images = self._check_X(X)
+            return images, self._encode_labels(y, images, reset=False)
+        images = self._check_X(X, reset=True)
+        y = self._encode_labels(y, images, reset=True)
+        self.group_ = resolve_group(self.group, self.image_shape_)
+        self._check_params(self.group_)
+        if self.normalize == "global":
+            self.mean_ = float(images.mean(dtype=np.float64))
+            std = float(images.std(dtype=np.float64))
+            self.std_ = std if std > 0 else 1.0
         else:
-            body = self.module(n_classes=n_classes)
-        return nn.Sequential(OrderedDict(standardize=Standardize(self.mean_, self.std_),
-                                         model=body))
+            self.mean_, self.std_ = 0.0, 1.0
+        return images, y
+
+    def _module_factory(self):
+        """The net's ``module``: built by skorch at ``initialize()`` with ``module__*``."""
+        mlp = {"image_shape": self.image_shape_,
+               "hidden_layer_sizes": tuple(self.hidden_layer_sizes),
+               "activation": self.activation, "group": self.group_,
+               "weight_tying": self.weight_tying, "group_pool": self.group_pool}
+        return functools.partial(build_invariant_module, module=self.module,
+                                 n_classes=len(self.classes_), mean=self.mean_, std=self.std_,
+                                 mlp=mlp)
+
+    def _seeds(self):
+        """``(torch seed source, split seed)``: one draw of ``random_state`` serves both.
+
+        The training base draws the torch seed from the first; a copy of the
+        generator taken before the draw gives the split the very same seed.
+        """
+        rng = check_random_state(self.random_state)
+        twin = copy.deepcopy(rng)
+        return twin, int(rng.randint(0, 2**31 - 1))
+
+    def _net_settings(self, split_seed):
+        """The :class:`InvarianceNet` arguments of this fit (the user's prefixed ones win)."""
+        callbacks, train_split = [], None
+        if self.validation_fraction is not None:
+            from skorch.dataset import ValidSplit
+
+            train_split = ValidSplit(self.validation_fraction, stratified=True,
+                                     random_state=split_seed)
+            if self.select_best is not None:
+                callbacks.append(("restore_best", RestoreBest(self.select_best)))
+        return {
+            "default_callbacks": callbacks, "train_split": train_split,
+            "criterion": nn.CrossEntropyLoss,
+            "optimizer": _OPTIMIZERS.get(self.optimizer, self.optimizer),
+            "optimizer__weight_decay": self.weight_decay, "iterator_train__shuffle": True,
+            "group": self.group_, "augment": self.augment, "nu": self.nu,
+            "invariance_loss": self.invariance_loss, "reg_elements": self.reg_elements,
+        }
 
     # -- fitting ----------------------------------------------------------------------------
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Train the network on images ``X`` and labels ``y``.
+
+        With ``warm_start=True`` and a fitted net, training continues for
+        ``max_epochs`` more epochs.
 
         Parameters
         ----------
@@ -303,52 +407,10 @@ class InvariantClassifier(ClassifierMixin, BaseEstimator):
         -------
         self : InvariantClassifier
         """
-        if y is None:
-            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y "
-                             "is None.")
-        images = self._check_X(X, reset=True)
-        y = column_or_1d(y, warn=True)
-        check_consistent_length(images, y)
-        check_classification_targets(y)
-        encoder = LabelEncoder().fit(y)
-        self.classes_ = encoder.classes_
-        if len(self.classes_) < 2:
-            raise ValueError(f"y has {len(self.classes_)} class; {type(self).__name__} needs "
-                             "at least 2 classes.")
-        self.group_ = resolve_group(self.group, self.image_shape_)
-        device = self._check_params(self.group_)
-        if self.normalize == "global":
-            self.mean_ = float(images.mean(dtype=np.float64))
-            std = float(images.std(dtype=np.float64))
-            self.std_ = std if std > 0 else 1.0
-        else:
-            self.mean_, self.std_ = 0.0, 1.0
-        optimizer = _OPTIMIZERS.get(self.optimizer, self.optimizer)
-        with torch_seed(self.random_state) as seed:
-            module = self._build_module(len(self.classes_))
-            callbacks, train_split = [], None
-            if self.validation_fraction is not None:
-                from skorch.dataset import ValidSplit
-
-                train_split = ValidSplit(self.validation_fraction, stratified=True,
-                                         random_state=seed)
-                if self.select_best is not None:
-                    callbacks.append(("restore_best", RestoreBest(self.select_best)))
-            if self.verbose >= 2:
-                from skorch.callbacks import ProgressBar
-
-                callbacks.append(("progress", ProgressBar()))
-            self.net_ = InvarianceNet(
-                module=module, criterion=nn.CrossEntropyLoss, optimizer=optimizer, lr=self.lr,
-                optimizer__weight_decay=self.weight_decay, batch_size=self.batch_size,
-                max_epochs=self.max_epochs, iterator_train__shuffle=True,
-                train_split=train_split, callbacks=callbacks, device=device,
-                verbose=int(self.verbose >= 1), group=self.group_, augment=self.augment,
-                nu=self.nu, invariance_loss=self.invariance_loss,
-                reg_elements=self.reg_elements,
-            )
-            self.net_.fit(images, encoder.transform(y).astype(np.int64))
-        self.module_ = self.net_.module_
+        images, y = self._fit_data(X, y)
+        seed, split_seed = self._seeds()
+        self._fit_net(self._module_factory(), images, y, seed=seed, max_epochs=self.max_epochs,
+                      **self._net_settings(split_seed))
         self.n_params_ = sum(p.numel() for p in self.module_.parameters() if p.requires_grad)
         return self
 
@@ -356,7 +418,7 @@ class InvariantClassifier(ClassifierMixin, BaseEstimator):
 
     def _logits(self, X):
         images = self._check_X(X)
-        return as_model(self.net_).forward(images, batch_size=_METRIC_BATCH)
+        return as_model(self).forward(images, batch_size=_METRIC_BATCH)
 
     def decision_function(self, X):
         """Logits ``f(x)``; for two classes the log-odds ``f_1 - f_0``, shape (n,)."""
@@ -421,10 +483,8 @@ class InvariantClassifier(ClassifierMixin, BaseEstimator):
     def saliency_maps(self, X, y=None):
         """The paper's saliency maps ``m_f(x)``, shape (n, H, W)."""
         images = self._check_X(X)
-        if self.saliency_target == "label" and y is not None:
-            target = metrics._target_indices(self, y, len(images))
-        else:
-            target = self._logits(images).argmax(1)
+        target = metrics._saliency_targets(self, as_model(self, batch_size=_METRIC_BATCH),
+                                           images, y, self.saliency_target)
         return metrics.saliency_map(self, images, target, padding=self._padding(),
                                     **self._saliency_kw())
 

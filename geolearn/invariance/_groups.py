@@ -179,6 +179,20 @@ class FiniteGroup:
             raise TypeError("group elements must be callables mapping (N, C, H, W) tensors.")
         gen = torch.Generator().manual_seed(random_state)
         x0 = torch.randn((1, *image_shape), generator=gen, dtype=torch.float64)
+        images = self._orbit(x0)
+        tol = 1e-6 * float(x0.norm())
+        identity = _index_of(images, x0, tol)
+        if identity is None:
+            raise ValueError(f"group {self!r} has no identity element: include lambda x: x.")
+        inverses = self._check_inverses(images, x0, tol)
+        if check_group:
+            self._check_closure(images, tol)
+        checked = FiniteGroup(self.transforms, inverses, name=self.name)
+        checked.identity_index = identity
+        return checked
+
+    def _orbit(self, x0):
+        """Every element applied to the probe ``x0``, in float64; checks shapes and norms."""
         norm = float(x0.norm())
         images = []
         for i, t in enumerate(self.transforms):
@@ -196,48 +210,48 @@ class FiniteGroup:
                 "models and Proposition 3.1 does not apply.",
                 UserWarning,
             )
+        return images
 
-        def find(y):
-            for j, g in enumerate(images):
-                if float((g - y).norm()) <= 1e-6 * norm:
-                    return j
-            return None
-
-        identity = find(x0)
-        if identity is None:
-            raise ValueError(f"group {self!r} has no identity element: include lambda x: x.")
-        inverses = self.inverses
-        if inverses is None:
+    def _check_inverses(self, images, x0, tol):
+        """The given inverses checked on the probe, or each element's inverse found."""
+        if self.inverses is None:
             inverses = []
             for i, t in enumerate(self.transforms):
                 j = next((j for j, s in enumerate(self.transforms)
-                          if float((torch.as_tensor(s(images[i])) - x0).norm()) <= 1e-6 * norm),
-                         None)
+                          if float((torch.as_tensor(s(images[i])) - x0).norm()) <= tol), None)
                 if j is None:
                     raise ValueError(
                         f"group element {i} ({t!r}) has no inverse among the elements: the "
                         "list is not closed under composition."
                     )
                 inverses.append(self.transforms[j])
-        elif len(inverses) != self.order:
-            raise ValueError(
-                f"inverses has {len(inverses)} callables but the group has {self.order} elements."
-            )
-        else:
-            for i, inv in enumerate(inverses):
-                if float((torch.as_tensor(inv(images[i])) - x0).norm()) > 1e-6 * norm:
-                    raise ValueError(f"inverses[{i}] does not undo group element {i}.")
-        if check_group:
-            for i, a in enumerate(self.transforms):
-                for j in range(self.order):
-                    if find(torch.as_tensor(a(images[j])).to(torch.float64)) is None:
-                        raise ValueError(
-                            f"group {self!r} is not closed: element {i} composed with element "
-                            f"{j} is not an element."
-                        )
-        checked = FiniteGroup(self.transforms, inverses, name=self.name)
-        checked.identity_index = identity
-        return checked
+            return inverses
+        if len(self.inverses) != self.order:
+            raise ValueError(f"inverses has {len(self.inverses)} callables but the group has "
+                             f"{self.order} elements.")
+        for i, inv in enumerate(self.inverses):
+            if float((torch.as_tensor(inv(images[i])) - x0).norm()) > tol:
+                raise ValueError(f"inverses[{i}] does not undo group element {i}.")
+        return self.inverses
+
+    def _check_closure(self, images, tol):
+        """Raise unless every composition of two elements is an element (on the probe)."""
+        for i, a in enumerate(self.transforms):
+            for j in range(self.order):
+                ab = torch.as_tensor(a(images[j])).to(torch.float64)
+                if _index_of(images, ab, tol) is None:
+                    raise ValueError(
+                        f"group {self!r} is not closed: element {i} composed with element "
+                        f"{j} is not an element."
+                    )
+
+
+def _index_of(images, y, tol):
+    """Index of the first of ``images`` within ``tol`` of ``y`` (Euclidean norm), else None."""
+    for j, g in enumerate(images):
+        if float((g - y).norm()) <= tol:
+            return j
+    return None
 
 
 def resolve_group(group, image_shape, *, check_group=False):

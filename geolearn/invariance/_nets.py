@@ -1,5 +1,6 @@
 """The torch side of InvariantClassifier: the (weight-tied) MLP, the skorch net, a callback."""
 
+import copy
 from collections import OrderedDict
 
 import torch
@@ -63,6 +64,23 @@ def build_mlp(image_shape, n_classes, hidden_layer_sizes, activation, group=None
         if not last:
             layers[f"act{i}"] = ACTIVATIONS[activation]()
     return nn.Sequential(layers)
+
+
+def build_invariant_module(*, module, n_classes, mean, std, mlp, **module_params):
+    """``Standardize(mean, std)`` followed by the classifier body, as one ``nn.Sequential``.
+
+    The net's ``module`` factory (bound with :func:`functools.partial`), called by
+    skorch at ``initialize()`` with the user's ``module__*`` settings: a class
+    ``module`` is built with ``n_classes=`` and those settings, an instance is
+    deep-copied, and ``None`` builds the MLP of ``build_mlp(**mlp)``.
+    """
+    if module is None:
+        body = build_mlp(n_classes=n_classes, **mlp)
+    elif isinstance(module, type):
+        body = module(n_classes=n_classes, **module_params)
+    else:
+        body = copy.deepcopy(module)
+    return nn.Sequential(OrderedDict(standardize=Standardize(mean, std), model=body))
 
 
 def invariance_error(f0, fg, kind, eps=1e-8):

@@ -15,20 +15,17 @@ def gaussian_kernel(sigma=1.0, kernel_size=3, dtype=torch.float64):
     return g / g.sum()
 
 
-def integrated_gradients_tensor(f, x, target, baseline, steps):
-    """IG of ``f(.)[n, target[n]]`` at ``x`` with the midpoint rule over ``steps`` nodes.
+def integrated_gradients_tensor(input_gradient, x, target, baseline, steps):
+    """IG of the output ``target[n]`` at ``x`` with the midpoint rule over ``steps`` nodes.
 
+    ``input_gradient(x, targets=target)`` is the gradient of the summed target
+    outputs with respect to ``x`` (:meth:`geolearn.models.ModelAdapter.input_gradient`).
     Gradients are accumulated step by step, so memory is that of one batch.
     """
     delta = x - baseline
     total = torch.zeros_like(x)
-    index = target.view(-1, 1)
-    with torch.enable_grad():
-        for k in range(steps):
-            xk = (baseline + (k + 0.5) / steps * delta).detach().requires_grad_(True)
-            out = f(xk).gather(1, index).sum()
-            (grad,) = torch.autograd.grad(out, xk)
-            total += grad
+    for k in range(steps):
+        total += input_gradient(baseline + (k + 0.5) / steps * delta, targets=target)
     return delta * total / steps
 
 

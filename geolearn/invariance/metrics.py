@@ -1,9 +1,10 @@
 """Invariance metrics LI, DI, NLI, SI and the input-Jacobian sensitivity sigma_max.
 
-Every function takes any model :func:`geolearn.models.as_model` understands
-(a torch module, a fitted skorch net, a fitted scikit-learn estimator), an
-estimator wrapping a fitted skorch net as ``net_`` (such as
-:class:`InvariantClassifier`), or a plain callable ``tensor -> logits``.
+Every function takes any model :func:`geolearn.models.as_model` understands:
+a torch module, a fitted skorch net, an estimator that trains a torch module
+(such as :class:`InvariantClassifier`), a fitted scikit-learn estimator, or a
+plain callable ``tensor -> logits``. A black-box estimator is seen through
+the adapter's response (``decision_function``, else centred log-probabilities).
 ``X`` is in the model's input layout: images ``(n, C, H, W)``, or flat rows
 with ``image_shape`` saying how to fold them for the group action.
 """
@@ -13,9 +14,7 @@ import warnings
 
 import numpy as np
 import torch
-from sklearn.base import BaseEstimator
 from sklearn.utils import Bunch, check_array
-from torch import nn
 
 from .._utils import check_images, iter_batches, to_numpy
 from ..models import as_model
@@ -37,25 +36,6 @@ __all__ = [
     "saliency_invariance",
     "saliency_map",
 ]
-
-
-class _Callable(nn.Module):
-    """A plain ``tensor -> logits`` function seen as a module (no parameters)."""
-
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x):
-        return self.fn(x)
-
-
-def _adapter(model, device, batch_size):
-    if isinstance(model, BaseEstimator) and hasattr(model, "net_"):
-        model = model.net_  # an estimator wrapping a fitted skorch net
-    elif callable(model) and not isinstance(model, nn.Module) and not hasattr(model, "fit"):
-        model = _Callable(model)
-    return as_model(model, device=device, batch_size=batch_size)
 
 
 class _Images:
@@ -86,37 +66,37 @@ def _is_checked(group):
     return isinstance(group, FiniteGroup) and group.identity_index is not None
 
 
-def _output_fn(model, adapter, kind):
-    """numpy -> (n, K) float64 logits (``kind="logits"``) or log-probabilities."""
-    if adapter.differentiable:
-        def logits(X):
-            return adapter.forward(X).reshape(len(X), -1).astype(np.float64)
+def _log_proba(outputs):
+    """Log-softmax of float64 outputs; one column is read as binary log-odds ``[0, f]``."""
+    outputs = torch.from_numpy(outputs)
+    if outputs.shape[1] == 1:
+        outputs = torch.cat([torch.zeros_like(outputs), outputs], dim=1)
+    return torch.log_softmax(outputs, dim=1).numpy()
 
-        if kind == "logits":
-            return logits
-        return lambda X: torch.log_softmax(torch.from_numpy(logits(X)), dim=1).numpy()
-    method = "decision_function" if kind == "logits" else "predict_proba"
-    if not hasattr(model, method):
-        raise TypeError(
-            f"{type(model).__name__} is a black box without {method}: "
-            f"{'logit' if kind == 'logits' else 'distribution'} invariance needs it."
-        )
-    fn = getattr(model, method)
-    if kind == "logits":
-        return lambda X: np.asarray(fn(X), dtype=np.float64).reshape(len(X), -1)
-    with np.errstate(divide="ignore"):
-        return lambda X: np.log(np.asarray(fn(X), dtype=np.float64))
+
+def _output_fn(adapter, kind):
+    """numpy -> (n, K) float64 outputs (``kind="logits"``) or log-probabilities.
+
+    A differentiable model gives its logits; a black box the adapter's response
+    (``decision_function``, else the centred log-probabilities, whose softmax is
+    ``predict_proba``).
+    """
+    def outputs(X):
+        out = adapter.forward(X).reshape(len(X), -1).astype(np.float64)
+        return out if kind == "logits" else _log_proba(out)
+
+    return outputs
 
 
 def _orbit_errors(model, X, group, error, kind, image_shape, batch_size, device, reduce):
     if reduce not in ("mean", "none"):
         raise ValueError(f"reduce must be 'mean' or 'none'; got {reduce!r}.")
-    adapter = _adapter(model, device, batch_size)
+    adapter = as_model(model, device=device, batch_size=batch_size)
     data = _Images(X, image_shape)
     group = _resolve(group, data)
     if not group.non_identity:
         raise ValueError(f"{group!r} has only the identity: the invariance error is undefined.")
-    out = _output_fn(model, adapter, kind)
+    out = _output_fn(adapter, kind)
     base = out(data.to_model(data.tensor))
     errors = np.stack([error(base, out(data.to_model(group[k](data.tensor))))
                        for k in group.non_identity], axis=1)
@@ -132,10 +112,12 @@ def logit_invariance(model, X, group, *, reduce="mean", image_shape=None, batch_
     Parameters
     ----------
     model : torch.nn.Module, skorch net, estimator or callable
-        Any model :func:`geolearn.models.as_model` accepts, an estimator with a
-        fitted skorch ``net_`` (e.g. :class:`InvariantClassifier`), or a
-        callable ``tensor -> logits``. Black-box estimators are read through
-        ``decision_function``.
+        Any model :func:`geolearn.models.as_model` accepts (a torch module, a
+        fitted skorch net, an estimator training a torch module such as
+        :class:`InvariantClassifier`, a scikit-learn estimator, or a callable
+        ``tensor -> logits``). Black-box estimators are read through the
+        adapter's "auto" response: ``decision_function``, else the centred
+        log-probabilities ``log p - mean log p``.
     X : array-like of shape (n, C, H, W), (n, H, W) or (n, C*H*W)
         Inputs in the model's layout.
     group : {"rot4", "xtrans3"}, FiniteGroup or list of callables
@@ -199,8 +181,13 @@ def distribution_invariance(model, X, group, *, reduce="mean", image_shape=None,
 
     ``u_x = softmax f(x)`` and ``q_gx = softmax f(gx)``.
 
-    Log-probabilities come from ``log_softmax`` of float64 logits (black boxes:
-    the log of ``predict_proba``). Parameters as :func:`logit_invariance`.
+    Log-probabilities come from ``log_softmax`` of the float64 outputs that
+    :func:`logit_invariance` compares: a black box's ``decision_function``
+    (whose softmax is ``predict_proba`` for a multinomial or binary logistic
+    model), else its centred log-probabilities (whose softmax is
+    ``predict_proba``, clipped at 1e-12). A single output column ``f`` is read
+    as binary log-odds, ``u = softmax([0, f])``, as scikit-learn's binary
+    ``decision_function``. Parameters as :func:`logit_invariance`.
 
     Returns
     -------
@@ -258,15 +245,14 @@ def _target_indices(model, y, n):
 def _ig_images(adapter, data, images, target, baseline, steps, batch_size):
     """IG of the model at ``images`` (tensor (n, C, H, W)), returned as (n, C, H, W)."""
     adapter.require_gradients("integrated gradients")
-    f = adapter.feature_fn(None)
     out = []
     b = baseline.reshape(1, *data.layout) if baseline.ndim else baseline
     b = b.to(adapter.device, adapter.dtype)
-    with adapter.eval_mode():
+    with adapter.frozen():
         for sl in iter_batches(len(images), batch_size):
             x = adapter.to_tensor(data.to_model(images[sl]))
             t = torch.as_tensor(target[sl], device=adapter.device, dtype=torch.long)
-            ig = integrated_gradients_tensor(f, x, t, b, steps)
+            ig = integrated_gradients_tensor(adapter.input_gradient, x, t, b, steps)
             out.append(ig.detach().to("cpu", torch.float64).reshape(len(x), *data.shape))
     return torch.cat(out) if out else torch.empty((0, *data.shape), dtype=torch.float64)
 
@@ -310,7 +296,7 @@ def integrated_gradients(model, X, target, *, steps=50, baseline="zeros", image_
     >>> np.allclose(ig.sum(1), gap, atol=1e-6)  # completeness
     True
     """
-    adapter = _adapter(model, device, batch_size)
+    adapter = as_model(model, device=device, batch_size=batch_size)
     data = _Images(X, image_shape)
     if isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps < 1:
         raise ValueError(f"steps must be a positive integer; got {steps!r}.")
@@ -359,7 +345,7 @@ def saliency_map(model, X, target, *, threshold=0.9, sigma=1.0, kernel_size=3, p
     (2, 6, 6)
     """
     check_saliency_params(threshold, sigma, kernel_size, padding, steps)
-    adapter = _adapter(model, device, batch_size)
+    adapter = as_model(model, device=device, batch_size=batch_size)
     data = _Images(X, image_shape)
     target = np.array(np.broadcast_to(np.asarray(target), (len(data.images),)))
     post = dict(threshold=threshold, sigma=sigma, kernel_size=kernel_size, padding=padding)
@@ -387,13 +373,11 @@ def saliency_invariance(model, X, group, y=None, *, target="label", steps=50, ba
     target : {"label", "pred"}, default="label"
         ``"label"`` uses ``y`` (``"pred"``, the predicted class of ``x``, when
         ``y`` is None).
-    steps, baseline, threshold, sigma, kernel_size
+    steps, baseline, threshold, sigma, kernel_size, image_shape, batch_size, device
         As :func:`saliency_map`.
     padding : {"auto", "zeros", "circular", "circular_x"}, default="auto"
         ``"auto"``: ``"circular_x"`` for ``xtrans3`` (smoothing then commutes
         with the shifts), ``"zeros"`` otherwise.
-    image_shape, batch_size, device
-        As :func:`logit_invariance`.
     return_details : bool, default=False
         Also return the per-pair similarities and the realigned maps.
 
@@ -417,29 +401,58 @@ def saliency_invariance(model, X, group, y=None, *, target="label", steps=50, ba
     >>> 0 <= saliency_invariance(net, X, "rot4", steps=8) <= 1
     True
     """
+    post = {"threshold": threshold, "sigma": sigma, "kernel_size": kernel_size,
+            "padding": padding}
+    adapter, data, group, t, b = _saliency_setup(model, X, group, y, target, baseline, steps,
+                                                 post, image_shape, batch_size, device)
+    maps = _orbit_maps(adapter, data, group, t, b, steps, batch_size, post)
+    si, cos, n_degenerate = _orbit_similarity(maps, group)
+    if return_details:
+        return si, Bunch(SI=si, per_pair=cos, n_degenerate=n_degenerate, maps=maps.numpy(),
+                         group=group)
+    return si
+
+
+def _saliency_targets(model, adapter, images, y, target):
+    """Class index per sample: ``y`` mapped through ``classes_`` for ``target="label"``
+    (when given), else the model's predicted class on ``images`` (model layout)."""
+    if target == "label" and y is not None:
+        return _target_indices(model, y, len(images))
+    return adapter.forward(images).reshape(len(images), -1).argmax(1)
+
+
+def _saliency_setup(model, X, group, y, target, baseline, steps, post, image_shape, batch_size,
+                    device):
+    """Checked inputs of :func:`saliency_invariance`; resolves ``post["padding"]``."""
     if target not in ("label", "pred"):
         raise ValueError(f"saliency_target must be 'label' or 'pred'; got {target!r}.")
-    adapter = _adapter(model, device, batch_size)
+    adapter = as_model(model, device=device, batch_size=batch_size)
     data = _Images(X, image_shape)
     group = _resolve(group, data)
-    if padding == "auto":
-        padding = "circular_x" if group.name == "xtrans3" else "zeros"
-    check_saliency_params(threshold, sigma, kernel_size, padding, steps)
-    n = len(data.images)
-    if target == "label" and y is not None:
-        t = _target_indices(model, y, n)
-    else:
-        t = adapter.forward(data.to_model(data.tensor)).reshape(n, -1).argmax(1)
+    if post["padding"] == "auto":
+        post["padding"] = "circular_x" if group.name == "xtrans3" else "zeros"
+    check_saliency_params(post["threshold"], post["sigma"], post["kernel_size"],
+                          post["padding"], steps)
+    t = _saliency_targets(model, adapter, data.to_model(data.tensor), y, target)
     b = _check_baseline(baseline, data, torch.float64)
     if b.ndim and any(not torch.allclose(group[k](b[None])[0], b) for k in range(group.order)):
         warnings.warn("the baseline is not invariant under the group: SI is not exactly 1 even "
                       "for an exactly invariant model.", UserWarning)
-    post = dict(threshold=threshold, sigma=sigma, kernel_size=kernel_size, padding=padding)
+    return adapter, data, group, t, b
+
+
+def _orbit_maps(adapter, data, group, target, baseline, steps, batch_size, post):
+    """Saliency maps of every ``g x``, realigned by ``g^-1``: (n, |G|, H, W) in x's frame."""
     maps = []
     for k in range(group.order):
-        m = _maps(adapter, data, group[k](data.tensor), t, b, steps, batch_size, post)
+        m = _maps(adapter, data, group[k](data.tensor), target, baseline, steps, batch_size,
+                  post)
         maps.append(torch.as_tensor(group.inverse(k)(m[:, None]))[:, 0])
-    maps = torch.stack(maps, 1)  # (n, |G|, H, W), all in the frame of x
+    return torch.stack(maps, 1)
+
+
+def _orbit_similarity(maps, group):
+    """``(SI, per-pair cosines with nan for degenerate pairs, number of degenerate pairs)``."""
     ref = maps[:, group.identity_index].flatten(1)
     others = maps[:, group.non_identity].flatten(2)
     norm_ref = ref.norm(dim=1, keepdim=True)
@@ -450,13 +463,8 @@ def saliency_invariance(model, X, group, y=None, *, target="label", steps=50, ba
     n_degenerate = int(degenerate.sum())
     if n_degenerate == cos.size:
         warnings.warn("every saliency map pair is degenerate (zero map): SI is nan.", UserWarning)
-        si = float("nan")
-    else:
-        si = float(np.nanmean(cos))
-    if return_details:
-        return si, Bunch(SI=si, per_pair=cos, n_degenerate=n_degenerate, maps=maps.numpy(),
-                         group=group)
-    return si
+        return float("nan"), cos, n_degenerate
+    return float(np.nanmean(cos)), cos, n_degenerate
 
 
 def jacobian_sigma_max(model, X, *, reduce="mean", batch_size=256, device=None):
@@ -493,7 +501,7 @@ def jacobian_sigma_max(model, X, *, reduce="mean", batch_size=256, device=None):
     """
     if reduce not in ("mean", "median", "none"):
         raise ValueError(f"reduce must be 'mean', 'median' or 'none'; got {reduce!r}.")
-    adapter = _adapter(model, device, batch_size)
+    adapter = as_model(model, device=device, batch_size=batch_size)
     adapter.require_gradients("jacobian_sigma_max")
     X = np.ascontiguousarray(check_array(to_numpy(X), dtype=[np.float32, np.float64],
                                          allow_nd=True))

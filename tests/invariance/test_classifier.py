@@ -7,16 +7,23 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
+from sklearn.model_selection import GridSearchCV
+from skorch.callbacks import EarlyStopping
 from torch import nn
 
 from geolearn.datasets import make_transforming_mnist
 from geolearn.invariance import (
+    FiniteGroup,
     InvariantClassifier,
     integrated_gradients,
     make_invariance_scorer,
     saliency_map,
 )
-from tests.helpers import assert_message, check_bad_inputs, check_pipeline_gridsearch_pickle
+from tests.helpers import (
+    assert_message,
+    check_bad_inputs,
+    check_pipeline_gridsearch_pickle,
+)
 
 FAST = dict(hidden_layer_sizes=(16,), max_epochs=3, batch_size=64, device="cpu",
             random_state=0)
@@ -37,10 +44,10 @@ def flip_lr(x):
 
 
 class TinyCNN(nn.Module):
-    def __init__(self, n_classes):
+    def __init__(self, n_classes, channels=4):
         super().__init__()
-        self.conv = nn.Conv2d(1, 4, 3)
-        self.out = nn.Linear(4 * 10 * 10, n_classes)
+        self.conv = nn.Conv2d(1, channels, 3)
+        self.out = nn.Linear(channels * 10 * 10, n_classes)
 
     def forward(self, x):
         return self.out(torch.relu(self.conv(x)).flatten(1))
@@ -279,3 +286,133 @@ def test_non_finite_values_anywhere_are_rejected(data, i, j, value):
     bad[i, j] = value
     with pytest.raises(ValueError, match="NaN|infinity"):
         InvariantClassifier(**FAST).fit(bad.reshape(X.shape), y)
+
+
+# -- the shared skorch training route (issue #14) ----------------------------------------------
+
+
+def test_user_callbacks_run(data):
+    """Regression: ``callbacks`` was not a parameter; EarlyStopping must stop training early."""
+    X, y = data
+    stop = EarlyStopping(monitor="train_loss", patience=1, threshold=1e9)
+    clf = InvariantClassifier(callbacks=[stop], **dict(FAST, max_epochs=30)).fit(X, y)
+    assert len(clf.net_.history) == 2  # no epoch improves by 1e9: stopped after patience
+
+
+def test_warm_start_continues_the_fitted_net(data):
+    """Regression: a second ``fit`` restarted; with ``warm_start`` it continues the same net."""
+    X, y = data
+    cold = InvariantClassifier(**FAST).fit(X, y)
+    first = cold.net_
+    cold.fit(X, y)
+    assert cold.net_ is not first and len(cold.net_.history) == 3
+    warm = InvariantClassifier(warm_start=True, **FAST).fit(X, y)
+    net, module, mean = warm.net_, warm.module_, warm.mean_
+    before = {k: v.clone() for k, v in module.state_dict().items()}
+    warm.fit(X[:120] * 0.5, y[:120])  # other data: the normalisation of the first fit stays
+    assert warm.net_ is net and warm.module_ is module and len(net.history) == 6
+    assert warm.mean_ == mean and float(module.standardize.mean) == pytest.approx(mean)
+    assert not torch.equal(module.state_dict()["model.out.weight"], before["model.out.weight"])
+    with pytest.raises(ValueError, match="first fit did not see"):
+        warm.fit(X[:20], np.where(y[:20] == 0, 42, y[:20]))
+
+
+def test_module_settings_reach_a_module_class(data):
+    """Regression: ``module__*`` settings were refused; they now build the user's module."""
+    X, y = data
+    clf = InvariantClassifier(module=TinyCNN, module__channels=2, **FAST)
+    assert clf.get_params()["module__channels"] == 2
+    clf.fit(X, y)
+    assert clf.module_.model.conv.out_channels == 2
+    assert clone(clf).get_params()["module__channels"] == 2
+    clf.set_params(module__channels=3).fit(X, y)
+    assert clf.module_.model.conv.out_channels == 3
+    for module in (None, TinyCNN(9)):
+        with pytest.raises(ValueError, match="module__channels"):
+            InvariantClassifier(module=module, module__channels=2, **FAST).fit(X, y)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'chanels'"):
+        InvariantClassifier(chanels=2)
+
+
+def test_optimizer_settings_override_the_estimator_defaults(data):
+    X, y = data
+    clf = InvariantClassifier(optimizer="sgd", optimizer__momentum=0.5,
+                              optimizer__weight_decay=0.25, **FAST).fit(X, y)
+    group = clf.net_.optimizer_.param_groups[0]
+    assert (group["momentum"], group["weight_decay"]) == (0.5, 0.25)
+
+
+def test_grid_search_over_prefixed_settings(data):
+    X, y = data
+    clf = InvariantClassifier(module=TinyCNN, **dict(FAST, max_epochs=1))
+    search = GridSearchCV(clf, {"module__channels": [1, 2], "optimizer__weight_decay": [0.0, 0.1]},
+                          cv=2).fit(X, y)
+    assert len(search.cv_results_["params"]) == 4
+    best = search.best_estimator_
+    assert best.module_.model.conv.out_channels == best.module__channels
+    assert best.net_.optimizer_.param_groups[0]["weight_decay"] == best.optimizer__weight_decay
+
+
+def test_clone_and_pickle_keep_settings_and_net(data):
+    X, y = data
+    stop = EarlyStopping(monitor="train_loss", patience=5)
+    clf = InvariantClassifier(module=TinyCNN, module__channels=2, callbacks=[stop],
+                              warm_start=True, **FAST)
+    twin = clone(clf)
+    assert twin.module__channels == 2 and twin.warm_start and twin.callbacks[0] is not stop
+    clf.fit(X, y)
+    loaded = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_array_equal(loaded.predict_proba(X), clf.predict_proba(X))
+    loaded.fit(X, y)  # the unpickled estimator warm-starts its own net
+    assert len(loaded.net_.history) == 6 and len(clf.net_.history) == 3
+
+
+def test_module_is_the_nets_module_and_not_an_attribute(data):
+    """``module_`` is the training base's property (``net_.module_``), never a stale copy."""
+    X, y = data
+    clf = InvariantClassifier(**FAST)
+    assert not hasattr(clf, "module_")
+    clf.fit(X, y)
+    assert "module_" not in vars(clf) and clf.module_ is clf.net_.module_
+
+
+def test_net_class_is_the_extension_point(data):
+    from geolearn.invariance._nets import InvarianceNet
+
+    X, y = data
+    steps = []
+
+    class Counting(InvarianceNet):
+        def train_step_single(self, batch, **kw):
+            steps.append(len(batch[0]))
+            return super().train_step_single(batch, **kw)
+
+    class Custom(InvariantClassifier):
+        net_class = Counting
+
+    Custom(**dict(FAST, max_epochs=1, batch_size=120)).fit(X, y)
+    assert steps == [120, 120]
+
+
+def test_a_module_instance_or_class_is_told_apart_without_isinstance_of_module(data):
+    """A user module class gets ``n_classes``; an instance is deep-copied (no type branch)."""
+    X, y = data
+    group = FiniteGroup([identity, flip_lr], name="flip")
+    a = InvariantClassifier(group=group, module=TinyCNN, **FAST).fit(X, y)
+    b = InvariantClassifier(group=group, module=a.module_.model, **FAST).fit(X, y)
+    assert a.module_.model.out.out_features == 9
+    assert b.module_.model is not a.module_.model
+
+
+def test_named_parameters_are_stored_unchecked_and_unknown_keywords_refused():
+    """What sklearn's init/set_params smoke check asks, for every named parameter (the check
+    itself also passes ``net_params=``, the catch-all of skorch settings: refused by name)."""
+    import inspect
+
+    names = [p for p in inspect.signature(InvariantClassifier).parameters if p != "net_params"]
+    for junk in (-1, 3.0, "helloworld", np.array([1.0, 4.0]), [1], {}, []):
+        clf = InvariantClassifier(**dict.fromkeys(names, junk))
+        clf.set_params(**dict.fromkeys(names, junk))
+        assert all(getattr(clf, n) is junk for n in names)
+    with pytest.raises(TypeError, match="'net_params'"):
+        InvariantClassifier(net_params=1)

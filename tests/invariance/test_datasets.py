@@ -1,5 +1,7 @@
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from geolearn.datasets import load_digits_images, make_transforming_mnist
 
@@ -34,3 +36,20 @@ def test_transforming_mnist_options_and_errors():
         make_transforming_mnist(source="fashion")
     with pytest.raises(ValueError, match="group"):
         make_transforming_mnist(group="rot8")
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.sampled_from(["rot4", "xtrans3"]), st.integers(0, 3))
+def test_undoing_the_recorded_elements_gives_the_padded_digits(seed, group, pad):
+    """Property: moving each image back by the inverse of its ``element`` gives ``transform=False``
+    images, for any seed and any admissible image size."""
+    size = 12 + 6 * pad if group == "xtrans3" else 8 + 2 * pad
+    data = make_transforming_mnist(group=group, image_size=size, random_state=seed)
+    plain = make_transforming_mnist(group=group, image_size=size, transform=False).data
+    back = np.empty_like(data.data)
+    for k in range(4 if group == "rot4" else 3):
+        sel = data.element == k
+        back[sel] = (np.rot90(data.data[sel], -k, axes=(2, 3)) if group == "rot4"
+                     else np.roll(data.data[sel], -k * size // 3, axis=3))
+    np.testing.assert_array_equal(back, plain)
+    assert data.data.shape[1:] == (1, size, size) == data.image_shape

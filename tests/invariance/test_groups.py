@@ -1,6 +1,8 @@
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from geolearn.invariance import FiniteGroup
 from geolearn.invariance._groups import resolve_group
@@ -103,3 +105,31 @@ def test_apply_random_is_per_sample_and_reproducible():
     assert len(set(idx.tolist())) == 4
     gx2, idx2 = G.apply_random(x, torch.Generator().manual_seed(0))
     assert torch.equal(gx, gx2) and torch.equal(idx, idx2)
+
+
+class _Shift:
+    def __init__(self, k):
+        self.k = k
+
+    def __call__(self, x):
+        return torch.roll(x, self.k, dims=-1)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(1, 6), st.integers(1, 3), st.randoms(use_true_random=False))
+def test_check_finds_identity_and_inverses_of_any_listing_of_a_cyclic_group(order, step, rnd):
+    """Property: the elements of x-shifts by multiples of ``step`` on ``order * step`` wide
+    images, listed in any order, give the identity's index, true inverses and closure."""
+    shifts = list(range(order))
+    rnd.shuffle(shifts)
+    G = FiniteGroup([_Shift(k * step) for k in shifts]).check((2, 3, order * step),
+                                                             check_group=True)
+    assert shifts[G.identity_index] == 0
+    x = torch.randn(2, 2, 3, order * step, dtype=torch.float64)
+    for i in range(order):
+        assert torch.equal(G.inverse(i)(G[i](x)), x)
+    assert sorted(G.non_identity) == [i for i in range(order) if shifts[i] != 0]
+    if order > 2:
+        with pytest.raises(ValueError, match="not closed|no inverse"):
+            FiniteGroup([_Shift(k * step) for k in shifts if k != 1]).check(
+                (1, 2, order * step), check_group=True)

@@ -3,8 +3,10 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from sklearn.base import BaseEstimator
+from sklearn.ensemble import RandomForestClassifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.neural_network import MLPClassifier
 from torch import nn
@@ -15,13 +17,14 @@ from geolearn.invariance import (
     jacobian_sigma_max,
     logit_invariance,
     make_invariance_scorer,
+    metrics,
     normalized_logit_invariance,
     refit_best_subject_to,
     saliency_invariance,
     saliency_map,
 )
 from geolearn.invariance._saliency import postprocess_saliency
-from geolearn.models import GradientsUnavailableError
+from geolearn.models import GradientsUnavailableError, ModelAdapter, as_model
 
 
 def small_net(d=36, k=3, seed=0):
@@ -78,7 +81,7 @@ def test_metrics_accept_callables_skorch_and_sklearn_estimators(X):
     sk = NeuralNetClassifier(small_net, max_epochs=1, train_split=None).fit(X, y)
     assert logit_invariance(sk, X, "rot4") == pytest.approx(
         logit_invariance(sk.module_, X, "rot4"), rel=1e-12)
-    # black box: LI through decision_function, DI through predict_proba, SI impossible
+    # black box: LI and DI through decision_function (the "auto" response), SI impossible
     flat = X.reshape(7, -1)
     lr = LogisticRegression().fit(flat, y)
     li = logit_invariance(lr, flat, "rot4", image_shape=(6, 6))
@@ -244,3 +247,121 @@ def test_scorers_and_refit_rule(X):
     assert pick({"mean_test_acc": [0.99, 0.9, 0.95], "mean_test_SI": [0.2, 0.97, 0.96]}) == 2
     with pytest.raises(ValueError, match="no candidate"):
         pick({"mean_test_acc": [0.9], "mean_test_SI": [0.5]})
+
+
+# -- the one door to models (issue #14) -------------------------------------------------------
+
+
+def _rotations(flat, side):
+    images = flat.reshape(len(flat), 1, side, side)
+    return [np.rot90(images, k, axes=(2, 3)).reshape(len(flat), -1) for k in (1, 2, 3)]
+
+
+def _kl_of_proba(p, q):
+    return np.where(p > 0, p * (np.log(p) - np.log(np.clip(q, 1e-12, 1))), 0).sum(1)
+
+
+def test_black_box_without_decision_function_is_seen_through_centred_log_probabilities(X):
+    """Regression: LI needed decision_function (TypeError for a forest); the "auto" response
+    now gives centred log-probabilities, and DI their softmax, i.e. predict_proba."""
+    flat = X.reshape(7, -1).astype(np.float64)
+    y = np.arange(7) % 3
+    forest = RandomForestClassifier(n_estimators=5, random_state=0).fit(flat, y)
+    assert as_model(forest).response == "clr_proba"
+
+    def clr(p):
+        logp = np.log(np.clip(p, 1e-12, 1))
+        return logp - logp.mean(1, keepdims=True)
+
+    p0 = forest.predict_proba(flat)
+    li = [0.5 * ((clr(p0) - clr(forest.predict_proba(r))) ** 2).sum(1) for r in _rotations(flat, 6)]
+    got = logit_invariance(forest, flat, "rot4", image_shape=(6, 6), reduce="none")
+    np.testing.assert_allclose(got, np.stack(li, 1), rtol=1e-12, atol=1e-12)
+    p0 = np.clip(p0, 1e-12, 1)
+    p0 /= p0.sum(1, keepdims=True)
+    di = [_kl_of_proba(p0, forest.predict_proba(r)) for r in _rotations(flat, 6)]
+    got = distribution_invariance(forest, flat, "rot4", image_shape=(6, 6), reduce="none")
+    np.testing.assert_allclose(got, np.stack(di, 1), rtol=1e-9, atol=1e-12)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 2**16), st.sampled_from([2, 3]))
+def test_distribution_invariance_of_a_logistic_black_box_is_the_kl_of_predict_proba(seed, k):
+    """DI applies softmax to the black box's decision_function: for logistic regression that
+    is predict_proba, binary (one decision column = log-odds) and multinomial alike."""
+    rng = np.random.default_rng(seed)
+    flat = rng.normal(size=(12, 16))
+    lr = LogisticRegression().fit(flat, np.arange(12) % k)
+    p0 = lr.predict_proba(flat)
+    expected = np.stack([_kl_of_proba(p0, lr.predict_proba(r)) for r in _rotations(flat, 4)], 1)
+    got = distribution_invariance(lr, flat, "rot4", image_shape=(4, 4), reduce="none")
+    np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-12)
+
+
+def test_single_output_models_are_read_as_binary_log_odds(X):
+    """A one-column output ``f`` is the log-odds of class 1: u = (sigmoid(-f), sigmoid(f))."""
+    net = small_net(k=1)
+    with torch.no_grad():
+        f = net(torch.tensor(X)).double().numpy()[:, 0]
+        fg = net(torch.rot90(torch.tensor(X), 1, dims=(-2, -1))).double().numpy()[:, 0]
+
+    def sig(z):
+        return 1 / (1 + np.exp(-z))
+
+    u, q = np.stack([sig(-f), sig(f)], 1), np.stack([sig(-fg), sig(fg)], 1)
+    got = distribution_invariance(net, X, "rot4", reduce="none")[:, 0]
+    np.testing.assert_allclose(got, (u * (np.log(u) - np.log(q))).sum(1), rtol=1e-9)
+    assert np.all(got > 0)
+
+
+class _ModuleOwner(BaseEstimator):
+    """An estimator exposing a fitted torch ``module_`` (no skorch ``net_``)."""
+
+    def __init__(self, module=None):
+        self.module = module
+
+    def fit(self, X=None, y=None):
+        self.module_ = self.module
+        return self
+
+
+def test_every_model_kind_reaches_the_metrics_through_as_model(X):
+    """Regression: metrics had their own routes (``net_`` special case, a private wrapper of
+    callables); every model now goes through ``as_model`` and gives the same numbers."""
+    net = small_net()
+    ref = {fn: fn(net, X, "rot4") for fn in (logit_invariance, distribution_invariance)}
+    y = np.arange(7) % 3
+    for model in (_ModuleOwner(net).fit(), as_model(net), lambda x: net(x)):
+        for fn, value in ref.items():
+            assert fn(model, X, "rot4") == pytest.approx(value, rel=1e-12)
+        np.testing.assert_allclose(saliency_map(model, X, y, steps=3),
+                                   saliency_map(net, X, y, steps=3), rtol=1e-6, atol=1e-12)
+    assert not hasattr(metrics, "_adapter") and not hasattr(metrics, "_Callable")
+
+
+def test_integrated_gradients_go_through_the_adapter_and_leave_the_model_as_it_was(monkeypatch):
+    """Regression: IG computed input gradients by hand under ``adapter.eval_mode()`` (gone);
+    it now uses ``ModelAdapter.input_gradient`` inside ``frozen()``: dropout is off, no
+    parameter gradient is touched, and each submodule's mode is restored."""
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Flatten(), nn.Linear(36, 8), nn.Dropout(0.5), nn.Tanh(),
+                        nn.Linear(8, 3))
+    net.train()
+    net[2].eval()
+    net[4].weight.requires_grad_(False)
+    X = np.random.default_rng(0).random((5, 1, 6, 6), dtype=np.float32)
+    calls = []
+    original = ModelAdapter.input_gradient
+
+    def spy(self, *args, **kwargs):
+        calls.append(self.module.training)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(ModelAdapter, "input_gradient", spy)
+    a = integrated_gradients(net, X, [0, 1, 2, 0, 1], steps=4, batch_size=2)
+    assert len(calls) == 4 * 3 and not any(calls)  # steps x batches, all in eval mode
+    b = integrated_gradients(net, X, [0, 1, 2, 0, 1], steps=4, batch_size=2)
+    np.testing.assert_array_equal(a, b)  # dropout off: deterministic
+    assert [m.training for m in net] == [True, True, False, True, True]
+    assert [p.requires_grad for p in net.parameters()] == [True, True, False, True]
+    assert all(p.grad is None for p in net.parameters())
