@@ -203,14 +203,6 @@ class InvariantClassifier(SkorchTrainingMixin, ClassifierMixin, BaseEstimator):
 
     net_class = InvarianceNet
 
-    _expected_failed_checks = {  # noqa: RUF012
-        "check_do_not_raise_errors_in_init_or_set_params": (
-            "the check passes the **net_params catch-all itself as a keyword `net_params=`; "
-            "as skorch's NeuralNet does, a keyword that is no skorch setting (module__*, "
-            "optimizer__*, ...) is refused at once with a TypeError naming it. Every named "
-            "parameter is stored unchecked (a unit test sets them all to junk)"),
-    }
-
     def __init__(self, group="rot4", image_shape=None, *, weight_tying=False, group_pool="max",
                  augment=True, nu=0.0, invariance_loss="li", reg_elements="all",
                  hidden_layer_sizes=(128, 128, 128, 128, 128), activation="relu", module=None,
