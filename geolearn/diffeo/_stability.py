@@ -140,85 +140,109 @@ def _summary(R, D, G):
                  D_repeats=D, G_repeats=G, log10_R_std=std)
 
 
+def _reference(X, interp, batches):
+    """The images ``f`` is compared at: ``X``, smoothed for Gaussian interpolation."""
+    if interp != "gaussian":
+        return X
+    # Gaussian interpolation smooths even at T = 0: compare with the smoothed image
+    n = X.shape[-1]
+    return torch.cat([_remap(X[sl], torch.zeros(sl.stop - sl.start, 2, n, n,
+                                                dtype=torch.float64, device=X.device),
+                             "gaussian") for sl in batches])
+
+
+def _outputs(probe, X, batches):
+    """``{layer: f(X)}``, probed batch by batch."""
+    out = {}
+    for sl in batches:
+        for name, F in probe(X[sl]).items():
+            out.setdefault(name, []).append(F)
+    return {name: np.concatenate(parts) for name, parts in out.items()}
+
+
+def _changes(probe, F0, perturbed, per_unit):
+    """``{layer: squared change of f}`` over the ``(slice, images)`` batches of ``perturbed``.
+
+    Rows are per-sample squared norms, or per-unit squares for ``median_per_unit``.
+    """
+    out = {name: [] for name in F0}
+    for sl, X_p in perturbed:
+        for name, F in probe(X_p).items():
+            diff2 = (F - F0[name][sl]) ** 2
+            out[name].append(diff2 if per_unit else diff2.sum(axis=1))
+    return {name: np.concatenate(parts) for name, parts in out.items()}
+
+
+def _deformed(X, x_ref, r, radii, tally, cfg):
+    """Batches ``tau x`` of repeat ``r``; fills ``radii`` with ``|tau x - x|`` and ``tally``."""
+    n = X.shape[-1]
+    for k in range(cfg.n_diffeo):
+        for sl in cfg.batches:
+            z = _normals(cfg.entropy, (0, r, k), sl.start, sl.stop, (2, cfg.c, cfg.c))
+            coeffs = _coefficients(z, cfg.T, cfg.c, device=X.device)
+            fields = _fields_from_coefficients(coeffs, n)
+            tally.non_diffeo += int((_max_xi_from_coefficients(coeffs, n) >= 1).sum())
+            tally.sq_disp += float(fields.square().sum(1).mean((1, 2)).sum())
+            X_tau = _remap(X[sl], fields, cfg.interp)
+            radii[k, sl] = torch.linalg.vector_norm((X_tau - x_ref[sl]).flatten(1),
+                                                    dim=1).cpu().numpy()
+            yield sl, X_tau
+
+
+def _noised(x_ref, r, radii, cfg):
+    """Batches ``x + eta`` of repeat ``r``, ``eta`` isotropic of norm ``radii``."""
+    d = x_ref[0].numel()
+    for k in range(cfg.n_diffeo):
+        for sl in cfg.batches:
+            g = torch.as_tensor(_normals(cfg.entropy, (1, r, k), sl.start, sl.stop, (d,)),
+                                device=x_ref.device)
+            scale = torch.as_tensor(radii[k, sl], device=x_ref.device) / torch.linalg.vector_norm(
+                g, dim=1)
+            yield sl, x_ref[sl] + (scale[:, None] * g).reshape(x_ref[sl].shape)
+
+
 def _stability(probe, X, *, T, c, interp, average, noise_norm, n_diffeo, n_repeats,
                max_pairs, batch_size, entropy):
     """The engine of :class:`DiffeoStability`; ``X`` is a float64 tensor ``(N, C, n, n)``."""
-    N, n = len(X), X.shape[-1]
-    d = X[0].numel()
+    cfg = Bunch(T=T, c=c, interp=interp, n_diffeo=n_diffeo, entropy=entropy,
+                batches=list(iter_batches(len(X), batch_size)))
     per_unit = average == "median_per_unit"
-    batches = list(iter_batches(N, batch_size))
-
-    def sq(F, F0):
-        diff2 = (F - F0) ** 2
-        return diff2 if per_unit else diff2.sum(axis=1)
-
-    if interp == "gaussian":
-        # Gaussian interpolation smooths even at T = 0: compare with the smoothed image
-        x_ref = torch.cat([_remap(X[sl], torch.zeros(sl.stop - sl.start, 2, n, n,
-                                                     dtype=torch.float64, device=X.device),
-                                  "gaussian") for sl in batches])
-    else:
-        x_ref = X
-    F0 = {}
-    for sl in batches:
-        for name, F in probe(x_ref[sl]).items():
-            F0.setdefault(name, []).append(F)
-    F0 = {name: np.concatenate(parts) for name, parts in F0.items()}
+    x_ref = _reference(X, interp, cfg.batches)
+    F0 = _outputs(probe, x_ref, cfg.batches)
     pair_rng = np.random.default_rng([entropy, 2])
     pairs = {name: _average(_pair_sq_distances(F, max_pairs, pair_rng),
                             "mean" if average == "mean" else "median")
              for name, F in F0.items()}
-
     per_repeat = {name: ([], [], []) for name in F0}
-    sum_sq_disp, n_non_diffeo = 0.0, 0
+    tally = Bunch(non_diffeo=0, sq_disp=0.0, n_fields=len(X) * n_diffeo * n_repeats)
     for r in range(n_repeats):
-        radii = np.empty((n_diffeo, N))
-        num = {name: [] for name in F0}
-        for k in range(n_diffeo):
-            for sl in batches:
-                z = _normals(entropy, (0, r, k), sl.start, sl.stop, (2, c, c))
-                coeffs = _coefficients(z, T, c, device=X.device)
-                fields = _fields_from_coefficients(coeffs, n)
-                n_non_diffeo += int((_max_xi_from_coefficients(coeffs, n) >= 1).sum())
-                sum_sq_disp += float(fields.square().sum(1).mean((1, 2)).sum())
-                X_tau = _remap(X[sl], fields, interp)
-                radii[k, sl] = torch.linalg.vector_norm((X_tau - x_ref[sl]).flatten(1),
-                                                        dim=1).cpu().numpy()
-                for name, F in probe(X_tau).items():
-                    num[name].append(sq(F, F0[name][sl]))
+        radii = np.empty((n_diffeo, len(X)))
+        num = _changes(probe, F0, _deformed(X, x_ref, r, radii, tally, cfg), per_unit)
         if noise_norm == "average":
             radii = np.full_like(radii, radii.mean())
-        den = {name: [] for name in F0}
-        for k in range(n_diffeo):
-            for sl in batches:
-                g = torch.as_tensor(_normals(entropy, (1, r, k), sl.start, sl.stop, (d,)),
-                                    device=X.device)
-                scale = torch.as_tensor(radii[k, sl], device=X.device) / torch.linalg.vector_norm(
-                    g, dim=1)
-                X_eta = x_ref[sl] + (scale[:, None] * g).reshape(x_ref[sl].shape)
-                for name, F in probe(X_eta).items():
-                    den[name].append(sq(F, F0[name][sl]))
+        den = _changes(probe, F0, _noised(x_ref, r, radii, cfg), per_unit)
         for name in F0:
-            num_r = np.concatenate(num[name])
-            den_r = np.concatenate(den[name])
-            D, G, R = _ratios(_average(num_r, average), _average(den_r, average), pairs[name],
-                              f"layer {name!r}" if name != "output" else "output")
+            D, G, R = _ratios(_average(num[name], average), _average(den[name], average),
+                              pairs[name], f"layer {name!r}" if name != "output" else "output")
             for lst, value in zip(per_repeat[name], (R, D, G)):
                 lst.append(value)
-    n_fields = N * n_diffeo * n_repeats
-    frac_non_diffeo = n_non_diffeo / n_fields
+    return _result(per_repeat, num["output"], den["output"], pairs["output"], tally, per_unit)
+
+
+def _result(per_repeat, num, den, pairs, tally, per_unit):
+    """The Bunch of :meth:`DiffeoStability.stability` (without the parameters it echoes)."""
+    frac_non_diffeo = tally.non_diffeo / tally.n_fields
     if frac_non_diffeo > 0.5:
         warnings.warn(f"{frac_non_diffeo:.0%} of the sampled fields are not diffeomorphisms "
-                      "(max Xi >= 1): lower T or c.", StabilityWarning, stacklevel=3)
+                      "(max Xi >= 1): lower T or c.", StabilityWarning, stacklevel=4)
     out = _summary(*per_repeat["output"])
-    num_out, den_out = np.concatenate(num["output"]), np.concatenate(den["output"])
     if per_unit:
-        num_out, den_out = num_out.sum(axis=1), den_out.sum(axis=1)
-    out.update(num=num_out, den=den_out, pairs=pairs["output"],
-               delta_empirical=float(np.sqrt(sum_sq_disp / n_fields)),
+        num, den = num.sum(axis=1), den.sum(axis=1)
+    out.update(num=num, den=den, pairs=pairs,
+               delta_empirical=float(np.sqrt(tally.sq_disp / tally.n_fields)),
                frac_non_diffeo=frac_non_diffeo)
-    if len(F0) > 1:
-        out["layers"] = {name: _summary(*per_repeat[name]) for name in F0}
+    if len(per_repeat) > 1:
+        out["layers"] = {name: _summary(*values) for name, values in per_repeat.items()}
     return out
 
 
