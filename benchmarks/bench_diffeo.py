@@ -38,7 +38,9 @@ def _peer_scalar_field(n, m):
     return torch.einsum("ij,xi,yj->yx", c, s, s)
 
 
-def _peer_remap(a, dx, dy, interp):
+def peer_remap(a, dx, dy, interp):
+    """The authors' ``remap``: ``interp="linear"`` by advanced indexing, ``"gaussian"`` by the
+    dense ``O(n^4)`` sum (also the reference of ``tests/diffeo/test_sampler.py``)."""
     n, m = a.shape[-2:]
     y, x = torch.meshgrid(torch.arange(n, dtype=dx.dtype), torch.arange(m, dtype=dx.dtype),
                           indexing="ij")
@@ -63,7 +65,7 @@ def peer_deform(image, T, cut, interp="linear"):
     v = _peer_scalar_field(n, cut)
     dx = T**0.5 * u * n
     dy = T**0.5 * v * n
-    return _peer_remap(image, dx, dy, interp).contiguous()
+    return peer_remap(image, dx, dy, interp).contiguous()
 
 
 def peer_relative_stability(f, X, T, cut):

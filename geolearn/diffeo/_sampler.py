@@ -14,12 +14,12 @@ over). ``M_c`` keeps ``1 <= i, j <= c`` with ``sqrt(i^2 + j^2) < c + 1/2``.
 
 import functools
 import math
-import numbers
 
 import numpy as np
 import torch
 from sklearn.utils import check_random_state
 
+from .._utils import check_choice, check_positive_integer, check_scalar_param, resolve_device
 from ._images import image_side
 
 #: Width of the Gaussian interpolation kernel, in pixels (participation ratio 4, Appendix C).
@@ -32,14 +32,11 @@ _FORMULAS = ("exact", "asymptotic")
 
 # --------------------------------------------------------------------------- validation
 def _check_n(n, name="n"):
-    if not isinstance(n, numbers.Integral) or isinstance(n, bool) or n < 4:
-        raise ValueError(f"{name} (the image side) must be an integer >= 4; got {n!r}.")
-    return int(n)
+    return int(check_scalar_param(n, f"{name} (the image side)", kind="integer", low=4))
 
 
 def _check_c(c, n=None, name="c"):
-    if not isinstance(c, numbers.Integral) or isinstance(c, bool) or c < 1:
-        raise ValueError(f"{name} (the cut-off) must be an integer >= 1; got {c!r}.")
+    c = check_scalar_param(c, f"{name} (the cut-off)", kind="integer", low=1)
     if n is not None and c > n - 2:
         raise ValueError(
             f"{name}={c} is too large for {n}x{n} images: modes above n - 2 = {n - 2} alias on "
@@ -53,12 +50,6 @@ def _check_T(T, name="T"):
     if not np.all(np.isfinite(arr)) or np.any(arr < 0):
         raise ValueError(f"{name} (the temperature) must be finite and >= 0; got {T!r}.")
     return arr if arr.ndim else float(arr)
-
-
-def _check_choice(value, choices, name):
-    if not isinstance(value, str) or value not in choices:
-        raise ValueError(f"{name} must be one of {list(choices)}; got {value!r}.")
-    return value
 
 
 # --------------------------------------------------------------------------- modes
@@ -158,6 +149,7 @@ def sample_displacement_fields(n, T, c, size=1, *, random_state=None, device="cp
     random_state : int, RandomState instance or None
         Seeds the coefficients (drawn with numpy, so results do not depend on ``device``).
     device : str or torch.device, default="cpu"
+        Resolved by :func:`geolearn._utils.resolve_device` (``"auto"``: CUDA when available).
     dtype : torch.dtype, default=torch.float64
 
     Returns
@@ -177,10 +169,9 @@ def sample_displacement_fields(n, T, c, size=1, *, random_state=None, device="cp
     T = _check_T(T)
     if np.ndim(T):
         raise ValueError(f"T must be a scalar; got an array of shape {np.shape(T)}.")
-    if not isinstance(size, numbers.Integral) or size < 1:
-        raise ValueError(f"size must be a positive integer; got {size!r}.")
+    size = check_positive_integer(size, "size")
     z = check_random_state(random_state).standard_normal((int(size), 2, c, c))
-    coeffs = _coefficients(z, T, c, device=torch.device(device), dtype=dtype)
+    coeffs = _coefficients(z, T, c, device=resolve_device(device), dtype=dtype)
     return _fields_from_coefficients(coeffs, n)
 
 
@@ -216,7 +207,7 @@ def deform(X, fields, *, interp="bilinear"):
     >>> bool(np.array_equal(deform(X, 0 * d), X))
     True
     """
-    _check_choice(interp, _INTERPS, "interp")
+    check_choice(interp, "interp", _INTERPS)
     is_tensor = isinstance(X, torch.Tensor)
     Xt = X if is_tensor else torch.as_tensor(np.asarray(X))
     if not Xt.is_floating_point():
@@ -408,7 +399,7 @@ def temperature_for_delta(delta, c, n, formula="exact"):
 
 
 def _delta_sq_per_T(c, n, formula):
-    _check_choice(formula, _FORMULAS, "formula")
+    check_choice(formula, "formula", _FORMULAS)
     if formula == "exact":
         return 0.5 * (n - 1) ** 2 * _mode_sum(c)
     if c == 1:
@@ -450,7 +441,7 @@ def temperature_range(n, c, method="asymptotic", n_samples=500, random_state=0):
     [0.001, 0.1596]
     """
     n, c = _check_n(n), _check_c(c, n)
-    _check_choice(method, ("asymptotic", "empirical"), "method")
+    check_choice(method, "method", ("asymptotic", "empirical"))
     if method == "asymptotic":
         if c == 1:
             raise ValueError(
@@ -459,8 +450,7 @@ def temperature_range(n, c, method="asymptotic", n_samples=500, random_state=0):
             )
         log_c = math.log(c)
         return 1 / (math.pi * n**2 * log_c), 4 / (math.pi**3 * c**2 * log_c)
-    if not isinstance(n_samples, numbers.Integral) or n_samples < 1:
-        raise ValueError(f"n_samples must be a positive integer; got {n_samples!r}.")
+    check_positive_integer(n_samples, "n_samples")
     z = check_random_state(random_state).standard_normal((int(n_samples), 2, c, c))
     xi = _max_xi_from_coefficients(_coefficients(z, 1.0, c), n)
     return temperature_for_delta(0.5, c, n), float(1 / np.median(xi.numpy()) ** 2)

@@ -2,20 +2,23 @@
 
 import numbers
 import warnings
+from functools import partial
 
 import numpy as np
 import torch
 from scipy.spatial.distance import pdist
-from sklearn.base import BaseEstimator, MetaEstimatorMixin, clone
+from sklearn.base import BaseEstimator, MetaEstimatorMixin
+from sklearn.exceptions import NotFittedError
 from sklearn.utils import Bunch, check_random_state, get_tags
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_array, check_is_fitted
 
-from .._utils import check_images, iter_batches, resolve_device
+from .._utils import check_images, iter_batches
+from ..models import fit_or_use, is_prefit
 from ._exceptions import StabilityWarning
 from ._images import check_fitted_shape, image_side, tabular_check_failures
-from ._response import RESPONSES, Probe, resolve_response
+from ._probe import RESPONSES, Probe, resolve_response
 from ._sampler import (
     _check_c,
     _check_n,
@@ -140,85 +143,109 @@ def _summary(R, D, G):
                  D_repeats=D, G_repeats=G, log10_R_std=std)
 
 
+def _reference(X, interp, batches):
+    """The images ``f`` is compared at: ``X``, smoothed for Gaussian interpolation."""
+    if interp != "gaussian":
+        return X
+    # Gaussian interpolation smooths even at T = 0: compare with the smoothed image
+    n = X.shape[-1]
+    return torch.cat([_remap(X[sl], torch.zeros(sl.stop - sl.start, 2, n, n,
+                                                dtype=torch.float64, device=X.device),
+                             "gaussian") for sl in batches])
+
+
+def _outputs(probe, X, batches):
+    """``{layer: f(X)}``, probed batch by batch."""
+    out = {}
+    for sl in batches:
+        for name, F in probe(X[sl]).items():
+            out.setdefault(name, []).append(F)
+    return {name: np.concatenate(parts) for name, parts in out.items()}
+
+
+def _changes(probe, F0, perturbed, per_unit):
+    """``{layer: squared change of f}`` over the ``(slice, images)`` batches of ``perturbed``.
+
+    Rows are per-sample squared norms, or per-unit squares for ``median_per_unit``.
+    """
+    out = {name: [] for name in F0}
+    for sl, X_p in perturbed:
+        for name, F in probe(X_p).items():
+            diff2 = (F - F0[name][sl]) ** 2
+            out[name].append(diff2 if per_unit else diff2.sum(axis=1))
+    return {name: np.concatenate(parts) for name, parts in out.items()}
+
+
+def _deformed(X, x_ref, r, radii, tally, cfg):
+    """Batches ``tau x`` of repeat ``r``; fills ``radii`` with ``|tau x - x|`` and ``tally``."""
+    n = X.shape[-1]
+    for k in range(cfg.n_diffeo):
+        for sl in cfg.batches:
+            z = _normals(cfg.entropy, (0, r, k), sl.start, sl.stop, (2, cfg.c, cfg.c))
+            coeffs = _coefficients(z, cfg.T, cfg.c, device=X.device)
+            fields = _fields_from_coefficients(coeffs, n)
+            tally.non_diffeo += int((_max_xi_from_coefficients(coeffs, n) >= 1).sum())
+            tally.sq_disp += float(fields.square().sum(1).mean((1, 2)).sum())
+            X_tau = _remap(X[sl], fields, cfg.interp)
+            radii[k, sl] = torch.linalg.vector_norm((X_tau - x_ref[sl]).flatten(1),
+                                                    dim=1).cpu().numpy()
+            yield sl, X_tau
+
+
+def _noised(x_ref, r, radii, cfg):
+    """Batches ``x + eta`` of repeat ``r``, ``eta`` isotropic of norm ``radii``."""
+    d = x_ref[0].numel()
+    for k in range(cfg.n_diffeo):
+        for sl in cfg.batches:
+            g = torch.as_tensor(_normals(cfg.entropy, (1, r, k), sl.start, sl.stop, (d,)),
+                                device=x_ref.device)
+            scale = torch.as_tensor(radii[k, sl], device=x_ref.device) / torch.linalg.vector_norm(
+                g, dim=1)
+            yield sl, x_ref[sl] + (scale[:, None] * g).reshape(x_ref[sl].shape)
+
+
 def _stability(probe, X, *, T, c, interp, average, noise_norm, n_diffeo, n_repeats,
                max_pairs, batch_size, entropy):
     """The engine of :class:`DiffeoStability`; ``X`` is a float64 tensor ``(N, C, n, n)``."""
-    N, n = len(X), X.shape[-1]
-    d = X[0].numel()
+    cfg = Bunch(T=T, c=c, interp=interp, n_diffeo=n_diffeo, entropy=entropy,
+                batches=list(iter_batches(len(X), batch_size)))
     per_unit = average == "median_per_unit"
-    batches = list(iter_batches(N, batch_size))
-
-    def sq(F, F0):
-        diff2 = (F - F0) ** 2
-        return diff2 if per_unit else diff2.sum(axis=1)
-
-    if interp == "gaussian":
-        # Gaussian interpolation smooths even at T = 0: compare with the smoothed image
-        x_ref = torch.cat([_remap(X[sl], torch.zeros(sl.stop - sl.start, 2, n, n,
-                                                     dtype=torch.float64, device=X.device),
-                                  "gaussian") for sl in batches])
-    else:
-        x_ref = X
-    F0 = {}
-    for sl in batches:
-        for name, F in probe(x_ref[sl]).items():
-            F0.setdefault(name, []).append(F)
-    F0 = {name: np.concatenate(parts) for name, parts in F0.items()}
+    x_ref = _reference(X, interp, cfg.batches)
+    F0 = _outputs(probe, x_ref, cfg.batches)
     pair_rng = np.random.default_rng([entropy, 2])
     pairs = {name: _average(_pair_sq_distances(F, max_pairs, pair_rng),
                             "mean" if average == "mean" else "median")
              for name, F in F0.items()}
-
     per_repeat = {name: ([], [], []) for name in F0}
-    sum_sq_disp, n_non_diffeo = 0.0, 0
+    tally = Bunch(non_diffeo=0, sq_disp=0.0, n_fields=len(X) * n_diffeo * n_repeats)
     for r in range(n_repeats):
-        radii = np.empty((n_diffeo, N))
-        num = {name: [] for name in F0}
-        for k in range(n_diffeo):
-            for sl in batches:
-                z = _normals(entropy, (0, r, k), sl.start, sl.stop, (2, c, c))
-                coeffs = _coefficients(z, T, c, device=X.device)
-                fields = _fields_from_coefficients(coeffs, n)
-                n_non_diffeo += int((_max_xi_from_coefficients(coeffs, n) >= 1).sum())
-                sum_sq_disp += float(fields.square().sum(1).mean((1, 2)).sum())
-                X_tau = _remap(X[sl], fields, interp)
-                radii[k, sl] = torch.linalg.vector_norm((X_tau - x_ref[sl]).flatten(1),
-                                                        dim=1).cpu().numpy()
-                for name, F in probe(X_tau).items():
-                    num[name].append(sq(F, F0[name][sl]))
+        radii = np.empty((n_diffeo, len(X)))
+        num = _changes(probe, F0, _deformed(X, x_ref, r, radii, tally, cfg), per_unit)
         if noise_norm == "average":
             radii = np.full_like(radii, radii.mean())
-        den = {name: [] for name in F0}
-        for k in range(n_diffeo):
-            for sl in batches:
-                g = torch.as_tensor(_normals(entropy, (1, r, k), sl.start, sl.stop, (d,)),
-                                    device=X.device)
-                scale = torch.as_tensor(radii[k, sl], device=X.device) / torch.linalg.vector_norm(
-                    g, dim=1)
-                X_eta = x_ref[sl] + (scale[:, None] * g).reshape(x_ref[sl].shape)
-                for name, F in probe(X_eta).items():
-                    den[name].append(sq(F, F0[name][sl]))
+        den = _changes(probe, F0, _noised(x_ref, r, radii, cfg), per_unit)
         for name in F0:
-            num_r = np.concatenate(num[name])
-            den_r = np.concatenate(den[name])
-            D, G, R = _ratios(_average(num_r, average), _average(den_r, average), pairs[name],
-                              f"layer {name!r}" if name != "output" else "output")
+            D, G, R = _ratios(_average(num[name], average), _average(den[name], average),
+                              pairs[name], f"layer {name!r}" if name != "output" else "output")
             for lst, value in zip(per_repeat[name], (R, D, G)):
                 lst.append(value)
-    n_fields = N * n_diffeo * n_repeats
-    frac_non_diffeo = n_non_diffeo / n_fields
+    return _result(per_repeat, num["output"], den["output"], pairs["output"], tally, per_unit)
+
+
+def _result(per_repeat, num, den, pairs, tally, per_unit):
+    """The Bunch of :meth:`DiffeoStability.stability` (without the parameters it echoes)."""
+    frac_non_diffeo = tally.non_diffeo / tally.n_fields
     if frac_non_diffeo > 0.5:
         warnings.warn(f"{frac_non_diffeo:.0%} of the sampled fields are not diffeomorphisms "
-                      "(max Xi >= 1): lower T or c.", StabilityWarning, stacklevel=3)
+                      "(max Xi >= 1): lower T or c.", StabilityWarning, stacklevel=4)
     out = _summary(*per_repeat["output"])
-    num_out, den_out = np.concatenate(num["output"]), np.concatenate(den["output"])
     if per_unit:
-        num_out, den_out = num_out.sum(axis=1), den_out.sum(axis=1)
-    out.update(num=num_out, den=den_out, pairs=pairs["output"],
-               delta_empirical=float(np.sqrt(sum_sq_disp / n_fields)),
+        num, den = num.sum(axis=1), den.sum(axis=1)
+    out.update(num=num, den=den, pairs=pairs,
+               delta_empirical=float(np.sqrt(tally.sq_disp / tally.n_fields)),
                frac_non_diffeo=frac_non_diffeo)
-    if len(F0) > 1:
-        out["layers"] = {name: _summary(*per_repeat[name]) for name in F0}
+    if len(per_repeat) > 1:
+        out["layers"] = {name: _summary(*values) for name, values in per_repeat.items()}
     return out
 
 
@@ -249,7 +276,12 @@ class DiffeoStability(MetaEstimatorMixin, BaseEstimator):
     Parameters
     ----------
     estimator : estimator, skorch net or torch.nn.Module
-        The model ``f``. A ``torch.nn.Module`` is always treated as fitted.
+        The model ``f``, reached through :func:`geolearn.models.as_model`. A
+        prefit model (a torch module, a fitted estimator or skorch net, a
+        ``FrozenEstimator``) is used as it is; an unfitted one is cloned and
+        fitted by :meth:`fit` (:func:`geolearn.models.fit_or_use`). ``clone``
+        and ``GridSearchCV`` unfit a fitted estimator: wrap it in
+        ``sklearn.frozen.FrozenEstimator`` to keep it as trained.
     image_shape : tuple of int, optional
         ``(n, n)`` or ``(C, n, n)``; required when ``X`` is flat (rows are
         unfolded as ``X.reshape(N, C, n, n)``), inferred from 3-D/4-D ``X``.
@@ -275,31 +307,36 @@ class DiffeoStability(MetaEstimatorMixin, BaseEstimator):
         Independent repetitions, combined by :func:`log_average`.
     response : {"auto", "decision_function", "predict_proba", "clr_proba", "predict", \
 "module"}, default="auto"
-        What ``f`` is. ``"auto"``: the logits of torch modules and skorch nets,
-        else ``decision_function``, else centred log-probabilities ``clr(p)``,
-        else ``predict`` (regressors).
+        What ``f`` is. ``"auto"``: the forward pass (logits) of torch modules,
+        skorch nets and pipelines ending in one, after the pipeline's own
+        preprocessing; for other estimators the order of
+        :func:`geolearn.models.resolve_response`: ``decision_function``, else
+        centred log-probabilities ``clr(p)``, else ``predict`` (regressors).
     layers : list of str, optional
-        Also measure these representations: torch submodule names, or
-        Pipeline step names (the output after the step).
+        Also measure these representations, read through the model's adapter
+        (:attr:`geolearn.models.ModelAdapter.layer_names`): torch submodule
+        names (``"act_0"`` ... for a converted ``MLPClassifier``), or Pipeline
+        step names (the output after the step).
     bn_mode : {"eval", "batch"}, default="eval"
-        ``"batch"`` evaluates batch norms with batch statistics on a copy of
-        the module (how the paper probes untrained nets); each forward pass
-        then sees the whole probe set.
+        ``"batch"`` evaluates batch norms with the statistics of the probe
+        set (how the paper probes untrained nets): each forward pass sees the
+        whole probe set, and the running statistics are left as they were.
     max_pairs : int, default=250_000
         Pairs ``(x, z)`` of the normaliser; random pairs beyond that.
     batch_size : int, default=256
         Images per forward pass. Results do not depend on it.
-    prefit : bool, default=False
-        Whether ``estimator`` is already fitted (then ``fit`` does not refit it).
     device : str or torch.device, optional
-        ``None``: the model's own device. A user's module is never moved.
+        Where deformations are computed (resolved by
+        :func:`geolearn._utils.resolve_device`; CUDA asked for and absent is an
+        error at ``fit``). ``None``: the torch model's own device, else the
+        CPU. A user's module is never moved: a mismatch is an error.
     random_state : int, RandomState instance or None
         Seeds deformations, noise and pair sampling.
 
     Attributes
     ----------
     estimator_ : estimator
-        The fitted (or prefit) model.
+        The model measured: ``estimator`` itself when prefit, else a fitted clone.
     image_shape_ : tuple of int
         ``(C, n, n)``.
     n_features_in_ : int
@@ -363,7 +400,6 @@ class DiffeoStability(MetaEstimatorMixin, BaseEstimator):
         "bn_mode": [StrOptions({"eval", "batch"})],
         "max_pairs": [Interval(numbers.Integral, 1, None, closed="left")],
         "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
-        "prefit": ["boolean"],
         "device": "no_validation",
         "random_state": ["random_state"],
     }
@@ -371,7 +407,7 @@ class DiffeoStability(MetaEstimatorMixin, BaseEstimator):
     def __init__(self, estimator=None, *, image_shape=None, T=None, c=3, delta=1.0,
                  delta_formula="exact", interp="bilinear", average="median",
                  noise_norm="per_sample", n_diffeo=1, n_repeats=1, response="auto", layers=None,
-                 bn_mode="eval", max_pairs=250_000, batch_size=256, prefit=False, device=None,
+                 bn_mode="eval", max_pairs=250_000, batch_size=256, device=None,
                  random_state=None):
         self.estimator = estimator
         self.image_shape = image_shape
@@ -389,13 +425,12 @@ class DiffeoStability(MetaEstimatorMixin, BaseEstimator):
         self.bn_mode = bn_mode
         self.max_pairs = max_pairs
         self.batch_size = batch_size
-        self.prefit = prefit
         self.device = device
         self.random_state = random_state
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        if self.estimator is not None and not isinstance(self.estimator, torch.nn.Module):
+        if hasattr(self.estimator, "fit"):  # estimators and skorch nets, not torch modules
             inner = get_tags(self.estimator)
             tags.estimator_type = inner.estimator_type
             tags.classifier_tags = inner.classifier_tags
@@ -403,7 +438,7 @@ class DiffeoStability(MetaEstimatorMixin, BaseEstimator):
         return tags
 
     def fit(self, X, y=None, **fit_params):
-        """Fit the estimator (unless prefit) and resolve the temperature and response.
+        """Fit the estimator unless it is prefit; resolve the temperature and response.
 
         Parameters
         ----------
@@ -425,17 +460,11 @@ class DiffeoStability(MetaEstimatorMixin, BaseEstimator):
         self.n_features_in_ = int(np.prod(self.image_shape_))
         n = self.image_shape_[-1]
         c = _check_c(self.c, n)
-        est = self.estimator
-        if isinstance(est, torch.nn.Module):
-            self.estimator_ = est
-        elif self.prefit:
-            check_is_fitted(est)
-            self.estimator_ = est
-        else:
-            self.estimator_ = clone(est).fit(X, y, **fit_params)
+        self.estimator_ = fit_or_use(self.estimator, X, y, **fit_params)
         self.response_ = resolve_response(self.estimator_, self.response)
-        # raises early for unknown layers or a device mismatch
-        self._probe(np.asarray(X).shape[1:])
+        # the one conversion of the model; raises early for unknown layers or a bad device
+        self._probe = Probe(self.estimator_, self.response_, layers=self.layers or (),
+                            bn_mode=self.bn_mode, device=self.device)
         if self.T is None:
             self.T_ = temperature_for_delta(self.delta, c, n, self.delta_formula)
             self.delta_ = float(self.delta)
@@ -459,10 +488,6 @@ class DiffeoStability(MetaEstimatorMixin, BaseEstimator):
                               min_samples=min_samples)
         _check_n(image_side(images.shape), name="image side")
         return images
-
-    def _probe(self, layout):
-        return Probe(self.estimator_, self.response_, layout, layers=self.layers or (),
-                     bn_mode=self.bn_mode, device=self.device)
 
     def stability(self, X):
         """Measure ``R_f``, ``D_f`` and ``G_f`` on the probe images ``X``.
@@ -491,13 +516,10 @@ class DiffeoStability(MetaEstimatorMixin, BaseEstimator):
             warnings.warn(f"only {len(images)} probe images: the averages are noisy "
                           f"(>= {_RECOMMENDED_PROBES}, ideally 500, are recommended).",
                           StabilityWarning, stacklevel=2)
-        probe = self._probe(X_arr.shape[1:])
-        device = probe.device
-        if self.response_ != "module" and self.device is not None:
-            device = resolve_device(self.device)
+        probe = partial(self._probe, layout=X_arr.shape[1:])
         entropy = int(check_random_state(self.random_state).randint(0, 2**31 - 1))
         result = _stability(
-            probe, torch.as_tensor(images, device=device), T=self.T_, c=self.c,
+            probe, torch.as_tensor(images, device=self._probe.device), T=self.T_, c=self.c,
             interp=self.interp, average=self.average, noise_norm=self.noise_norm,
             n_diffeo=self.n_diffeo, n_repeats=self.n_repeats, max_pairs=self.max_pairs,
             batch_size=len(images) if self.bn_mode == "batch" else self.batch_size,
@@ -543,11 +565,12 @@ class DiffeoStability(MetaEstimatorMixin, BaseEstimator):
 def relative_stability(model, X, **params):
     """``R_f``, ``D_f`` and ``G_f`` of an already fitted model on probe images ``X``.
 
-    The functional form of ``DiffeoStability(model, prefit=True, **params).fit(X).stability(X)``.
+    The functional form of ``DiffeoStability(model, **params).fit(X).stability(X)``.
 
     Parameters
     ----------
     model : fitted estimator, skorch net or torch.nn.Module
+        Used as it is; an unfitted estimator is refused.
     X : array-like of shape (N, C, n, n), (N, n, n) or (N, C*n*n)
     **params
         Any parameter of :class:`DiffeoStability`.
@@ -567,7 +590,11 @@ def relative_stability(model, X, **params):
     >>> bool(0.3 < res.R < 3)
     True
     """
-    return DiffeoStability(model, prefit=True, **params).fit(X).stability(X)
+    if model is not None and not is_prefit(model):
+        raise NotFittedError(f"relative_stability measures a fitted model; this "
+                             f"{type(model).__name__} is not fitted. Fit it first, or use "
+                             "DiffeoStability(model).fit(X, y).stability(X_probe).")
+    return DiffeoStability(model, **params).fit(X).stability(X)
 
 
 class _StabilityScorer:
@@ -578,7 +605,7 @@ class _StabilityScorer:
         self.params = params
 
     def __call__(self, estimator, X, y=None):
-        res = DiffeoStability(estimator, prefit=True, **self.params).fit(X).stability(X)
+        res = relative_stability(estimator, X, **self.params)
         value = res[self.quantity]
         with np.errstate(divide="ignore"):
             return float(-np.log10(value))
@@ -600,7 +627,7 @@ def make_stability_scorer(quantity="R", **params):
     quantity : {"R", "D", "G"}, default="R"
     **params
         Parameters of :class:`DiffeoStability` (``image_shape``, ``c``,
-        ``delta``, ...); ``prefit`` is implied.
+        ``delta``, ...). The scorer measures the fitted estimator it is given, as it is.
 
     Returns
     -------
@@ -623,12 +650,28 @@ def make_stability_scorer(quantity="R", **params):
     """
     if quantity not in ("R", "D", "G"):
         raise ValueError(f"quantity must be 'R', 'D' or 'G'; got {quantity!r}.")
-    if "prefit" in params or "estimator" in params:
-        raise TypeError("make_stability_scorer takes no 'estimator' or 'prefit': the scorer "
-                        "is called with the fitted estimator.")
+    if "estimator" in params:
+        raise TypeError("make_stability_scorer takes no 'estimator': the scorer is called "
+                        "with the fitted estimator.")
     params.setdefault("random_state", 0)
     DiffeoStability(**params)._validate_params()
     return _StabilityScorer(quantity, params)
+
+
+def _check_subspace_args(X, parallel_dims, radius, average):
+    """``X`` as float64 and the sorted ``parallel_dims``, or a ValueError naming the argument."""
+    X = check_array(X, dtype=np.float64, ensure_min_samples=2)
+    d = X.shape[1]
+    dims = np.unique(np.atleast_1d(np.asarray(parallel_dims)))
+    if dims.dtype.kind not in "iu" or len(dims) == 0 or dims[0] < 0 or dims[-1] >= d \
+            or len(dims) == d:
+        raise ValueError(f"parallel_dims must hold between 1 and d - 1 = {d - 1} distinct "
+                         f"integer indices in [0, {d}); got {parallel_dims!r}.")
+    if not np.isfinite(radius) or radius <= 0:
+        raise ValueError(f"radius must be finite and > 0; got {radius!r}.")
+    if average not in AVERAGES:
+        raise ValueError(f"average must be one of {list(AVERAGES)}; got {average!r}.")
+    return X, dims
 
 
 def subspace_relative_stability(model, X, parallel_dims, *, radius=1.0, average="median",
@@ -673,35 +716,29 @@ def subspace_relative_stability(model, X, parallel_dims, *, radius=1.0, average=
     >>> bool(res.R < 0.1)
     True
     """
-    X = check_array(X, dtype=np.float64, ensure_min_samples=2)
-    N, d = X.shape
-    dims = np.unique(np.atleast_1d(np.asarray(parallel_dims)))
-    if dims.dtype.kind not in "iu" or len(dims) == 0 or dims[0] < 0 or dims[-1] >= d \
-            or len(dims) == d:
-        raise ValueError(f"parallel_dims must hold between 1 and d - 1 = {d - 1} distinct "
-                         f"integer indices in [0, {d}); got {parallel_dims!r}.")
-    if not np.isfinite(radius) or radius <= 0:
-        raise ValueError(f"radius must be finite and > 0; got {radius!r}.")
-    if average not in AVERAGES:
-        raise ValueError(f"average must be one of {list(AVERAGES)}; got {average!r}.")
+    X, dims = _check_subspace_args(X, parallel_dims, radius, average)
     response = resolve_response(model, response)
-    probe = Probe(model, response, (d,))
+    probe = Probe(model, response)
     rng = np.random.default_rng(int(check_random_state(random_state).randint(0, 2**31 - 1)))
-    nu = rng.standard_normal((N, d))
+    nu = rng.standard_normal(X.shape)
     nu[:, dims] = 0.0
-    eta = rng.standard_normal((N, d))
+    eta = rng.standard_normal(X.shape)
     nu *= radius / np.linalg.norm(nu, axis=1, keepdims=True)
     eta *= radius / np.linalg.norm(eta, axis=1, keepdims=True)
-    to = probe.device
-    F0, F_nu, F_eta = (probe(torch.as_tensor(A, device=to))["output"]
+    F0, F_nu, F_eta = (probe(torch.as_tensor(A, device=probe.device), X.shape[1:])["output"]
                        for A in (X, X + nu, X + eta))
+    return Bunch(**_one_shot_ratios(F0, F_nu, F_eta, average, rng), radius=radius,
+                 average=average, response=response)
+
+
+def _one_shot_ratios(F0, F_num, F_den, average, rng):
+    """``R, D, G, num, den, pairs`` from ``f`` at the probes and at their two perturbations."""
     per_unit = average == "median_per_unit"
-    num, den = ((F - F0) ** 2 for F in (F_nu, F_eta))
+    num, den = ((F - F0) ** 2 for F in (F_num, F_den))
     if not per_unit:
         num, den = num.sum(1), den.sum(1)
     pairs = _average(_pair_sq_distances(F0, 250_000, rng), "mean" if average == "mean"
                      else "median")
     D, G, R = _ratios(_average(num, average), _average(den, average), pairs, "output")
-    return Bunch(R=R, D=D, G=G, num=num.sum(1) if per_unit else num,
-                 den=den.sum(1) if per_unit else den, pairs=pairs, radius=radius,
-                 average=average, response=response)
+    return dict(R=R, D=D, G=G, num=num.sum(1) if per_unit else num,
+                den=den.sum(1) if per_unit else den, pairs=pairs)

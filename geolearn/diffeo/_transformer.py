@@ -10,7 +10,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._utils import check_images
+from .._utils import check_images, check_positive_integer
 from ._exceptions import StabilityWarning
 from ._images import check_fitted_shape, image_side, tabular_check_failures
 from ._sampler import (
@@ -364,8 +364,7 @@ def diffeo_augment(X, y=None, n_copies=1, include_original=True, **params):
     >>> X_aug.shape, y_aug.shape
     ((150, 1, 16, 16), (150,))
     """
-    if not isinstance(n_copies, numbers.Integral) or n_copies < 1:
-        raise ValueError(f"n_copies must be a positive integer; got {n_copies!r}.")
+    check_positive_integer(n_copies, "n_copies")
     rng = check_random_state(params.pop("random_state", None))
     params.pop("apply_on", None)
     transformer = MaxEntropyDiffeo(apply_on="always", random_state=rng, **params).fit(X)

@@ -4,6 +4,8 @@
   (outputs, hidden features, input gradients, Jacobians, :func:`frozen`
   evaluation); it is the only place that branches on the type of a model.
 - :func:`resolve_response` decides which output of a black box is seen.
+- :func:`split_torch_tail` tells a model whose output is a torch forward pass
+  (a module, a skorch net, or a pipeline ending in one) from the rest.
 - :func:`fit_or_use` is the one fitting policy for models that an estimator
   wraps: prefit models are used as they are, unfitted ones are fitted.
 - :class:`SkorchTrainingMixin` is the one training route of the torch-trained
@@ -15,6 +17,7 @@ from ._adapter import GradientsUnavailableError, ModelAdapter, as_model, frozen
 from ._fitting import fit_or_use, is_prefit
 from ._response import RESPONSES, resolve_response, respond
 from ._sklearn import BinaryProba, affine_to_torch, mlp_to_torch
+from ._tail import split_torch_tail
 from ._training import (
     NET_PARAM_PREFIXES,
     ObjectiveNet,
@@ -43,4 +46,5 @@ __all__ = [
     "mlp_to_torch",
     "resolve_response",
     "respond",
+    "split_torch_tail",
 ]

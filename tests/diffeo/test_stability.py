@@ -109,6 +109,21 @@ def test_model_mode_and_batchnorm_buffers_are_restored(digits):
     assert quiet(relative_stability, net, X[:120], random_state=0).R == eval_R
 
 
+def test_bn_mode_batch_normalises_over_the_whole_probe_set():
+    """More probes than the adapter's chunk of 1024: one set of batch statistics for all."""
+    import copy
+
+    from geolearn.diffeo._probe import Probe
+
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Flatten(), nn.Linear(16, 4), nn.BatchNorm1d(4))
+    X = torch.rand(1500, 1, 4, 4, dtype=torch.float64)
+    out = Probe(net, "module", bn_mode="batch")(X, (1, 4, 4))["output"]
+    expected = copy.deepcopy(net).train()(X.float()).detach().numpy()
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
+    assert not net[2].running_mean.any()  # the running statistics are untouched
+
+
 def test_bn_mode_batch_without_batchnorm_warns(digits):
     X, _ = digits
     with pytest.warns(StabilityWarning, match="no BatchNorm"):
@@ -142,16 +157,16 @@ def test_response_resolution(digits):
     Xf = X.reshape(len(X), -1)
     kw = dict(image_shape=(16, 16), random_state=0)
     lr = LogisticRegression(max_iter=100).fit(Xf, y)
-    assert quiet(DiffeoStability(lr, prefit=True, **kw).fit, Xf).response_ == "decision_function"
+    assert quiet(DiffeoStability(lr, **kw).fit, Xf).response_ == "decision_function"
     mlp = MLPClassifier((8,), max_iter=20, random_state=0).fit(Xf, y)
-    assert quiet(DiffeoStability(mlp, prefit=True, **kw).fit, Xf).response_ == "clr_proba"
+    assert quiet(DiffeoStability(mlp, **kw).fit, Xf).response_ == "clr_proba"
     knn = KNeighborsRegressor().fit(Xf, y.astype(float))
-    assert quiet(DiffeoStability(knn, prefit=True, **kw).fit, Xf).response_ == "predict"
+    assert quiet(DiffeoStability(knn, **kw).fit, Xf).response_ == "predict"
     assert quiet(DiffeoStability(small_cnn(), **kw).fit, X).response_ == "module"
     with pytest.raises(ValueError, match="no decision_function"):
-        quiet(DiffeoStability(mlp, prefit=True, response="decision_function", **kw).fit, Xf)
+        quiet(DiffeoStability(mlp, response="decision_function", **kw).fit, Xf)
     with pytest.raises(ValueError, match="module"):
-        quiet(DiffeoStability(lr, prefit=True, response="module", **kw).fit, Xf)
+        quiet(DiffeoStability(lr, response="module", **kw).fit, Xf)
 
 
 class LabelsOnly(ClassifierMixin, BaseEstimator):
@@ -243,7 +258,9 @@ def test_warnings_for_few_probes_and_temperature_outside_range(digits):
 
 def test_device_mismatch_is_refused(digits):
     X, _ = digits
-    with pytest.raises(ValueError, match="never moves"):
+    # a CPU module asked for on CUDA: never moved; without CUDA, the device itself is refused
+    match = "never moves" if torch.cuda.is_available() else "CUDA is not available"
+    with pytest.raises(ValueError, match=match):
         quiet(relative_stability, small_cnn(), X[:120], device="cuda:0")
 
 
