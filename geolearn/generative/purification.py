@@ -8,9 +8,8 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, 
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._utils import iter_batches, to_tensor, torch_seed
-from ..adversarial._attacks import frozen
-from .._utils import check_mask
+from .._utils import check_mask, iter_batches, to_numpy, torch_seed
+from ..models import as_model
 from ._base import check_unit_interval
 
 
@@ -22,7 +21,8 @@ class ELBOPurifier(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     reparameterised ``z`` at every step. Further restarts begin at ``U[-eps, eps]``
     (``U[-1/8, 1/8]`` when unbounded), alternate the step between ``step_size`` and
     ``2 * step_size``, and each sample keeps the restart with the highest final ELBO at
-    ``z = mu``. The model is frozen (eval mode, no parameter gradients).
+    ``z = mu``. The model is frozen (eval mode, no parameter gradients; every submodule's
+    mode restored afterwards).
 
     Parameters
     ----------
@@ -157,33 +157,37 @@ class ELBOPurifier(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         check_unit_interval(X, bounds=self.clip, what=f"ELBOPurifier with clip={self.clip}",
                             advice="Scale X like the training data or change clip.")
         est = self.estimator_
-        device = est.device_
-        support = (torch.ones(X.shape[1], device=device) if self.mask is None else
+        model = as_model(est)
+        # the negative ELBO as a function of the input, for its input gradient
+        neg_elbo = as_model(est._torch_neg_elbo)
+        support = (torch.ones(X.shape[1], device=model.device) if self.mask is None else
                    torch.as_tensor(check_mask(self.mask, X.shape[1]), dtype=torch.float32,
-                                   device=device))
-        radius = self.eps if self.eps is not None else 1 / 8
+                                   device=model.device))
         out = np.empty(X.shape, dtype=np.float64)
-        with torch_seed(self.random_state), frozen(est):
+        with torch_seed(self.random_state), model.frozen():
             for sl in iter_batches(len(X), self.batch_size):
-                x = to_tensor(X[sl], device=device)
-                best, best_loss = x, torch.full((len(x),), np.inf, device=device)
-                for r in range(self.n_restarts):
-                    step = self.step_size * (1 + r % 2)
-                    delta = torch.zeros_like(x) if r == 0 else \
-                        (torch.rand_like(x) * 2 - 1) * radius * support
-                    delta = self._project(delta, x)
-                    for _ in range(self.n_iter):
-                        delta.requires_grad_(True)
-                        loss = est._torch_neg_elbo(x + delta).sum()
-                        grad = torch.autograd.grad(loss, delta)[0]
-                        delta = self._project(delta.detach() - step * grad.sign() * support, x)
-                    with torch.no_grad():
-                        final = est._torch_neg_elbo(x + delta, stochastic=False)
-                    better = final < best_loss
-                    best = torch.where(better[:, None], x + delta, best)
-                    best_loss = torch.where(better, final, best_loss)
-                out[sl] = best.detach().cpu().numpy()
+                x = model.to_tensor(X[sl])
+                out[sl] = to_numpy(self._purify(est, neg_elbo, x, support))
         return out
+
+    def _purify(self, est, neg_elbo, x, support):
+        """Per sample, the restart whose end point has the lowest negative ELBO at ``z = mu``."""
+        radius = self.eps if self.eps is not None else 1 / 8
+        best, best_loss = x, torch.full((len(x),), np.inf, device=x.device)
+        for r in range(self.n_restarts):
+            step = self.step_size * (1 + r % 2)
+            delta = torch.zeros_like(x) if r == 0 else \
+                (torch.rand_like(x) * 2 - 1) * radius * support
+            delta = self._project(delta, x)
+            for _ in range(self.n_iter):
+                grad = neg_elbo.input_gradient(x + delta)
+                delta = self._project(delta - step * grad.sign() * support, x)
+            with torch.no_grad():
+                final = est._torch_neg_elbo(x + delta, stochastic=False)
+            better = final < best_loss
+            best = torch.where(better[:, None], x + delta, best)
+            best_loss = torch.where(better, final, best_loss)
+        return best
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

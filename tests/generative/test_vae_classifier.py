@@ -5,6 +5,7 @@ import pytest
 import torch
 from sklearn.exceptions import NotFittedError
 from sklearn.frozen import FrozenEstimator
+from scipy.special import softmax
 from sklearn.pipeline import Pipeline
 
 from geolearn.generative import (
@@ -13,6 +14,7 @@ from geolearn.generative import (
     VAEClassifier,
     rectangular_patch_mask,
 )
+from geolearn.models import as_model
 from tests.helpers import check_bad_inputs, check_pipeline_gridsearch_pickle
 
 TINY = dict(n_latent=4, hidden_sizes=(32,), max_epochs=15, batch_size=32, random_state=0)
@@ -48,8 +50,13 @@ def test_classifier_learns_and_keeps_labels(clf, data):
 
 def test_head_is_what_drives_predictions(clf, data):
     X, _ = data
-    logits = clf._torch_logits(torch.as_tensor(X, dtype=torch.float32)).detach().numpy()
+    logits = as_model(clf).forward(X)  # the public route to the logits h(mu(x))
     np.testing.assert_array_equal(clf.classes_[logits.argmax(1)], clf.predict(X))
+    with torch.no_grad():
+        x = torch.as_tensor(X, dtype=torch.float32)
+        np.testing.assert_array_equal(logits, clf.module_.head(clf.module_.encode(x)[0]).numpy())
+    np.testing.assert_allclose(clf.predict_proba(X), softmax(logits.astype(np.float64), axis=1),
+                               rtol=1e-6)
 
 
 def test_classifier_bad_inputs(data):
