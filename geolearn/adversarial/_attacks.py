@@ -7,7 +7,7 @@ fitted estimator that trains a torch module (e.g.
 class logits) alike. The model is :meth:`~geolearn.models.ModelAdapter.frozen`
 during the attack (eval mode, no parameter gradients, every submodule's mode
 restored afterwards), and input gradients come from
-:meth:`~geolearn.models.ModelAdapter.input_gradient`, so the parameters' ``.grad``
+:meth:`~geolearn.models.ModelAdapter.input_gradient_fn`, so the parameters' ``.grad``
 buffers are never touched; the loss is summed over the batch so that each
 sample's gradient does not depend on ``batch_size``.
 """
@@ -36,7 +36,7 @@ from ._validation import (
 def cross_entropy(logits, y):
     """Batch-summed cross-entropy of ``logits`` and integer labels ``y`` (the attacks' loss).
 
-    The loss given to :meth:`~geolearn.models.ModelAdapter.input_gradient`; the
+    The loss given to :meth:`~geolearn.models.ModelAdapter.input_gradient_fn`; the
     logits are checked to be ``(n, n_classes)`` with every label indexing a class.
     """
     check_logits(logits, y)
@@ -69,15 +69,13 @@ class _Attack:
         self.y = check_labels(y, len(self.X))
         self.batch_size = check_positive(batch_size, "batch_size", integer=True)
         self.logits = self.model.feature_fn(None)
+        #: gradient of the summed cross-entropy with respect to the inputs, ``(x, y) -> g``
+        self.input_gradient = self.model.input_gradient_fn(cross_entropy)
 
     def logits_of(self, x, y):
         z = self.logits(x)
         check_logits(z, y)
         return z
-
-    def input_gradient(self, x, y):
-        """Gradient of the summed cross-entropy with respect to the inputs ``x``."""
-        return self.model.input_gradient(x, cross_entropy, targets=y)
 
     def run(self, attack_batch, *extra):
         """Apply ``attack_batch(x, y, *extra_batch)`` batch by batch; float32 in ``X``'s layout."""
@@ -429,6 +427,7 @@ def _patch_batch(model, X, y, M, method, n_iter, step_size, momentum, random_sta
     Returns the attacked rows as float64.
     """
     lo, hi = box
+    gradient = model.input_gradient_fn(cross_entropy)
     x = model.to_tensor(X)
     target = torch.as_tensor(y, dtype=torch.long, device=model.device)
     start = torch.rand_like(x) * (hi - lo) + lo if random_start else x
@@ -438,7 +437,7 @@ def _patch_batch(model, X, y, M, method, n_iter, step_size, momentum, random_sta
         probe = x_adv
         if method == "nag":
             probe = (x_adv + step_size * momentum * acc * M).clamp(lo, hi)
-        grad = model.input_gradient(probe, cross_entropy, targets=target)
+        grad = gradient(probe, target)
         if method == "nag":
             acc = momentum * acc + grad / grad.abs().sum(1, keepdim=True).clamp_min(1e-12)
             grad = acc

@@ -13,7 +13,13 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 from torch import nn
 
-from .._utils import check_hidden_sizes, check_positive_integer, iter_batches, torch_seed
+from .._utils import (
+    check_hidden_sizes,
+    check_positive_integer,
+    check_scalar_param,
+    iter_batches,
+    torch_seed,
+)
 from ..models import frozen
 from ._torch_estimator import NET_CONSTRAINTS, MeanScoreMixin, ObjectiveTrainingMixin
 from .flow import check_standardisation
@@ -221,9 +227,7 @@ class DiffusionDensity(ObjectiveTrainingMixin, MeanScoreMixin, DensityMixin, Bas
                              "does not reach noise; raise beta_end or n_steps.")
 
     def _time_grid(self, step):
-        if not isinstance(step, numbers.Integral) or not 1 <= step <= self.n_steps:
-            raise ValueError(f"step must be an integer in [1, n_steps={self.n_steps}]; "
-                             f"got {step!r}.")
+        check_scalar_param(step, "step", kind="integer", low=1, high=self.n_steps, closed="both")
         grid = list(range(0, self.n_steps + 1, step))
         return grid if grid[-1] == self.n_steps else [*grid, self.n_steps]
 

@@ -20,7 +20,7 @@ from ._grid import (
     grid_sizes,
     n_grid_components,
 )
-from .._utils import check_positive_integer
+from .._utils import check_positive_integer, check_scalar_param
 from ._losses import GridPrior
 from ._torch_estimator import MeanScoreMixin
 
@@ -143,7 +143,8 @@ class GridVAE(MeanScoreMixin, ClusterMixin, BaseVAE):
     (4, 16)
     """
 
-    _expected_failed_checks = {
+    _expected_failed_checks = {  # noqa: RUF012
+        **BaseVAE._expected_failed_checks,
         "check_clustering": "labels are grid-cell indices fixed by the grid (not consecutive "
                             "from 0), and a 2-epoch model does not separate sklearn's blobs",
     }
@@ -351,8 +352,7 @@ class GridVAE(MeanScoreMixin, ClusterMixin, BaseVAE):
         X_traversed : ndarray of shape (n_samples, len(values), n_features)
         """
         Z = self.transform(X)
-        if not isinstance(dim, numbers.Integral) or not 0 <= dim < self.n_latent:
-            raise ValueError(f"dim must be an integer in [0, {self.n_latent}); got {dim!r}.")
+        check_scalar_param(dim, "dim", kind="integer", low=0, high=self.n_latent)
         values = np.asarray(values, dtype=np.float64).ravel()
         if values.size == 0 or not np.all(np.isfinite(values)):
             raise ValueError("values must be a non-empty sequence of finite numbers.")
