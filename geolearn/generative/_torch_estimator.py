@@ -66,13 +66,15 @@ class ObjectiveTrainingMixin(SkorchTrainingMixin):
 
         ``settings`` are further net arguments (``optimizer__weight_decay``,
         ``iterator_train__shuffle``, ...). With ``warm_start`` the fitted net goes
-        on training on the new rows, with this fit's data-dependent
+        on training on the new rows for ``max_epochs`` more epochs at the current
+        ``lr`` and ``batch_size``, with this fit's data-dependent
         ``iterator_train__*`` settings (unless the user set them).
         """
         dataset = TensorDataset(X, y)
         settings = {"train_split": None, "iterator_train__collate_fn": collate_batch,
                     "iterator_valid__collate_fn": collate_batch, **settings}
         if self._warm():
+            self.net_.set_params(max_epochs=max_epochs, lr=self.lr, batch_size=self.batch_size)
             # the loader settings that depend on this fit's data (skorch reads them at every
             # epoch; its set_params refuses them on an initialised net)
             user = self._net_params()

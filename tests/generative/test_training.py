@@ -72,6 +72,13 @@ def test_warm_start_continues_training(unit, gauss, index):
     assert any(not torch.equal(a, b) for a, b in zip(before, _weights(warm)))
 
 
+def test_warm_start_trains_with_the_current_epochs_and_rate(unit):
+    vae = GridVAE(**{**VAE, "max_epochs": 0}, warm_start=True).fit(unit)
+    assert vae.n_iter_ == 0
+    vae.set_params(max_epochs=3, lr=0.5).fit(unit)
+    assert vae.n_iter_ == 3 and vae.net_.optimizer_.param_groups[0]["lr"] == 0.5
+
+
 def test_warm_start_keeps_what_the_first_fit_learnt(gauss):
     flow = FlowDensity(warm_start=True, **FLOW).fit(gauss)
     mean, masks = flow.mean_.copy(), flow.masks_.copy()
