@@ -9,8 +9,8 @@ patch attacks and emergent-language metrics.
 
 Built on :mod:`geolearn.adversarial` (one way): :func:`patch_attack` is implemented
 there and re-exported here. Like the attacks, :class:`ELBOPurifier` reaches the VAE
-through :func:`geolearn.models.as_model` (its ``frozen`` context and
-``input_gradient``); the torch estimators train through
+through :func:`geolearn.models.as_model` (its ``frozen`` context and input
+gradients); the torch estimators train through
 :class:`geolearn.models.SkorchTrainingMixin`.
 """
 

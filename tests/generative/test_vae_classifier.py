@@ -1,4 +1,4 @@
-"""VAEClassifier, the patch mask and ELBOPurifier on small data (patch_attack: tests/adversarial)."""
+"""VAEClassifier, the patch mask and ELBOPurifier (patch_attack: tests/adversarial)."""
 
 import numpy as np
 import pytest
