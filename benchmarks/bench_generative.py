@@ -27,6 +27,7 @@ from geolearn.generative._base import VAEObjective
 from geolearn.generative._grid import check_grid
 from geolearn.generative._losses import GridPrior
 from geolearn.generative._modules import MLPVAE, VAEModule
+from geolearn.models import frozen
 
 
 def plain_vae_epochs(X, n_epochs, batch_size=256, seed=0):
@@ -51,21 +52,18 @@ def plain_vae_epochs(X, n_epochs, batch_size=256, seed=0):
 
 def plain_patch_pgd(clf, X, y, mask, n_iter):
     """PGD on the patch as in torchattacks/ART, written directly against the torch module."""
-    module = clf.module_.eval()
-    for p in module.parameters():
-        p.requires_grad_(False)
+    module = clf.module_
     x = torch.as_tensor(X, dtype=torch.float32)
     M = torch.as_tensor(mask, dtype=torch.float32)
     target = torch.as_tensor(np.searchsorted(clf.classes_, y))
     x_adv = x * (1 - M) + torch.rand_like(x) * M
-    for _ in range(n_iter):
-        x_adv.requires_grad_(True)
-        loss = torch.nn.functional.cross_entropy(module.head(module.encode(x_adv)[0]), target,
-                                                 reduction="sum")
-        g = torch.autograd.grad(loss, x_adv)[0]
-        x_adv = (x_adv.detach() + g.sign() * M / 255).clamp(0, 1)
-    for p in module.parameters():
-        p.requires_grad_(True)
+    with frozen(module):  # eval mode, no parameter gradients (as torchattacks/ART do)
+        for _ in range(n_iter):
+            x_adv.requires_grad_(True)
+            loss = torch.nn.functional.cross_entropy(module.head(module.encode(x_adv)[0]),
+                                                     target, reduction="sum")
+            g = torch.autograd.grad(loss, x_adv)[0]
+            x_adv = (x_adv.detach() + g.sign() * M / 255).clamp(0, 1)
     return x_adv
 
 
@@ -100,7 +98,7 @@ def main():
             lambda: patch_attack(clf, Xte_d, yte_d, mask, n_iter=2048, batch_size=300,
                                  random_state=0),
             lambda: plain_patch_pgd(clf, Xte_d, yte_d, mask, 2048), repeat=1, warmup=0)
-    pfy = ELBOPurifier(clf, prefit=True, random_state=0).fit(Xtr_d)
+    pfy = ELBOPurifier(clf, random_state=0).fit(Xtr_d)
     timed("ELBOPurifier 256 iterations on 300 x 64", lambda: pfy.transform(Xte_d), target=5)
 
     rng = np.random.default_rng(0)

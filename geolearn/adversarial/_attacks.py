@@ -1,13 +1,15 @@
 """Gradient attacks on any differentiable classifier: FGSM, PGD, Carlini-Wagner L2, patches.
 
-FGSM, PGD and Carlini-Wagner go through :func:`geolearn.models.as_model`, so they
-work on a ``torch.nn.Module``, a fitted skorch net or a converted scikit-learn MLP
-alike; :func:`patch_attack` also takes an estimator exposing ``_torch_logits``
-(a fitted :class:`geolearn.generative.VAEClassifier`). The model is evaluated in
-eval mode (its modes restored afterwards), input gradients come from
-:func:`torch.autograd.grad` so the parameters' ``.grad`` buffers are never
-touched, and the loss is summed over the batch so that each sample's gradient
-does not depend on ``batch_size``.
+Every attack reaches its model through :func:`geolearn.models.as_model`, so it works
+on a ``torch.nn.Module``, a fitted skorch net, a converted scikit-learn MLP or a
+fitted estimator that trains a torch module (e.g.
+:class:`geolearn.generative.VAEClassifier`, whose module's first output is its
+class logits) alike. The model is :meth:`~geolearn.models.ModelAdapter.frozen`
+during the attack (eval mode, no parameter gradients, every submodule's mode
+restored afterwards), and input gradients come from
+:meth:`~geolearn.models.ModelAdapter.input_gradient_fn`, so the parameters' ``.grad``
+buffers are never touched; the loss is summed over the batch so that each
+sample's gradient does not depend on ``batch_size``.
 """
 
 import warnings
@@ -16,9 +18,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_array, check_is_fitted
+from sklearn.utils.validation import check_array
 
-from .._utils import iter_batches, to_numpy, to_tensor, torch_seed
+from .._utils import iter_batches, to_numpy, torch_seed
 from ..models import as_model
 from ._validation import (
     check_clip,
@@ -31,11 +33,14 @@ from ._validation import (
 )
 
 
-def cross_entropy_gradient(logits_fn, x, y):
-    """Gradient of the batch-summed cross-entropy of ``logits_fn(x)`` and ``y`` in ``x``."""
-    x = x.detach().requires_grad_(True)
-    loss = F.cross_entropy(logits_fn(x), y, reduction="sum")
-    return torch.autograd.grad(loss, x)[0]
+def cross_entropy(logits, y):
+    """Batch-summed cross-entropy of ``logits`` and integer labels ``y`` (the attacks' loss).
+
+    The loss given to :meth:`~geolearn.models.ModelAdapter.input_gradient_fn`; the
+    logits are checked to be ``(n, n_classes)`` with every label indexing a class.
+    """
+    check_logits(logits, y)
+    return F.cross_entropy(logits, y, reduction="sum")
 
 
 def signed_step(x_adv, grad, alpha, lo, hi, *, ball=None):
@@ -64,21 +69,19 @@ class _Attack:
         self.y = check_labels(y, len(self.X))
         self.batch_size = check_positive(batch_size, "batch_size", integer=True)
         self.logits = self.model.feature_fn(None)
+        #: gradient of the summed cross-entropy with respect to the inputs, ``(x, y) -> g``
+        self.input_gradient = self.model.input_gradient_fn(cross_entropy)
 
     def logits_of(self, x, y):
         z = self.logits(x)
         check_logits(z, y)
         return z
 
-    def input_gradient(self, x, y):
-        """Gradient of the summed cross-entropy with respect to the inputs ``x``."""
-        return cross_entropy_gradient(lambda v: self.logits_of(v, y), x, y)
-
     def run(self, attack_batch, *extra):
         """Apply ``attack_batch(x, y, *extra_batch)`` batch by batch; float32 in ``X``'s layout."""
         out = np.empty(self.X.shape, dtype=np.float32)
         m = self.model
-        with m.eval_mode(), torch.enable_grad():
+        with m.frozen(), torch.enable_grad():
             for sl in iter_batches(len(self.X), self.batch_size):
                 x = m.to_tensor(self.X[sl])
                 y = torch.as_tensor(self.y[sl], device=m.device)
@@ -240,61 +243,32 @@ def carlini_wagner_l2(model, X, y, *, c=1.0, kappa=0.0, steps=100, lr=0.01, bina
     --------
     >>> import numpy as np, torch
     >>> from geolearn.adversarial import carlini_wagner_l2
-    >>> torch.manual_seed(0)  # doctest: +ELLIPSIS
-    <torch._C.Generator object at ...>
+    >>> _ = torch.manual_seed(0)
     >>> net = torch.nn.Linear(4, 3)
     >>> X = np.full((2, 4), 0.5, dtype=np.float32)
     >>> X_adv, success = carlini_wagner_l2(net, X, [0, 2], c=10.0, steps=50, lr=0.1)
     >>> X_adv.shape, success.dtype
     ((2, 4), dtype('bool'))
     """
+    _check_cw_params(c, kappa, steps, lr, binary_search_steps)
+    a = _Attack("carlini_wagner_l2", model, X, y, clip, image_shape, batch_size, device)
+    success = np.zeros(len(a.X), dtype=bool)
+    X_adv = a.run(lambda x, t, rows: _cw_batch(a, x, t, rows, success, c=c, kappa=kappa,
+                                               steps=steps, lr=lr, bisections=binary_search_steps),
+                  np.arange(len(a.X)))
+    _warn_cw_failures(success)
+    return X_adv, success
+
+
+def _check_cw_params(c, kappa, steps, lr, binary_search_steps):
     check_positive(c, "c")
     check_positive(kappa, "kappa", strict=False)
     check_positive(steps, "steps", integer=True)
     check_positive(lr, "lr")
     check_positive(binary_search_steps, "binary_search_steps", strict=False, integer=True)
-    a = _Attack("carlini_wagner_l2", model, X, y, clip, image_shape, batch_size, device)
-    success = np.zeros(len(a.X), dtype=bool)
-    idx = np.arange(len(a.X))
 
-    def attack(x, t, rows):
-        lo, hi = a.lo, a.hi
-        w0 = torch.atanh((2 * (x - lo) / (hi - lo) - 1).clamp(-1 + 1e-6, 1 - 1e-6))
-        const = torch.full((len(x),), float(c), dtype=x.dtype, device=x.device)
-        lower = torch.zeros_like(const)
-        upper = torch.full_like(const, float("inf"))
-        best_l2 = torch.full_like(const, float("inf"))
-        best = x.clone()
-        found = torch.zeros(len(x), dtype=torch.bool, device=x.device)
-        for _ in range(max(1, binary_search_steps)):
-            w = w0.clone().requires_grad_(True)
-            optimizer = torch.optim.Adam([w], lr=lr)
-            run_found = torch.zeros_like(found)
-            for _ in range(steps):
-                x_adv = lo + (hi - lo) * (torch.tanh(w) + 1) / 2
-                z = a.logits_of(x_adv, t)
-                l2 = (x_adv - x).flatten(1).pow(2).sum(1)
-                improved = (z.argmax(1) != t) & (l2 < best_l2)
-                best_l2 = torch.where(improved, l2.detach(), best_l2)
-                best[improved] = x_adv.detach()[improved]
-                run_found |= z.argmax(1) != t
-                true = z.gather(1, t[:, None]).squeeze(1)
-                other = z.scatter(1, t[:, None], float("-inf")).amax(1)
-                loss = (l2 + const * (true - other).clamp(min=-kappa)).sum()
-                optimizer.zero_grad()
-                w.grad = torch.autograd.grad(loss, w)[0]
-                optimizer.step()
-            last = (lo + (hi - lo) * (torch.tanh(w) + 1) / 2).detach()
-            best[~found & ~run_found] = last[~found & ~run_found]
-            found |= run_found
-            # bisection of c: shrink where the run succeeded, grow where it failed
-            upper = torch.where(run_found, torch.minimum(upper, const), upper)
-            lower = torch.where(run_found, lower, torch.maximum(lower, const))
-            const = torch.where(torch.isinf(upper), const * 10, (lower + upper) / 2)
-        success[rows] = to_numpy(found)
-        return best
 
-    X_adv = a.run(attack, idx)
+def _warn_cw_failures(success):
     failed = int((~success).sum())
     if failed:
         warnings.warn(
@@ -302,9 +276,66 @@ def carlini_wagner_l2(model, X, y, *, c=1.0, kappa=0.0, steps=100, lr=0.01, bina
             "their last iterate is returned (flagged False in success). Raise c, steps or "
             "binary_search_steps.",
             UserWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
-    return X_adv, success
+
+
+def _tanh_box(w, lo, hi):
+    """C&W's change of variables ``x'(w) = lo + (hi - lo) (tanh(w) + 1) / 2``."""
+    return lo + (hi - lo) * (torch.tanh(w) + 1) / 2
+
+
+def _cw_batch(a, x, t, rows, success, *, c, kappa, steps, lr, bisections):
+    """C&W on one batch: the best iterates after the runs and the bisection of ``c``.
+
+    Sets ``success[rows]`` to whether a misclassified iterate was found.
+    """
+    w0 = torch.atanh((2 * (x - a.lo) / (a.hi - a.lo) - 1).clamp(-1 + 1e-6, 1 - 1e-6))
+    const = torch.full((len(x),), float(c), dtype=x.dtype, device=x.device)
+    lower = torch.zeros_like(const)
+    upper = torch.full_like(const, float("inf"))
+    best_l2 = torch.full_like(const, float("inf"))
+    best = x.clone()
+    found = torch.zeros(len(x), dtype=torch.bool, device=x.device)
+    for _ in range(max(1, bisections)):
+        last, run_found, best_l2 = _cw_run(a, x, t, w0, const, best, best_l2, kappa=kappa,
+                                           steps=steps, lr=lr)
+        best[~found & ~run_found] = last[~found & ~run_found]
+        found |= run_found
+        # bisection of c: shrink where the run succeeded, grow where it failed
+        upper = torch.where(run_found, torch.minimum(upper, const), upper)
+        lower = torch.where(run_found, lower, torch.maximum(lower, const))
+        const = torch.where(torch.isinf(upper), const * 10, (lower + upper) / 2)
+    success[rows] = to_numpy(found)
+    return best
+
+
+def _cw_run(a, x, t, w0, const, best, best_l2, *, kappa, steps, lr):
+    """One C&W run of ``steps`` Adam steps from ``w0``; updates ``best`` in place.
+
+    Adam here is the attack's optimiser over the perturbation ``w`` (the model is
+    frozen), not model training, so it is not a skorch loop.
+
+    Returns ``(last iterate, misclassified during the run, best_l2)``.
+    """
+    w = w0.clone().requires_grad_(True)
+    optimizer = torch.optim.Adam([w], lr=lr)
+    run_found = torch.zeros(len(x), dtype=torch.bool, device=x.device)
+    for _ in range(steps):
+        x_adv = _tanh_box(w, a.lo, a.hi)
+        z = a.logits_of(x_adv, t)
+        l2 = (x_adv - x).flatten(1).pow(2).sum(1)
+        improved = (z.argmax(1) != t) & (l2 < best_l2)
+        best_l2 = torch.where(improved, l2.detach(), best_l2)
+        best[improved] = x_adv.detach()[improved]
+        run_found |= z.argmax(1) != t
+        true = z.gather(1, t[:, None]).squeeze(1)
+        other = z.scatter(1, t[:, None], float("-inf")).amax(1)
+        loss = (l2 + const * (true - other).clamp(min=-kappa)).sum()
+        optimizer.zero_grad()
+        w.grad = torch.autograd.grad(loss, w)[0]
+        optimizer.step()
+    return _tanh_box(w, a.lo, a.hi).detach(), run_found, best_l2
 
 
 def patch_attack(estimator, X, y, mask, *, method="pgd", n_iter=2048, step_size=1 / 255,
@@ -312,23 +343,22 @@ def patch_attack(estimator, X, y, mask, *, method="pgd", n_iter=2048, step_size=
                  random_state=None):
     """Untargeted patch attack: maximise the cross-entropy by changing only ``mask`` pixels.
 
-    ``x_adv = x * (1 - M) + delta * M``. 'pgd' takes signed-gradient steps on
-    ``delta`` from a uniform random start ("Towards deep learning models resistant to
-    adversarial attacks"); 'nag' adds a Nesterov look-ahead and an accumulated
-    l1-normalised gradient with decay ``momentum`` ("Nesterov accelerated gradient and
-    scale invariance for adversarial attacks"). Every step is clipped to ``clip``.
+    ``x_adv = x * (1 - M) + delta * M``. 'pgd' takes signed-gradient steps on ``delta``
+    from a uniform random start (Madry et al.); 'nag' adds a Nesterov look-ahead and an
+    accumulated l1-normalised gradient with decay ``momentum`` (Lin et al., "Nesterov
+    accelerated gradient and scale invariance for adversarial attacks"). Every step is
+    clipped to ``clip``.
 
     Parameters
     ----------
-    estimator : torch.nn.Module or fitted classifier with ``_torch_logits``
-        A module mapping ``(B, D)`` float tensors to logits (then ``y`` holds class
-        indices), or a fitted estimator such as
-        :class:`geolearn.generative.VAEClassifier` (attacked through ``h(mu(x))``,
-        ``y`` in its ``classes_``).
+    estimator : torch.nn.Module, fitted skorch net or estimator, or differentiable sklearn model
+        Seen through :func:`geolearn.models.as_model`; its output (the first one of a
+        tuple) is the logits of flat ``(B, D)`` rows, as for a fitted
+        :class:`geolearn.generative.VAEClassifier` (``h(mu(x))``). ``y`` holds its
+        ``classes_`` when it has them, class indices otherwise.
     X : array-like of shape (n_samples, n_features)
         Clean inputs inside ``clip``.
     y : array-like of shape (n_samples,)
-        True labels.
     mask : array-like of bool, shape (n_features,) or the image shape
         The patch support (see :func:`geolearn.generative.rectangular_patch_mask`).
     method : {'pgd', 'nag'}, default='pgd'
@@ -358,7 +388,19 @@ def patch_attack(estimator, X, y, mask, *, method="pgd", n_iter=2048, step_size=
     >>> bool(np.all(X_adv[:, ~mask] == X[:, ~mask]))
     True
     """
-    logits_fn, device, classes = _patch_logits(estimator)
+    model = as_model(estimator)
+    model.require_gradients("patch_attack")
+    X, y, mask, box = _check_patch_inputs(model, X, y, mask, method, n_iter, step_size, clip)
+    M, out = torch.as_tensor(mask, dtype=torch.float32, device=model.device), X.copy()
+    with torch_seed(random_state), model.frozen():
+        for sl in iter_batches(len(X), batch_size):
+            out[sl, mask] = _patch_batch(model, X[sl], y[sl], M, method, n_iter, step_size,
+                                         momentum, random_start, box)[:, mask]
+    return out
+
+
+def _check_patch_inputs(model, X, y, mask, method, n_iter, step_size, clip):
+    """``(X as float64, y as class indices, flat mask, (lo, hi))``, or a clear error."""
     X = check_array(X, dtype=np.float64)
     if method not in ("pgd", "nag"):
         raise ValueError(f"method must be 'pgd' or 'nag'; got {method!r}.")
@@ -370,64 +412,34 @@ def patch_attack(estimator, X, y, mask, *, method="pgd", n_iter=2048, step_size=
     y = np.asarray(y).ravel()
     if len(y) != len(X):
         raise ValueError(f"y has {len(y)} labels but X has {len(X)} samples.")
+    classes = getattr(model.estimator, "classes_", None)
     if classes is not None:
         unknown = np.setdiff1d(y, classes)
         if unknown.size:
             raise ValueError(f"y contains labels unknown to the classifier: {unknown[:5]}.")
         y = np.searchsorted(classes, y)
-    M = torch.as_tensor(mask, dtype=torch.float32, device=device)
-    out = X.copy()
-    with torch_seed(random_state), frozen(estimator):
-        for sl in iter_batches(len(X), batch_size):
-            x = to_tensor(X[sl], device=device)
-            target = torch.as_tensor(y[sl], dtype=torch.long, device=device)
-            start = torch.rand_like(x) * (hi - lo) + lo if random_start else x
-            x_adv = x * (1 - M) + start * M
-            acc = torch.zeros_like(x)
-            for _ in range(n_iter):
-                probe = x_adv
-                if method == "nag":
-                    probe = (x_adv + step_size * momentum * acc * M).clamp(lo, hi)
-                grad = cross_entropy_gradient(logits_fn, probe, target)
-                if method == "nag":
-                    acc = momentum * acc + grad / grad.abs().sum(1, keepdim=True).clamp_min(1e-12)
-                    grad = acc
-                x_adv = signed_step(x_adv, grad * M, step_size, lo, hi)
-            out[sl, mask] = x_adv.detach().cpu().numpy().astype(np.float64)[:, mask]
-    return out
+    return X, y, mask, (lo, hi)
 
 
-def _patch_logits(estimator):
-    """``(logits callable, device, classes or None)`` of a module or a ``_torch_logits`` estimator."""
-    if isinstance(estimator, torch.nn.Module):
-        params = list(estimator.parameters())
-        device = params[0].device if params else torch.device("cpu")
-        return estimator, device, None
-    if not hasattr(estimator, "_torch_logits"):
-        raise TypeError("estimator must be a fitted VAEClassifier (or any estimator with "
-                        "_torch_logits) or a torch.nn.Module mapping (B, D) to logits; got "
-                        f"{type(estimator).__name__}.")
-    check_is_fitted(estimator)
-    return estimator._torch_logits, estimator.device_, estimator.classes_
+def _patch_batch(model, X, y, M, method, n_iter, step_size, momentum, random_start, box):
+    """``n_iter`` signed steps on the patch ``M`` of one batch (in the model's frozen block).
 
-
-class frozen:
-    """Eval mode and no parameter gradients for the duration of an attack or purification.
-
-    ``estimator`` is a torch module or an estimator with a fitted ``module_``.
+    Returns the attacked rows as float64.
     """
-
-    def __init__(self, estimator):
-        self.module = estimator if isinstance(estimator, torch.nn.Module) else estimator.module_
-
-    def __enter__(self):
-        self.training = self.module.training
-        self.flags = [p.requires_grad for p in self.module.parameters()]
-        self.module.eval()
-        for p in self.module.parameters():
-            p.requires_grad_(False)
-
-    def __exit__(self, *exc):
-        for p, flag in zip(self.module.parameters(), self.flags):
-            p.requires_grad_(flag)
-        self.module.train(self.training)
+    lo, hi = box
+    gradient = model.input_gradient_fn(cross_entropy)
+    x = model.to_tensor(X)
+    target = torch.as_tensor(y, dtype=torch.long, device=model.device)
+    start = torch.rand_like(x) * (hi - lo) + lo if random_start else x
+    x_adv = x * (1 - M) + start * M
+    acc = torch.zeros_like(x)
+    for _ in range(n_iter):
+        probe = x_adv
+        if method == "nag":
+            probe = (x_adv + step_size * momentum * acc * M).clamp(lo, hi)
+        grad = gradient(probe, target)
+        if method == "nag":
+            acc = momentum * acc + grad / grad.abs().sum(1, keepdim=True).clamp_min(1e-12)
+            grad = acc
+        x_adv = signed_step(x_adv, grad * M, step_size, lo, hi)
+    return to_numpy(x_adv).astype(np.float64)

@@ -1,9 +1,9 @@
 """Data of the GridVAE study: two-digit composites and 2-D point shapes."""
 
-import numbers
-
 import numpy as np
 from sklearn.utils import check_random_state
+
+from .._utils import check_positive_integer
 
 
 def make_two_digit_composites(n_train=6000, n_test=2000, digits=(0, 1, 2, 3, 4, 5),
@@ -43,9 +43,8 @@ def make_two_digit_composites(n_train=6000, n_test=2000, digits=(0, 1, 2, 3, 4, 
     """
     from sklearn.datasets import load_digits
 
-    for name, n in (("n_train", n_train), ("n_test", n_test)):
-        if not isinstance(n, numbers.Integral) or n < 1:
-            raise ValueError(f"{name} must be a positive integer; got {n!r}.")
+    check_positive_integer(n_train, "n_train")
+    check_positive_integer(n_test, "n_test")
     digits = [int(d) for d in digits]
     if len(digits) < 1 or len(set(digits)) != len(digits) or not all(0 <= d <= 9 for d in digits):
         raise ValueError(f"digits must be distinct integers in 0-9; got {digits!r}.")
@@ -56,16 +55,18 @@ def make_two_digit_composites(n_train=6000, n_test=2000, digits=(0, 1, 2, 3, 4, 
     labels = np.array([digits.index(d) for d in data.target[keep]])
     perm = rng.permutation(len(images))
     pools = (perm[: len(perm) // 2], perm[len(perm) // 2:])
+    return (*_compose(images, labels, len(digits), pools[0], n_train, rng),
+            *_compose(images, labels, len(digits), pools[1], n_test, rng))
 
-    def compose(pool, n):
-        by_label = [pool[labels[pool] == k] for k in range(len(digits))]
-        codes = rng.randint(len(digits), size=(n, 2))
-        left = np.array([rng.choice(by_label[c]) for c in codes[:, 0]])
-        right = np.array([rng.choice(by_label[c]) for c in codes[:, 1]])
-        X = np.concatenate([images[left], images[right]], axis=2).reshape(n, -1)
-        return X, codes[:, 0] * len(digits) + codes[:, 1], codes
 
-    return (*compose(pools[0], n_train), *compose(pools[1], n_test))
+def _compose(images, labels, n_labels, pool, n, rng):
+    """``n`` composites of a uniform left and right label, each digit image drawn from ``pool``."""
+    by_label = [pool[labels[pool] == k] for k in range(n_labels)]
+    codes = rng.randint(n_labels, size=(n, 2))
+    left = np.array([rng.choice(by_label[c]) for c in codes[:, 0]])
+    right = np.array([rng.choice(by_label[c]) for c in codes[:, 1]])
+    X = np.concatenate([images[left], images[right]], axis=2).reshape(n, -1)
+    return X, codes[:, 0] * n_labels + codes[:, 1], codes
 
 
 def make_point_shapes(n_samples=10000, shapes=("swiss_roll", "circles", "moons", "s_curve"),
@@ -97,8 +98,7 @@ def make_point_shapes(n_samples=10000, shapes=("swiss_roll", "circles", "moons",
     """
     from sklearn import datasets
 
-    if not isinstance(n_samples, numbers.Integral) or n_samples < 1:
-        raise ValueError(f"n_samples must be a positive integer; got {n_samples!r}.")
+    check_positive_integer(n_samples, "n_samples")
     rng = check_random_state(random_state)
     makers = {
         "swiss_roll": lambda s: datasets.make_swiss_roll(n_samples, random_state=s)[0][:, [0, 2]],

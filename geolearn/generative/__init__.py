@@ -8,8 +8,10 @@ diffusion-chain log-likelihoods (:class:`FlowDensity`, :class:`DiffusionDensity`
 patch attacks and emergent-language metrics.
 
 Built on :mod:`geolearn.adversarial` (one way): :func:`patch_attack` is implemented
-there and re-exported here, and :class:`ELBOPurifier` shares its mask check and its
-frozen-model context.
+there and re-exported here. Like the attacks, :class:`ELBOPurifier` reaches the VAE
+through :func:`geolearn.models.as_model` (its ``frozen`` context and input
+gradients); the torch estimators train through
+:class:`geolearn.models.SkorchTrainingMixin`.
 """
 
 from ._grid import grid_codes

@@ -1,5 +1,6 @@
 """What the VAE estimators share: validation, training, inference, the ELBO."""
 
+import functools
 import math
 import numbers
 import warnings
@@ -10,7 +11,8 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._utils import check_image_shape, iter_batches, to_numpy, to_tensor
+from .._utils import check_hidden_sizes, check_image_shape, iter_batches, to_numpy, to_tensor
+from ..models import frozen
 from ._losses import (
     decoded_mean,
     kl_batch,
@@ -20,9 +22,13 @@ from ._losses import (
     neg_entropy_dims,
     reconstruction_nll,
 )
-from ._modules import VAEModule, build_backbone
-from ._net import TensorDataset, history_records
-from ._training import EPOCH_CONSTRAINTS, NET_CONSTRAINTS, TorchNetMixin, check_hidden_sizes
+from ._modules import build_vae_module
+from ._torch_estimator import (
+    EPOCH_CONSTRAINTS,
+    NET_CONSTRAINTS,
+    ObjectiveTrainingMixin,
+    history_records,
+)
 
 _BOUNDS_TOL = 1e-6
 
@@ -92,7 +98,7 @@ class VAEObjective:
         return total + kl_sample_dims(logvar, z, prior)[:, free].sum(-1)
 
     def __call__(self, module, y_pred, x, y, epoch=0):
-        mu, logvar = y_pred
+        mu, logvar = y_pred[-2:]  # a classifier's module outputs (logits, mu, logvar)
         z = mu + torch.exp(0.5 * logvar) * torch.randn_like(mu)
         recon = self.recon(module, z, x)
         codes = y if (self.guided_dims and y.numel()) else None
@@ -132,7 +138,8 @@ class VAEObjective:
         return log_lik / S - kl
 
 
-class BaseVAE(TorchNetMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+class BaseVAE(ObjectiveTrainingMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
+              BaseEstimator):
     """Shared machinery of :class:`GridVAE` and :class:`VAEClassifier` (not public)."""
 
     _parameter_constraints = {
@@ -189,20 +196,19 @@ class BaseVAE(TorchNetMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, 
 
     # -- training -------------------------------------------------------------------------
 
-    def _fit_net(self, X, y, objective, *, n_classes=0, parts=("recon", "kl"), drop_last=False):
+    def _train_vae(self, X, y, objective, *, n_classes=0, parts=("recon", "kl"),
+                   drop_last=False):
         """Train the backbone (plus a head when ``n_classes``) on ``objective``."""
-
-        def build_module():
-            backbone = build_backbone(self.architecture, X.shape[1], self.n_latent,
-                                      self.image_shape_, self.hidden_sizes, self.conv_channels)
-            return VAEModule(backbone, self.n_latent, n_classes)
-
-        dataset = TensorDataset(torch.from_numpy(np.ascontiguousarray(X)), y)
-        self._train_net(build_module, objective, dataset, seed=self.random_state,
-                        max_epochs=self.max_epochs, batch_size=min(self.batch_size, len(X)),
-                        parts=parts, callbacks=self.callbacks,
-                        optimizer__weight_decay=self.weight_decay, iterator_train__shuffle=True,
-                        iterator_train__drop_last=drop_last)
+        module = functools.partial(
+            build_vae_module, architecture=self.architecture, n_features=X.shape[1],
+            n_latent=self.n_latent, image_shape=self.image_shape_,
+            hidden_sizes=self.hidden_sizes, conv_channels=self.conv_channels,
+            n_classes=n_classes)
+        self._train(module, objective, torch.from_numpy(np.ascontiguousarray(X)), y,
+                    seed=self.random_state, max_epochs=self.max_epochs, parts=parts,
+                    optimizer__weight_decay=self.weight_decay, iterator_train__shuffle=True,
+                    iterator_train__drop_last=drop_last,
+                    iterator_train__batch_size=min(self.batch_size, len(X)))
         self.history_ = history_records(self.net_, parts)
         self.n_iter_ = len(self.history_)
         return self
@@ -220,14 +226,15 @@ class BaseVAE(TorchNetMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, 
 
     @torch.no_grad()
     def _encode(self, X):
-        self.module_.eval()
-        return np.concatenate([to_numpy(self.module_.encode(x)[0]) for x in self._batches(X)])
+        with frozen(self.module_):
+            return np.concatenate([to_numpy(self.module_.encode(x)[0])
+                                   for x in self._batches(X)])
 
     @torch.no_grad()
     def _decode(self, Z):
-        self.module_.eval()
-        out = [to_numpy(decoded_mean(self.module_.decode(z), self.likelihood,
-                                     self.output_activation)) for z in self._batches(Z)]
+        with frozen(self.module_):
+            out = [to_numpy(decoded_mean(self.module_.decode(z), self.likelihood,
+                                         self.output_activation)) for z in self._batches(Z)]
         return np.concatenate(out).astype(np.float64)
 
     def transform(self, X):
@@ -284,8 +291,7 @@ class BaseVAE(TorchNetMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, 
         seed = self.random_state if isinstance(self.random_state, numbers.Integral) else 0
         gen = torch.Generator().manual_seed(int(seed))
         xi = torch.randn(self.n_mc_score, self.n_latent, generator=gen).to(self.device_)
-        self.module_.eval()
-        with torch.no_grad():
+        with frozen(self.module_), torch.no_grad():
             out = [to_numpy(self.net_.objective.elbo(self.module_, x, xi))
                    for x in self._batches(X)]
         return np.concatenate(out)

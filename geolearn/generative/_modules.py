@@ -123,7 +123,10 @@ class ResNetVAE(_ImageVAE):
 class VAEModule(nn.Module):
     """A backbone with ``encode``/``decode`` plus an optional linear classification head on z.
 
-    ``forward(x)`` returns ``(mu, logvar)`` with ``logvar`` clamped to a safe range.
+    ``forward(x)`` returns ``(mu, logvar)``, with ``logvar`` clamped to a safe range;
+    with a head it returns ``(logits, mu, logvar)``, ``logits = head(mu)``. The first
+    output is what :func:`geolearn.models.as_model` sees: the latent mean of a GridVAE,
+    the class logits of a VAEClassifier (so every attack takes a fitted VAEClassifier).
     """
 
     def __init__(self, backbone, n_latent, n_classes=0, logvar_range=(-14.0, 8.0)):
@@ -140,7 +143,10 @@ class VAEModule(nn.Module):
         return self.backbone.decode(z)
 
     def forward(self, x):
-        return self.encode(x)
+        mu, logvar = self.encode(x)
+        if self.head is None:
+            return mu, logvar
+        return self.head(mu), mu, logvar
 
 
 def build_backbone(architecture, n_features, n_latent, image_shape, hidden_sizes, channels):
@@ -151,3 +157,15 @@ def build_backbone(architecture, n_features, n_latent, image_shape, hidden_sizes
         return MLPVAE(n_features, n_latent, tuple(hidden_sizes))
     cls = ConvVAE if architecture == "conv" else ResNetVAE
     return cls(image_shape, n_latent, channels)
+
+
+def build_vae_module(*, architecture, n_features, n_latent, image_shape, hidden_sizes,
+                     conv_channels, n_classes=0, **kwargs):
+    """A :class:`VAEModule` on the backbone of ``architecture`` (skorch's ``module``).
+
+    The estimators pass it to skorch as a ``functools.partial``; the user's
+    ``module__*`` settings arrive as keyword arguments (e.g. ``module__logvar_range``).
+    """
+    backbone = build_backbone(architecture, n_features, n_latent, image_shape, hidden_sizes,
+                              conv_channels)
+    return VAEModule(backbone, n_latent, n_classes, **kwargs)

@@ -5,11 +5,9 @@ re-exported here, where the paper's workflow (VAEClassifier, patch attack, ELBO
 purification) uses it.
 """
 
-import numbers
-
 import numpy as np
 
-from .._utils import check_image_shape
+from .._utils import check_image_shape, check_scalar_param
 from ..adversarial import patch_attack
 
 __all__ = ["patch_attack", "rectangular_patch_mask"]
@@ -38,8 +36,7 @@ def rectangular_patch_mask(image_shape, top, left, height, width):
     """
     C, H, W = check_image_shape(image_shape)
     for name, v in (("top", top), ("left", left), ("height", height), ("width", width)):
-        if not isinstance(v, numbers.Integral) or v < 0:
-            raise ValueError(f"{name} must be a non-negative integer; got {v!r}.")
+        check_scalar_param(v, name, kind="integer", low=0)
     if height < 1 or width < 1 or top + height > H or left + width > W:
         raise ValueError(f"the patch rows {top}:{top + height}, columns {left}:{left + width} "
                          f"must be non-empty and inside the {H}x{W} image.")

@@ -1,5 +1,6 @@
 """DiffusionDensity: log-likelihood of a point along a diffusion chain (Eqs. 9-23)."""
 
+import functools
 import math
 import numbers
 import warnings
@@ -12,10 +13,15 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 from torch import nn
 
-from .._utils import iter_batches, torch_seed
-from ._net import TensorDataset
-from ._training import (NET_CONSTRAINTS, MeanScoreMixin, TorchNetMixin, check_hidden_sizes,
-                        check_positive_integer)
+from .._utils import (
+    check_hidden_sizes,
+    check_positive_integer,
+    check_scalar_param,
+    iter_batches,
+    torch_seed,
+)
+from ..models import frozen
+from ._torch_estimator import NET_CONSTRAINTS, MeanScoreMixin, ObjectiveTrainingMixin
 from .flow import check_standardisation
 
 _LOG_2PI = math.log(2 * math.pi)
@@ -84,7 +90,7 @@ def _denoising_objective(module, y_pred, x, y, epoch=0):
     return ((eps_pred - eps) ** 2).sum(-1).mean(), {}
 
 
-class DiffusionDensity(TorchNetMixin, MeanScoreMixin, DensityMixin, BaseEstimator):
+class DiffusionDensity(ObjectiveTrainingMixin, MeanScoreMixin, DensityMixin, BaseEstimator):
     """Density by the log-likelihood of a diffusion chain (Eq. 23).
 
     Trains a DDPM noise predictor (Eq. 16), then scores ``x`` by drawing one forward
@@ -115,16 +121,26 @@ class DiffusionDensity(TorchNetMixin, MeanScoreMixin, DensityMixin, BaseEstimato
     reverse_variance : {'forward', 'posterior'}, default='forward'
         ``sigma_st^2 = beta_bar_st`` or ``beta_bar_s beta_bar_st / beta_bar_t`` (the last
         step always uses 'forward').
+    callbacks : list of skorch callbacks, default=None
+        Added to the training net. Training is one skorch epoch of ``max_iter``
+        steps, so batch-level callbacks apply (e.g. ``LRScheduler(...,
+        step_every='batch')``); epoch-level ones see a single epoch.
+    warm_start : bool, default=False
+        True: a second ``fit`` trains the fitted predictor ``max_iter`` more steps (with
+        the schedule and standardisation of the first fit) instead of starting again.
     device : str or torch.device, default='auto'
     random_state : int, RandomState instance or None, default=None
         Seeds training and scoring: with an int, scores are reproducible; with None they
         vary from call to call.
     verbose : int, default=0
+    **net_params
+        skorch settings of the net (``module__*``, ``optimizer__*``,
+        ``iterator_train__*``, ...).
 
     Attributes
     ----------
-    net_ : skorch.NeuralNet
-        ``module_`` is its :class:`NoisePredictor`.
+    net_ : geolearn.models.ObjectiveNet
+        The trained skorch net; ``module_`` is its :class:`NoisePredictor`.
     betas_ : ndarray of shape (n_steps,)
     alphas_cumprod_ : ndarray of shape (n_steps + 1,)
         ``alpha_bar_t``, index 0 = 1.
@@ -160,22 +176,9 @@ class DiffusionDensity(TorchNetMixin, MeanScoreMixin, DensityMixin, BaseEstimato
     def __init__(self, n_steps=100, beta_schedule="linear", beta_start=1e-4, beta_end=0.02,
                  hidden_sizes=(128, 128, 128), standardize=True, max_iter=3000, batch_size=1024,
                  lr=1e-3, likelihood_step=1, n_rounds=10, reverse_variance="forward",
-                 device="auto", random_state=None, verbose=0):
-        self.n_steps = n_steps
-        self.beta_schedule = beta_schedule
-        self.beta_start = beta_start
-        self.beta_end = beta_end
-        self.hidden_sizes = hidden_sizes
-        self.standardize = standardize
-        self.max_iter = max_iter
-        self.batch_size = batch_size
-        self.lr = lr
-        self.likelihood_step = likelihood_step
-        self.n_rounds = n_rounds
-        self.reverse_variance = reverse_variance
-        self.device = device
-        self.random_state = random_state
-        self.verbose = verbose
+                 callbacks=None, warm_start=False, device="auto", random_state=None, verbose=0,
+                 **net_params):
+        self._store_params(locals())
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
@@ -190,12 +193,29 @@ class DiffusionDensity(TorchNetMixin, MeanScoreMixin, DensityMixin, BaseEstimato
         -------
         self : DiffusionDensity
         """
-        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
+        warm = self._warm()
+        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2, reset=not warm)
         if X.shape[1] > 64:
             warnings.warn(f"DiffusionDensity on {X.shape[1]} features: in high dimension the "
                           "chain log-likelihood hardly separates seen from unseen data "
                           "(reduce the dimension first).", UserWarning)
         sizes = check_hidden_sizes(self.hidden_sizes)
+        if not warm:
+            self._set_schedule()
+            self.mean_, self.scale_ = (check_standardisation(X) if self.standardize else
+                                       (np.zeros(X.shape[1]), np.ones(X.shape[1])))
+        Xs = torch.as_tensor((X - self.mean_) / self.scale_, dtype=torch.float32)
+        # one "epoch" of max_iter minibatches drawn with replacement
+        sampler = torch.utils.data.RandomSampler(
+            Xs, replacement=True, num_samples=self.max_iter * self.batch_size)
+        module = functools.partial(NoisePredictor, X.shape[1], sizes, self.alphas_cumprod_)
+        self._train(module, _denoising_objective, Xs, seed=self.random_state, max_epochs=1,
+                    iterator_train__sampler=sampler)
+        self.history_ = np.array([b["train_loss"] for b in self.net_.history[-1, "batches"]])
+        return self
+
+    def _set_schedule(self):
+        """``betas_`` and ``alphas_cumprod_``; a schedule that is not a diffusion raises."""
         self.betas_ = make_beta_schedule(self.n_steps, self.beta_schedule, self.beta_start,
                                          self.beta_end)
         if np.any(self.betas_ >= 1):
@@ -205,25 +225,9 @@ class DiffusionDensity(TorchNetMixin, MeanScoreMixin, DensityMixin, BaseEstimato
         if self.alphas_cumprod_[-1] > 1e-2:
             raise ValueError(f"alpha_bar_T = {self.alphas_cumprod_[-1]:.3g} > 1e-2: the schedule "
                              "does not reach noise; raise beta_end or n_steps.")
-        if self.standardize:
-            self.mean_, self.scale_ = check_standardisation(X)
-        else:
-            self.mean_, self.scale_ = np.zeros(X.shape[1]), np.ones(X.shape[1])
-        dataset = TensorDataset(torch.as_tensor((X - self.mean_) / self.scale_,
-                                                dtype=torch.float32))
-        # one "epoch" of max_iter minibatches drawn with replacement
-        sampler = torch.utils.data.RandomSampler(
-            dataset, replacement=True, num_samples=self.max_iter * self.batch_size)
-        self._train_net(lambda: NoisePredictor(X.shape[1], sizes, self.alphas_cumprod_),
-                        _denoising_objective, dataset, seed=self.random_state, max_epochs=1,
-                        batch_size=self.batch_size, iterator_train__sampler=sampler)
-        self.history_ = np.array([b["train_loss"] for b in self.net_.history[-1, "batches"]])
-        return self
 
     def _time_grid(self, step):
-        if not isinstance(step, numbers.Integral) or not 1 <= step <= self.n_steps:
-            raise ValueError(f"step must be an integer in [1, n_steps={self.n_steps}]; "
-                             f"got {step!r}.")
+        check_scalar_param(step, "step", kind="integer", low=1, high=self.n_steps, closed="both")
         grid = list(range(0, self.n_steps + 1, step))
         return grid if grid[-1] == self.n_steps else [*grid, self.n_steps]
 
@@ -286,8 +290,7 @@ class DiffusionDensity(TorchNetMixin, MeanScoreMixin, DensityMixin, BaseEstimato
         Xs = torch.as_tensor((X - self.mean_) / self.scale_, dtype=torch.float64,
                              device=self.device_)
         rows = Xs.repeat(n_rounds, 1)
-        self.module_.eval()
-        with torch_seed(rs):
+        with torch_seed(rs), frozen(self.module_):
             out = torch.cat([self._chain_log_lik(rows[sl], grid)
                              for sl in iter_batches(len(rows), 16384)])
         return out.cpu().numpy().reshape(n_rounds, len(X)) - np.log(self.scale_).sum()
@@ -323,8 +326,7 @@ class DiffusionDensity(TorchNetMixin, MeanScoreMixin, DensityMixin, BaseEstimato
         check_positive_integer(n_samples, "n_samples")
         grid = self._time_grid(step)
         a = self.alphas_cumprod_
-        self.module_.eval()
-        with torch_seed(check_random_state(random_state)):
+        with torch_seed(check_random_state(random_state)), frozen(self.module_):
             x = torch.randn(n_samples, self.n_features_in_, dtype=torch.float64,
                             device=self.device_)
             for s, t in zip(grid[-2::-1], grid[:0:-1]):

@@ -1,5 +1,6 @@
 """FlowDensity: exact log-likelihood by change of variables through RealNVP couplings (Eqs. 5-6)."""
 
+import functools
 import math
 import numbers
 
@@ -17,10 +18,21 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 from torch import nn
 
-from .._utils import iter_batches, to_numpy, to_tensor
-from ._net import TensorDataset, history_records
-from ._training import (EPOCH_CONSTRAINTS, NET_CONSTRAINTS, MeanScoreMixin, TorchNetMixin,
-                        check_hidden_sizes, check_positive_integer)
+from .._utils import (
+    check_hidden_sizes,
+    check_positive_integer,
+    iter_batches,
+    to_numpy,
+    to_tensor,
+)
+from ..models import frozen
+from ._torch_estimator import (
+    EPOCH_CONSTRAINTS,
+    NET_CONSTRAINTS,
+    MeanScoreMixin,
+    ObjectiveTrainingMixin,
+    history_records,
+)
 
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 
@@ -96,6 +108,21 @@ class _FlowObjective:
         return -(standard_normal_log_prob(z) + log_det).mean(), {}
 
 
+def alternating_masks(n_layers, d, rng):
+    """``(n_layers, d)`` boolean masks, each passing ``d // 2`` features unchanged.
+
+    Each mask passes features drawn from those the previous coupling transformed,
+    so every feature is transformed at least every second layer (independent
+    draws can repeat a mask and waste couplings).
+    """
+    masks = np.zeros((n_layers, d), dtype=bool)
+    free = np.arange(d)
+    for k in range(n_layers):
+        masks[k, rng.choice(free, d // 2, replace=False)] = True
+        free = np.flatnonzero(~masks[k])
+    return masks
+
+
 def check_standardisation(X):
     """Mean and std per column; constant columns make a density degenerate."""
     mean, scale = X.mean(axis=0), X.std(axis=0)
@@ -106,7 +133,7 @@ def check_standardisation(X):
     return mean, scale
 
 
-class FlowDensity(TorchNetMixin, MeanScoreMixin, OneToOneFeatureMixin, DensityMixin,
+class FlowDensity(ObjectiveTrainingMixin, MeanScoreMixin, OneToOneFeatureMixin, DensityMixin,
                   TransformerMixin, BaseEstimator):
     """Normalising-flow density: ``log p(x) = log N(g(x); 0, I) + log|det J_g(x)|`` (Eq. 5).
 
@@ -129,15 +156,22 @@ class FlowDensity(TorchNetMixin, MeanScoreMixin, OneToOneFeatureMixin, DensityMi
         Width of uniform noise ``U[0, dequantize)`` added to training batches (in input
         units) for discrete data.
     callbacks : list of skorch callbacks, default=None
+        Added to the training net (early stopping, checkpoints, LR schedulers).
+    warm_start : bool, default=False
+        True: a second ``fit`` continues training the fitted flow (with the masks and
+        standardisation of the first fit) instead of starting again.
     device : str or torch.device, default='auto'
     random_state : int, RandomState instance or None, default=None
         Seeds the masks, initialisation and batch order.
     verbose : int, default=0
+    **net_params
+        skorch settings of the net (``module__*``, ``optimizer__*``,
+        ``iterator_train__*``, ...); they take precedence over ``weight_decay``.
 
     Attributes
     ----------
-    net_ : skorch.NeuralNet
-        ``module_`` is its :class:`RealNVP`.
+    net_ : geolearn.models.ObjectiveNet
+        The trained skorch net; ``module_`` is its :class:`RealNVP`.
     masks_ : ndarray of shape (n_layers, n_features), bool
         Features passed through unchanged by each coupling.
     mean_, scale_ : ndarray of shape (n_features,)
@@ -162,19 +196,9 @@ class FlowDensity(TorchNetMixin, MeanScoreMixin, OneToOneFeatureMixin, DensityMi
     }
 
     def __init__(self, n_layers=8, hidden_sizes=(128, 128), max_epochs=100, batch_size=256,
-                 lr=1e-3, weight_decay=1e-5, dequantize=0.0, callbacks=None, device="auto",
-                 random_state=None, verbose=0):
-        self.n_layers = n_layers
-        self.hidden_sizes = hidden_sizes
-        self.max_epochs = max_epochs
-        self.batch_size = batch_size
-        self.lr = lr
-        self.weight_decay = weight_decay
-        self.dequantize = dequantize
-        self.callbacks = callbacks
-        self.device = device
-        self.random_state = random_state
-        self.verbose = verbose
+                 lr=1e-3, weight_decay=1e-5, dequantize=0.0, callbacks=None, warm_start=False,
+                 device="auto", random_state=None, verbose=0, **net_params):
+        self._store_params(locals())
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
@@ -189,32 +213,26 @@ class FlowDensity(TorchNetMixin, MeanScoreMixin, OneToOneFeatureMixin, DensityMi
         -------
         self : FlowDensity
         """
-        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
+        warm = self._warm()
+        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2, reset=not warm)
         if X.shape[1] < 2:
             raise ValueError("FlowDensity needs at least 2 features (a coupling splits them); got "
                              f"n_features = {X.shape[1]}. For 1-D data use "
                              "sklearn.neighbors.KernelDensity.")
         sizes = check_hidden_sizes(self.hidden_sizes)
-        self.mean_, self.scale_ = check_standardisation(X)
         rng = check_random_state(self.random_state)
-        d = X.shape[1]
-        # each mask passes floor(d/2) features drawn from those the previous coupling
-        # transformed, so every feature is transformed at least every second layer
-        # (independent draws can repeat a mask and waste couplings)
-        self.masks_ = np.zeros((self.n_layers, d), dtype=bool)
-        free = np.arange(d)
-        for k in range(self.n_layers):
-            self.masks_[k, rng.choice(free, d // 2, replace=False)] = True
-            free = np.flatnonzero(~self.masks_[k])
+        if not warm:
+            self.mean_, self.scale_ = check_standardisation(X)
+            self.masks_ = alternating_masks(self.n_layers, X.shape[1], rng)
         Xs = ((X - self.mean_) / self.scale_).astype(np.float32)
         objective = _FlowObjective(self.dequantize,
                                    torch.as_tensor(self.scale_, dtype=torch.float32))
-        self._train_net(
-            lambda: RealNVP(torch.as_tensor(self.masks_, dtype=torch.float32), sizes),
-            objective, TensorDataset(torch.from_numpy(Xs)), seed=rng,
-            max_epochs=self.max_epochs, batch_size=min(self.batch_size, len(X)),
-            callbacks=self.callbacks, optimizer__weight_decay=self.weight_decay,
-            iterator_train__shuffle=True)
+        module = functools.partial(RealNVP, torch.as_tensor(self.masks_, dtype=torch.float32),
+                                   sizes)
+        self._train(module, objective, torch.from_numpy(Xs), seed=rng,
+                    max_epochs=self.max_epochs, optimizer__weight_decay=self.weight_decay,
+                    iterator_train__shuffle=True,
+                    iterator_train__batch_size=min(self.batch_size, len(X)))
         self.history_ = history_records(self.net_, ())
         return self
 
@@ -225,12 +243,12 @@ class FlowDensity(TorchNetMixin, MeanScoreMixin, OneToOneFeatureMixin, DensityMi
 
     @torch.no_grad()
     def _forward(self, Xs):
-        self.module_.eval()
         zs, lds = [], []
-        for sl in iter_batches(len(Xs), self.batch_size):
-            z, ld = self.module_(to_tensor(Xs[sl], device=self.device_))
-            zs.append(to_numpy(z).astype(np.float64))
-            lds.append(to_numpy(ld).astype(np.float64))
+        with frozen(self.module_):
+            for sl in iter_batches(len(Xs), self.batch_size):
+                z, ld = self.module_(to_tensor(Xs[sl], device=self.device_))
+                zs.append(to_numpy(z).astype(np.float64))
+                lds.append(to_numpy(ld).astype(np.float64))
         return np.concatenate(zs), np.concatenate(lds)
 
     def log_prob_components(self, X):
@@ -294,9 +312,9 @@ class FlowDensity(TorchNetMixin, MeanScoreMixin, OneToOneFeatureMixin, DensityMi
         """
         check_is_fitted(self)
         Z = validate_data(self, Z, dtype=np.float32, reset=False)
-        self.module_.eval()
-        out = [to_numpy(self.module_.inverse(to_tensor(Z[sl], device=self.device_)))
-               for sl in iter_batches(len(Z), self.batch_size)]
+        with frozen(self.module_):
+            out = [to_numpy(self.module_.inverse(to_tensor(Z[sl], device=self.device_)))
+                   for sl in iter_batches(len(Z), self.batch_size)]
         return np.concatenate(out).astype(np.float64) * self.scale_ + self.mean_
 
     def sample(self, n_samples=1, random_state=None):

@@ -20,8 +20,9 @@ from ._grid import (
     grid_sizes,
     n_grid_components,
 )
+from .._utils import check_positive_integer, check_scalar_param
 from ._losses import GridPrior
-from ._training import MeanScoreMixin, check_positive_integer
+from ._torch_estimator import MeanScoreMixin
 
 
 class GridVAE(MeanScoreMixin, ClusterMixin, BaseVAE):
@@ -92,18 +93,25 @@ class GridVAE(MeanScoreMixin, ClusterMixin, BaseVAE):
         Reparameterised draws per sample in ``score_samples``.
     callbacks : list of skorch callbacks, default=None
         Added to the training net (e.g. ``EarlyStopping(monitor='train_loss')``,
-        ``Checkpoint``).
+        ``Checkpoint``, ``LRScheduler``).
+    warm_start : bool, default=False
+        True: a second ``fit`` continues training the fitted net (with the grid and
+        input width of the first fit) instead of starting again.
     device : str or torch.device, default='auto'
         'auto' uses CUDA when available.
     random_state : int, RandomState instance or None, default=None
         Seeds initialisation, batch order and the reparameterisation noise.
     verbose : int, default=0
         1 prints the epoch log, 2 adds a progress bar.
+    **net_params
+        skorch settings of the net, e.g. ``module__logvar_range=(-10.0, 5.0)``,
+        ``optimizer__betas=(0.5, 0.9)``, ``iterator_train__num_workers=2``; they
+        take precedence over the matching parameters (``weight_decay``).
 
     Attributes
     ----------
-    net_ : skorch.NeuralNet
-        The trained net; ``module_`` is its torch module.
+    net_ : geolearn.models.ObjectiveNet
+        The trained skorch net (with its ``history``); ``module_`` is its torch module.
     grid_ : tuple of ndarray
         Sorted grid values per dimension.
     n_components_ : int
@@ -135,7 +143,8 @@ class GridVAE(MeanScoreMixin, ClusterMixin, BaseVAE):
     (4, 16)
     """
 
-    _expected_failed_checks = {
+    _expected_failed_checks = {  # noqa: RUF012
+        **BaseVAE._expected_failed_checks,
         "check_clustering": "labels are grid-cell indices fixed by the grid (not consecutive "
                             "from 0), and a 2-epoch model does not separate sklearn's blobs",
     }
@@ -156,32 +165,8 @@ class GridVAE(MeanScoreMixin, ClusterMixin, BaseVAE):
                  decoder_std=0.7071067811865476, output_activation="sigmoid", architecture="mlp",
                  hidden_sizes=(256, 128), conv_channels=32, image_shape=None, max_epochs=100,
                  batch_size=256, lr=1e-3, weight_decay=0.0, n_mc_score=16, callbacks=None,
-                 device="auto", random_state=None, verbose=0):
-        self.n_latent = n_latent
-        self.grid_values = grid_values
-        self.prior_std = prior_std
-        self.kl_estimator = kl_estimator
-        self.kl_weight = kl_weight
-        self.kl_warmup_epochs = kl_warmup_epochs
-        self.guidance = guidance
-        self.guided_dims = guided_dims
-        self.missing_guidance = missing_guidance
-        self.likelihood = likelihood
-        self.decoder_std = decoder_std
-        self.output_activation = output_activation
-        self.architecture = architecture
-        self.hidden_sizes = hidden_sizes
-        self.conv_channels = conv_channels
-        self.image_shape = image_shape
-        self.max_epochs = max_epochs
-        self.batch_size = batch_size
-        self.lr = lr
-        self.weight_decay = weight_decay
-        self.n_mc_score = n_mc_score
-        self.callbacks = callbacks
-        self.device = device
-        self.random_state = random_state
-        self.verbose = verbose
+                 warm_start=False, device="auto", random_state=None, verbose=0, **net_params):
+        self._store_params(locals())
 
     # -- fitting --------------------------------------------------------------------------
 
@@ -231,10 +216,12 @@ class GridVAE(MeanScoreMixin, ClusterMixin, BaseVAE):
         -------
         self : GridVAE
         """
+        warm = self._warm()
         self._check_common_params()
-        X = self._validate_X(X, reset=True)
-        self.grid_ = check_grid(self.grid_values, self.n_latent)
-        self.n_components_ = n_grid_components(self.grid_)
+        X = self._validate_X(X, reset=not warm)
+        if not warm:
+            self.grid_ = check_grid(self.grid_values, self.n_latent)
+            self.n_components_ = n_grid_components(self.grid_)
         self.guided_dims_, codes = self._check_guidance(y, len(X))
         if self.kl_estimator == "batch" and len(X) < 64:
             warnings.warn(f"kl_estimator='batch' with only {len(X)} samples: the aggregate "
@@ -244,7 +231,7 @@ class GridVAE(MeanScoreMixin, ClusterMixin, BaseVAE):
             likelihood=self.likelihood, decoder_std=self.decoder_std,
             output_activation=self.output_activation, kl_weight=self.kl_weight,
             kl_warmup_epochs=self.kl_warmup_epochs, guided_dims=self.guided_dims_)
-        self._fit_net(X, codes, objective, drop_last=self.kl_estimator == "batch")
+        self._train_vae(X, codes, objective, drop_last=self.kl_estimator == "batch")
         codes_train = grid_codes(self._encode(X), self.grid_)
         self.labels_ = (flat_index(codes_train, self.grid_) if self.n_components_ < 2**63
                         else None)
@@ -365,8 +352,7 @@ class GridVAE(MeanScoreMixin, ClusterMixin, BaseVAE):
         X_traversed : ndarray of shape (n_samples, len(values), n_features)
         """
         Z = self.transform(X)
-        if not isinstance(dim, numbers.Integral) or not 0 <= dim < self.n_latent:
-            raise ValueError(f"dim must be an integer in [0, {self.n_latent}); got {dim!r}.")
+        check_scalar_param(dim, "dim", kind="integer", low=0, high=self.n_latent)
         values = np.asarray(values, dtype=np.float64).ravel()
         if values.size == 0 or not np.all(np.isfinite(values)):
             raise ValueError("values must be a non-empty sequence of finite numbers.")

@@ -4,13 +4,12 @@ import numbers
 
 import numpy as np
 import torch
-from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, _fit_context, clone
+from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._utils import iter_batches, to_tensor, torch_seed
-from ..adversarial._attacks import frozen
-from .._utils import check_mask
+from .._utils import check_mask, iter_batches, to_numpy, torch_seed
+from ..models import as_model, fit_or_use
 from ._base import check_unit_interval
 
 
@@ -22,15 +21,16 @@ class ELBOPurifier(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     reparameterised ``z`` at every step. Further restarts begin at ``U[-eps, eps]``
     (``U[-1/8, 1/8]`` when unbounded), alternate the step between ``step_size`` and
     ``2 * step_size``, and each sample keeps the restart with the highest final ELBO at
-    ``z = mu``. The model is frozen (eval mode, no parameter gradients).
+    ``z = mu``. The model is frozen (eval mode, no parameter gradients; every submodule's
+    mode restored afterwards).
 
     Parameters
     ----------
     estimator : GridVAE or VAEClassifier
-        Any estimator with ``_torch_neg_elbo(x, stochastic)``.
-    prefit : bool, default=False
-        False: ``fit`` clones and fits ``estimator`` on ``(X, y)``. True: ``estimator``
-        is already fitted and ``fit`` only validates.
+        A fitted VAE is used as it is; an unfitted one is cloned and fitted on
+        ``(X, y)`` by :meth:`fit` (:func:`geolearn.models.fit_or_use`). ``clone`` and
+        ``GridSearchCV`` unfit a fitted estimator: wrap it in
+        ``sklearn.frozen.FrozenEstimator`` to keep it as trained.
     n_iter : int, default=256
     step_size : float, default=1/255
     norm : {'linf', 'l2'}, default='linf'
@@ -51,7 +51,7 @@ class ELBOPurifier(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     Attributes
     ----------
     estimator_ : estimator
-        The fitted VAE used.
+        The VAE used: ``estimator`` itself when it was fitted, else a fitted clone.
     n_features_in_ : int
 
     Notes
@@ -67,7 +67,7 @@ class ELBOPurifier(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     >>> rng = np.random.default_rng(0)
     >>> X = rng.random((40, 16)); y = (X[:, 0] > 0.5).astype(int)
     >>> clf = VAEClassifier(n_latent=2, hidden_sizes=(8,), max_epochs=2, random_state=0)
-    >>> pfy = ELBOPurifier(clf.fit(X, y), prefit=True, n_iter=8, random_state=0).fit(X)
+    >>> pfy = ELBOPurifier(clf.fit(X, y), n_iter=8, random_state=0).fit(X)
     >>> X_pfy = pfy.transform(X)
     >>> X_pfy.shape, bool(X_pfy.min() >= 0 and X_pfy.max() <= 1)
     ((40, 16), True)
@@ -75,7 +75,6 @@ class ELBOPurifier(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
     _parameter_constraints = {
         "estimator": [HasMethods(["fit", "_torch_neg_elbo"])],
-        "prefit": ["boolean"],
         "n_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "step_size": [Interval(numbers.Real, 0, None, closed="neither")],
         "norm": [StrOptions({"linf", "l2"})],
@@ -87,11 +86,10 @@ class ELBOPurifier(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         "random_state": ["random_state"],
     }
 
-    def __init__(self, estimator, *, prefit=False, n_iter=256, step_size=1 / 255, norm="linf",
+    def __init__(self, estimator, *, n_iter=256, step_size=1 / 255, norm="linf",
                  eps=None, n_restarts=1, mask=None, clip=(0.0, 1.0), batch_size=256,
                  random_state=None):
         self.estimator = estimator
-        self.prefit = prefit
         self.n_iter = n_iter
         self.step_size = step_size
         self.norm = norm
@@ -104,7 +102,7 @@ class ELBOPurifier(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y=None):
-        """Fit (or, with ``prefit=True``, check) the VAE.
+        """Fit the VAE unless it is already fitted, and check the data against it.
 
         Parameters
         ----------
@@ -116,11 +114,7 @@ class ELBOPurifier(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         -------
         self : ELBOPurifier
         """
-        if self.prefit:
-            check_is_fitted(self.estimator)
-            self.estimator_ = self.estimator
-        else:
-            self.estimator_ = clone(self.estimator).fit(X, y)
+        self.estimator_ = fit_or_use(self.estimator, X, y)
         X = validate_data(self, X, dtype=np.float32, reset=True)
         if X.shape[1] != self.estimator_.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features but the estimator expects "
@@ -157,33 +151,37 @@ class ELBOPurifier(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         check_unit_interval(X, bounds=self.clip, what=f"ELBOPurifier with clip={self.clip}",
                             advice="Scale X like the training data or change clip.")
         est = self.estimator_
-        device = est.device_
-        support = (torch.ones(X.shape[1], device=device) if self.mask is None else
+        model = as_model(est)
+        # the gradient of the negative ELBO (a function of the input) with respect to the input
+        grad_fn = as_model(est._torch_neg_elbo).input_gradient_fn()
+        support = (torch.ones(X.shape[1], device=model.device) if self.mask is None else
                    torch.as_tensor(check_mask(self.mask, X.shape[1]), dtype=torch.float32,
-                                   device=device))
-        radius = self.eps if self.eps is not None else 1 / 8
+                                   device=model.device))
         out = np.empty(X.shape, dtype=np.float64)
-        with torch_seed(self.random_state), frozen(est):
+        with torch_seed(self.random_state), model.frozen():
             for sl in iter_batches(len(X), self.batch_size):
-                x = to_tensor(X[sl], device=device)
-                best, best_loss = x, torch.full((len(x),), np.inf, device=device)
-                for r in range(self.n_restarts):
-                    step = self.step_size * (1 + r % 2)
-                    delta = torch.zeros_like(x) if r == 0 else \
-                        (torch.rand_like(x) * 2 - 1) * radius * support
-                    delta = self._project(delta, x)
-                    for _ in range(self.n_iter):
-                        delta.requires_grad_(True)
-                        loss = est._torch_neg_elbo(x + delta).sum()
-                        grad = torch.autograd.grad(loss, delta)[0]
-                        delta = self._project(delta.detach() - step * grad.sign() * support, x)
-                    with torch.no_grad():
-                        final = est._torch_neg_elbo(x + delta, stochastic=False)
-                    better = final < best_loss
-                    best = torch.where(better[:, None], x + delta, best)
-                    best_loss = torch.where(better, final, best_loss)
-                out[sl] = best.detach().cpu().numpy()
+                x = model.to_tensor(X[sl])
+                out[sl] = to_numpy(self._purify(est, grad_fn, x, support))
         return out
+
+    def _purify(self, est, grad_fn, x, support):
+        """Per sample, the restart whose end point has the lowest negative ELBO at ``z = mu``."""
+        radius = self.eps if self.eps is not None else 1 / 8
+        best, best_loss = x, torch.full((len(x),), np.inf, device=x.device)
+        for r in range(self.n_restarts):
+            step = self.step_size * (1 + r % 2)
+            delta = torch.zeros_like(x) if r == 0 else \
+                (torch.rand_like(x) * 2 - 1) * radius * support
+            delta = self._project(delta, x)
+            for _ in range(self.n_iter):
+                grad = grad_fn(x + delta)
+                delta = self._project(delta - step * grad.sign() * support, x)
+            with torch.no_grad():
+                final = est._torch_neg_elbo(x + delta, stochastic=False)
+            better = final < best_loss
+            best = torch.where(better[:, None], x + delta, best)
+            best_loss = torch.where(better, final, best_loss)
+        return best
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

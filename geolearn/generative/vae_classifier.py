@@ -11,6 +11,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_consistent_length, check_is_fitted, column_or_1d
 
 from .._utils import to_numpy
+from ..models import frozen
 from ._base import BaseVAE, VAEObjective
 from ._grid import check_grid
 from ._losses import GridPrior
@@ -51,15 +52,23 @@ class VAEClassifier(ClassifierMixin, BaseVAE):
     weight_decay : float, default=0.0
     n_mc_score : int, default=16
     callbacks : list of skorch callbacks, default=None
+    warm_start : bool, default=False
+        True: a second ``fit`` continues training the fitted net (same classes).
     device : str or torch.device, default='auto'
     random_state : int, RandomState instance or None, default=None
     verbose : int, default=0
+    **net_params
+        skorch settings of the net (``module__*``, ``optimizer__*``,
+        ``iterator_train__*``, ...), as in :class:`GridVAE`.
 
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
-    net_ : skorch.NeuralNet
-        The trained net; ``module_`` is its torch module (with ``head``).
+    net_ : geolearn.models.ObjectiveNet
+        The trained skorch net; ``module_`` is its torch module (with ``head``):
+        ``module_(x)`` returns ``(logits, mu, logvar)`` with ``logits = h(mu(x))``, so
+        :func:`geolearn.models.as_model` sees the class logits and every attack of
+        :mod:`geolearn.adversarial` takes the fitted classifier itself.
     n_features_in_, image_shape_, device_, n_iter_
     history_ : list of dict
         Per epoch ``loss``, ``recon``, ``kl`` and ``ce``.
@@ -91,30 +100,9 @@ class VAEClassifier(ClassifierMixin, BaseVAE):
                  likelihood="bernoulli", decoder_std=0.7071067811865476,
                  output_activation="sigmoid", architecture="mlp", hidden_sizes=(256, 128),
                  conv_channels=32, image_shape=None, max_epochs=100, batch_size=128, lr=1e-3,
-                 weight_decay=0.0, n_mc_score=16, callbacks=None, device="auto",
-                 random_state=None, verbose=0):
-        self.n_latent = n_latent
-        self.classification_weight = classification_weight
-        self.prior = prior
-        self.grid_values = grid_values
-        self.prior_std = prior_std
-        self.kl_estimator = kl_estimator
-        self.likelihood = likelihood
-        self.decoder_std = decoder_std
-        self.output_activation = output_activation
-        self.architecture = architecture
-        self.hidden_sizes = hidden_sizes
-        self.conv_channels = conv_channels
-        self.image_shape = image_shape
-        self.max_epochs = max_epochs
-        self.batch_size = batch_size
-        self.lr = lr
-        self.weight_decay = weight_decay
-        self.n_mc_score = n_mc_score
-        self.callbacks = callbacks
-        self.device = device
-        self.random_state = random_state
-        self.verbose = verbose
+                 weight_decay=0.0, n_mc_score=16, callbacks=None, warm_start=False,
+                 device="auto", random_state=None, verbose=0, **net_params):
+        self._store_params(locals())
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -130,18 +118,10 @@ class VAEClassifier(ClassifierMixin, BaseVAE):
         -------
         self : VAEClassifier
         """
+        warm = self._warm()
         self._check_common_params()
-        X = self._validate_X(X, reset=True)
-        if y is None:
-            raise ValueError("VAEClassifier requires y to be passed, but the target y is None.")
-        y = column_or_1d(y, warn=True)
-        check_consistent_length(X, y)
-        check_classification_targets(y)
-        encoder = LabelEncoder().fit(y)
-        self.classes_ = encoder.classes_
-        if len(self.classes_) < 2:
-            raise ValueError(f"y has {len(self.classes_)} class; VAEClassifier needs at least 2 "
-                             "classes.")
+        X = self._validate_X(X, reset=not warm)
+        y_t = torch.as_tensor(self._encode_labels(X, y, warm), dtype=torch.long)
         prior = None
         if self.prior == "grid":
             prior = GridPrior(check_grid(self.grid_values, self.n_latent), self.prior_std)
@@ -149,14 +129,26 @@ class VAEClassifier(ClassifierMixin, BaseVAE):
             prior=prior, kl_estimator=self.kl_estimator, likelihood=self.likelihood,
             decoder_std=self.decoder_std, output_activation=self.output_activation,
             classification_weight=self.classification_weight)
-        y_t = torch.as_tensor(encoder.transform(y), dtype=torch.long)
-        return self._fit_net(X, y_t, objective, n_classes=len(self.classes_),
-                             parts=("recon", "kl", "ce"),
-                             drop_last=prior is not None and self.kl_estimator == "batch")
+        return self._train_vae(X, y_t, objective, n_classes=len(self.classes_),
+                               parts=("recon", "kl", "ce"),
+                               drop_last=prior is not None and self.kl_estimator == "batch")
 
-    def _torch_logits(self, x):
-        """Class logits ``h(mu(x))`` of a float32 tensor on ``device_`` (differentiable in x)."""
-        return self.module_.head(self.module_.encode(x)[0])
+    def _encode_labels(self, X, y, warm):
+        """``y`` as indices into ``classes_`` (set here unless the fit continues a warm net)."""
+        if y is None:
+            raise ValueError("VAEClassifier requires y to be passed, but the target y is None.")
+        y = column_or_1d(y, warn=True)
+        check_consistent_length(X, y)
+        check_classification_targets(y)
+        encoder = LabelEncoder()
+        if warm:
+            encoder.classes_ = self.classes_
+            return encoder.transform(y)
+        self.classes_ = encoder.fit(y).classes_
+        if len(self.classes_) < 2:
+            raise ValueError(f"y has {len(self.classes_)} class; VAEClassifier needs at least 2 "
+                             "classes.")
+        return encoder.transform(y)
 
     def predict_proba(self, X):
         """Class probabilities ``softmax(h(mu(x)))``.
@@ -171,10 +163,9 @@ class VAEClassifier(ClassifierMixin, BaseVAE):
         """
         check_is_fitted(self)
         X = self._validate_X(X, reset=False)
-        self.module_.eval()
-        with torch.no_grad():
-            logits = [self._torch_logits(x).double().softmax(-1) for x in self._batches(X)]
-        return np.concatenate([to_numpy(p) for p in logits])
+        with frozen(self.module_), torch.no_grad():
+            proba = [self.module_(x)[0].double().softmax(-1) for x in self._batches(X)]
+        return np.concatenate([to_numpy(p) for p in proba])
 
     def predict(self, X):
         """Most probable class.

@@ -301,6 +301,36 @@ class ModelAdapter:
                 outs.append(to_numpy(grad(self.to_tensor(X[sl]), t)))
         return np.concatenate(outs)
 
+    def input_gradient_fn(self, loss=None, *, layer=None):
+        """The tensor function ``grad(x, targets=None)`` of :meth:`input_gradient`, for loops.
+
+        The layer is resolved once and the model is not frozen at each call: call
+        it inside :meth:`frozen`, as an attack's thousands of steps do, so that a
+        step costs only its forward and backward passes. ``loss`` and ``layer``
+        are as in :meth:`input_gradient`; the loss is summed over the batch.
+
+        Examples
+        --------
+        >>> import torch
+        >>> from geolearn.models import as_model
+        >>> m = as_model(torch.nn.Linear(3, 2, bias=False))
+        >>> grad = m.input_gradient_fn()
+        >>> x, t = torch.ones(4, 3), torch.tensor([1, 1, 0, 0])
+        >>> with m.frozen():
+        ...     bool(torch.equal(grad(x, t), m.input_gradient(x, targets=t)))
+        True
+        """
+        self.require_gradients("input_gradient")
+        f = self.feature_fn(layer)
+        loss = _target_output if loss is None else loss
+
+        def grad(x, targets=None):
+            with torch.enable_grad():
+                x = x.detach().requires_grad_(True)
+                return torch.autograd.grad(loss(f(x), targets).sum(), x)[0]
+
+        return grad
+
     def jacobian(self, X, layer=None, *, batch_size=None, mode="auto", max_memory=2**28):
         """Jacobian of ``layer``'s output with respect to the input, per sample.
 

@@ -1,13 +1,15 @@
-"""patch_attack on a torch module and, through ``_torch_logits``, on a fitted VAEClassifier."""
+"""patch_attack on a torch module and, through ``as_model``, on a fitted VAEClassifier."""
 
 import numpy as np
 import pytest
 import torch
 from sklearn.datasets import load_digits
+from sklearn.ensemble import RandomForestClassifier
 
 import geolearn.generative
 from geolearn.adversarial import patch_attack
 from geolearn.generative import VAEClassifier, rectangular_patch_mask
+from geolearn.models import GradientsUnavailableError
 
 
 @pytest.fixture(scope="module")
@@ -68,5 +70,8 @@ def test_patch_attack_bad_inputs(digits, kwargs, match):
 
 
 def test_patch_attack_rejects_a_model_without_logits():
-    with pytest.raises(TypeError, match="_torch_logits"):
+    with pytest.raises(TypeError, match="torch.nn.Module"):
         patch_attack(object(), np.zeros((2, 4)), [0, 1], np.ones(4, bool))
+    forest = RandomForestClassifier(n_estimators=2, random_state=0).fit(np.eye(4), [0, 1, 0, 1])
+    with pytest.raises(GradientsUnavailableError, match="patch_attack needs gradients"):
+        patch_attack(forest, np.zeros((2, 4)), [0, 1], np.ones(4, bool))

@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.datasets import load_digits
 
 from geolearn.datasets import make_point_shapes, make_two_digit_composites
@@ -46,3 +48,18 @@ def test_point_shapes_share_one_scale():
         assert (X ** 2).sum(1).mean() == pytest.approx(2.0)
     with pytest.raises(ValueError, match="shapes"):
         make_point_shapes(10, shapes=("torus",))
+
+
+@settings(max_examples=10, deadline=None)
+@given(digits=st.lists(st.integers(0, 9), min_size=1, max_size=5, unique=True),
+       n_train=st.integers(1, 40), n_test=st.integers(1, 40), seed=st.integers(0, 100))
+def test_two_digit_composite_labels_are_their_codes(digits, n_train, n_test, seed):
+    Xtr, ytr, ctr, Xte, yte, cte = make_two_digit_composites(n_train, n_test, digits,
+                                                             random_state=seed)
+    k = len(digits)
+    for X, y, codes, n in ((Xtr, ytr, ctr, n_train), (Xte, yte, cte, n_test)):
+        assert X.shape == (n, 128) and codes.shape == (n, 2)
+        assert codes.min() >= 0 and codes.max() < k
+        np.testing.assert_array_equal(y, codes[:, 0] * k + codes[:, 1])
+    np.testing.assert_array_equal(make_two_digit_composites(n_train, n_test, digits,
+                                                            random_state=seed)[3], Xte)

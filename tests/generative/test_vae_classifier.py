@@ -1,10 +1,12 @@
-"""VAEClassifier, the patch mask and ELBOPurifier on small data (patch_attack: tests/adversarial)."""
+"""VAEClassifier, the patch mask and ELBOPurifier (patch_attack: tests/adversarial)."""
 
 import numpy as np
 import pytest
 import torch
 from sklearn.exceptions import NotFittedError
 from sklearn.frozen import FrozenEstimator
+from scipy.special import softmax
+from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import Pipeline
 
 from geolearn.generative import (
@@ -13,6 +15,8 @@ from geolearn.generative import (
     VAEClassifier,
     rectangular_patch_mask,
 )
+from geolearn._utils import torch_seed
+from geolearn.models import as_model
 from tests.helpers import check_bad_inputs, check_pipeline_gridsearch_pickle
 
 TINY = dict(n_latent=4, hidden_sizes=(32,), max_epochs=15, batch_size=32, random_state=0)
@@ -48,8 +52,13 @@ def test_classifier_learns_and_keeps_labels(clf, data):
 
 def test_head_is_what_drives_predictions(clf, data):
     X, _ = data
-    logits = clf._torch_logits(torch.as_tensor(X, dtype=torch.float32)).detach().numpy()
+    logits = as_model(clf).forward(X)  # the public route to the logits h(mu(x))
     np.testing.assert_array_equal(clf.classes_[logits.argmax(1)], clf.predict(X))
+    with torch.no_grad():
+        x = torch.as_tensor(X, dtype=torch.float32)
+        np.testing.assert_array_equal(logits, clf.module_.head(clf.module_.encode(x)[0]).numpy())
+    np.testing.assert_allclose(clf.predict_proba(X), softmax(logits.astype(np.float64), axis=1),
+                               rtol=1e-6)
 
 
 def test_classifier_bad_inputs(data):
@@ -98,7 +107,7 @@ def test_purifier_raises_the_elbo_and_respects_the_constraints(clf, data):
     X, _ = data
     rng = np.random.default_rng(0)
     noisy = np.clip(X[:50] + rng.normal(scale=0.3, size=X[:50].shape), 0, 1)
-    params = dict(prefit=True, n_iter=64, step_size=0.01, eps=0.1, random_state=0)
+    params = dict(n_iter=64, step_size=0.01, eps=0.1, random_state=0)
     out = ELBOPurifier(clf, **params).fit(noisy).transform(noisy)
     assert np.abs(out - noisy).max() <= 0.1 + 1e-6 and out.min() >= 0 and out.max() <= 1
     assert clf.score_samples(out).mean() > clf.score_samples(noisy).mean() + 2
@@ -111,9 +120,21 @@ def test_purifier_raises_the_elbo_and_respects_the_constraints(clf, data):
     assert np.linalg.norm(out_2 - noisy, axis=1).max() <= 0.5 + 1e-5
 
 
+def test_purifier_step_follows_the_input_gradient_of_the_negative_elbo(clf, data):
+    """One unbounded step is ``x - step_size * sign(grad_x (-ELBO))`` with the seeded z draw."""
+    X, _ = data
+    x = X[:20].astype(np.float32)
+    out = ELBOPurifier(clf, n_iter=1, step_size=0.05, random_state=0).fit(X).transform(x)
+    with torch_seed(0):
+        xt = torch.as_tensor(x).requires_grad_(True)
+        grad = torch.autograd.grad(clf._torch_neg_elbo(xt).sum(), xt)[0].numpy()
+    np.testing.assert_allclose(out, np.clip(x - 0.05 * np.sign(grad), 0, 1), atol=1e-6)
+    assert np.abs(out - x).max() > 0.04
+
+
 def test_restarts_never_do_worse_than_the_first(clf, data):
     X, _ = data
-    params = dict(prefit=True, n_iter=16, eps=0.2, random_state=0)
+    params = dict(n_iter=16, eps=0.2, random_state=0)
     one = ELBOPurifier(clf, **params).fit(X[:30]).transform(X[:30])
     many = ELBOPurifier(clf, n_restarts=3, **params).fit(X[:30]).transform(X[:30])
     x1, xm = (torch.as_tensor(a, dtype=torch.float32) for a in (one, many))
@@ -121,17 +142,22 @@ def test_restarts_never_do_worse_than_the_first(clf, data):
         assert torch.all(clf._torch_neg_elbo(xm, False) <= clf._torch_neg_elbo(x1, False) + 1e-4)
 
 
-def test_purifier_composition_and_prefit(data):
+def test_purifier_composition_and_the_fitting_policy(data):
+    """An unfitted VAE is cloned and fitted; a fitted one (or a FrozenEstimator) is used as is."""
     X, y = data
     pfy = ELBOPurifier(VAEClassifier(**TINY), n_iter=4, random_state=0).fit(X, y)
     assert pfy.estimator_ is not pfy.estimator and pfy.n_features_in_ == 64
     clf = pfy.estimator_
-    pipe = Pipeline([("pfy", ELBOPurifier(clf, prefit=True, n_iter=4)),
+    assert ELBOPurifier(clf, n_iter=4).fit(X).estimator_ is clf  # fitted: never refitted
+    pipe = Pipeline([("pfy", ELBOPurifier(FrozenEstimator(clf), n_iter=4)),
                      ("clf", FrozenEstimator(clf))]).fit(X, y)
     assert pipe.score(X, y) > 0.8
+    # a FrozenEstimator survives clone, so a search over the purifier keeps the model
+    search = GridSearchCV(pipe, {"pfy__eps": [0.05, 0.1]}, cv=2).fit(X, y)
+    assert search.best_estimator_["pfy"].estimator_.estimator is clf
     assert list(pfy.get_feature_names_out())[:2] == ["x0", "x1"]
     grid = GridVAE(hidden_sizes=(8,), max_epochs=1, random_state=0).fit(X)
-    assert ELBOPurifier(grid, prefit=True, n_iter=2).fit(X).transform(X[:3]).shape == (3, 64)
+    assert ELBOPurifier(grid, n_iter=2).fit(X).transform(X[:3]).shape == (3, 64)
 
 
 @pytest.mark.parametrize("kwargs, match", [
@@ -140,14 +166,14 @@ def test_purifier_composition_and_prefit(data):
 ])
 def test_purifier_bad_parameters(clf, data, kwargs, match):
     with pytest.raises(ValueError, match=match):
-        ELBOPurifier(clf, prefit=True, **kwargs).fit(data[0])
+        ELBOPurifier(clf, **kwargs).fit(data[0])
 
 
 def test_purifier_input_checks(clf, data):
     X, _ = data
     with pytest.raises(NotFittedError):
-        ELBOPurifier(VAEClassifier(), prefit=True).fit(X)
-    pfy = ELBOPurifier(clf, prefit=True, n_iter=2).fit(X)
+        ELBOPurifier(clf, n_iter=2).transform(X)
+    pfy = ELBOPurifier(clf, n_iter=2).fit(X)
     with pytest.raises(ValueError, match="clip"):
         pfy.transform(X * 2)
     with pytest.raises(ValueError, match="NaN"):

@@ -158,7 +158,7 @@ def test_a4_patch_attack_and_elbo_purification():
                         hidden_sizes=(256, 128), max_epochs=100, batch_size=128, lr=1e-3,
                         random_state=0, device="cpu").fit(Xtr, ytr)
     mask = rectangular_patch_mask((8, 8), top=0, left=0, height=8, width=2)
-    pfy = ELBOPurifier(clf, prefit=True, n_iter=256, step_size=1 / 255, eps=None,
+    pfy = ELBOPurifier(clf, n_iter=256, step_size=1 / 255, eps=None,
                        random_state=0).fit(Xtr)
     clean = clf.score(Xte, yte)
     acc = {"clean": clean, "purified clean": clf.score(pfy.transform(Xte), yte)}
@@ -172,7 +172,7 @@ def test_a4_patch_attack_and_elbo_purification():
         assert acc[method] <= 0.20 and acc[f"purified {method}"] >= 0.65
         assert clf.score_samples(X_pfy).mean() > clf.score_samples(X_adv).mean()
         if method == "pgd":
-            masked = ELBOPurifier(clf, prefit=True, n_iter=256, mask=mask,
+            masked = ELBOPurifier(clf, n_iter=256, mask=mask,
                                   random_state=0).fit(Xtr)
             acc["mask-restricted pgd"] = clf.score(masked.transform(X_adv), yte)
             assert acc["mask-restricted pgd"] >= 0.95
@@ -183,7 +183,7 @@ def test_a4_patch_attack_and_elbo_purification():
     gauss = VAEClassifier(n_latent=16, likelihood="gaussian", classification_weight=8,
                           hidden_sizes=(256, 128), max_epochs=100, batch_size=128,
                           random_state=0, device="cpu").fit(Xtr, ytr)
-    drift = gauss.score(ELBOPurifier(gauss, prefit=True, random_state=0).fit(Xtr).transform(Xte),
+    drift = gauss.score(ELBOPurifier(gauss, random_state=0).fit(Xtr).transform(Xte),
                         yte)
     print(f"gaussian-likelihood purified clean accuracy: {drift:.3f}")
     assert drift < 0.5

@@ -1,0 +1,122 @@
+"""What the family's torch-trained estimators share on top of the one training route.
+
+GridVAE, VAEClassifier, FlowDensity and DiffusionDensity train through
+:class:`geolearn.models.SkorchTrainingMixin` with ``net_class =``
+:class:`geolearn.models.ObjectiveNet`: each supplies a module (a class or a
+``functools.partial``, built by skorch at ``initialize()`` under the seed, with
+the user's ``module__*`` settings) and a per-sample objective.
+"""
+
+import numbers
+
+import numpy as np
+import torch
+from sklearn.utils._param_validation import Interval
+
+from ..models import ObjectiveNet, SkorchTrainingMixin, TensorDataset, collate_batch
+
+#: Constraints of the parameters every torch-trained estimator of the family has.
+NET_CONSTRAINTS = {
+    "hidden_sizes": ["array-like"],
+    "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
+    "lr": [Interval(numbers.Real, 0, None, closed="neither")],
+    "callbacks": [list, None],
+    "warm_start": ["boolean"],
+    "device": "no_validation",
+    "random_state": ["random_state"],
+    "verbose": ["verbose"],
+}
+
+#: Constraints of the estimators trained for whole epochs (not DiffusionDensity's steps).
+EPOCH_CONSTRAINTS = {
+    "max_epochs": [Interval(numbers.Integral, 0, None, closed="left")],
+    "weight_decay": [Interval(numbers.Real, 0, None, closed="left")],
+}
+
+
+class ObjectiveTrainingMixin(SkorchTrainingMixin):
+    """Trains a module on a per-sample objective through :class:`~geolearn.models.ObjectiveNet`.
+
+    The estimator has the parameters of :class:`~geolearn.models.SkorchTrainingMixin`
+    (``lr``, ``batch_size``, ``callbacks``, ``warm_start``, ``device``,
+    ``verbose``, ``random_state`` and skorch's prefixed settings).
+    """
+
+    net_class = ObjectiveNet
+
+    _expected_failed_checks = {  # noqa: RUF012
+        "check_do_not_raise_errors_in_init_or_set_params": (
+            "the check passes the **net_params catch-all itself as a keyword `net_params=`; "
+            "as skorch's NeuralNet does, a keyword that is no skorch setting (module__*, "
+            "optimizer__*, ...) is refused at once with a TypeError naming it. Every named "
+            "parameter is stored unchecked (a unit test sets them all to junk)"),
+    }
+
+    def _store_params(self, params):
+        """Store ``__init__``'s arguments (``locals()``) unchanged, skorch settings included."""
+        params = dict(params)
+        net_params = params.pop("net_params")
+        for name, value in params.items():
+            if name not in ("self", "__class__"):
+                setattr(self, name, value)
+        self._set_net_params(net_params)
+
+    def _train(self, module, objective, X, y=None, *, seed, max_epochs, parts=(), **settings):
+        """Train ``module`` on the rows of the tensor ``X`` (and ``y``); sets ``net_``.
+
+        ``settings`` are further net arguments (``optimizer__weight_decay``,
+        ``iterator_train__shuffle``, ...). With ``warm_start`` the fitted net goes
+        on training on the new rows for ``max_epochs`` more epochs at the current
+        ``lr`` and ``batch_size``, with this fit's data-dependent
+        ``iterator_train__*`` settings (unless the user set them).
+        """
+        dataset = TensorDataset(X, y)
+        settings = {"train_split": None, "iterator_train__collate_fn": collate_batch,
+                    "iterator_valid__collate_fn": collate_batch, **settings}
+        if self._warm():
+            self.net_.set_params(max_epochs=max_epochs, lr=self.lr, batch_size=self.batch_size)
+            # the loader settings that depend on this fit's data (skorch reads them at every
+            # epoch; its set_params refuses them on an initialised net)
+            user = self._net_params()
+            for key, value in settings.items():
+                if key.startswith("iterator_train__") and key not in user:
+                    setattr(self.net_, key, value)
+        return self._fit_net(module, dataset, None, seed=seed, max_epochs=max_epochs,
+                             objective=objective, parts=parts, **settings)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # training draws minibatches and noise, so refits differ unless random_state is fixed
+        tags.non_deterministic = True
+        return tags
+
+
+class MeanScoreMixin:
+    """``score`` as the mean of ``score_samples`` (log-likelihood or ELBO, in nats)."""
+
+    def score(self, X, y=None):
+        """Mean of :meth:`score_samples` over X, in nats (higher is better).
+
+        Parameters
+        ----------
+        X : array-like
+            Samples in any form that :meth:`score_samples` accepts.
+        y : ignored
+
+        Returns
+        -------
+        score : float
+        """
+        return float(np.mean(self.score_samples(X)))
+
+
+def history_records(net, parts):
+    """The epoch history as a list of dicts ``{"epoch", "loss", *parts}``."""
+    keys = ("epoch", "train_loss", *parts)
+    return [{("loss" if k == "train_loss" else k): (row[k] if k == "epoch" else float(row[k]))
+             for k in keys} for row in net.history]
+
+
+def as_float_tensor(X):
+    """A contiguous float32 CPU tensor sharing memory with ``X`` where it can."""
+    return torch.from_numpy(np.ascontiguousarray(X, dtype=np.float32))
