@@ -44,14 +44,6 @@ class ObjectiveTrainingMixin(SkorchTrainingMixin):
 
     net_class = ObjectiveNet
 
-    _expected_failed_checks = {  # noqa: RUF012
-        "check_do_not_raise_errors_in_init_or_set_params": (
-            "the check passes the **net_params catch-all itself as a keyword `net_params=`; "
-            "as skorch's NeuralNet does, a keyword that is no skorch setting (module__*, "
-            "optimizer__*, ...) is refused at once with a TypeError naming it. Every named "
-            "parameter is stored unchecked (a unit test sets them all to junk)"),
-    }
-
     def _store_params(self, params):
         """Store ``__init__``'s arguments (``locals()``) unchanged, skorch settings included."""
         params = dict(params)

@@ -280,16 +280,8 @@ class ModelAdapter:
         >>> bool(torch.equal(g[0], lin.weight[1].detach()))
         True
         """
-        self.require_gradients("input_gradient")
-        f = self.feature_fn(layer)
-        loss = _target_output if loss is None else loss
-
-        def grad(x, t):
-            x = x.detach().requires_grad_(True)
-            value = loss(f(x), t)
-            return torch.autograd.grad(value.sum(), x)[0]
-
-        with self.frozen(), torch.enable_grad():
+        grad = self.input_gradient_fn(loss, layer=layer)
+        with self.frozen():
             if isinstance(X, torch.Tensor):
                 t = targets.to(X.device) if isinstance(targets, torch.Tensor) else targets
                 return grad(X, t)
