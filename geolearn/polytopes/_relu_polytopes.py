@@ -54,9 +54,11 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
     Parameters
     ----------
     network : object, default=None
-        A trained ReLU MLP (see :func:`as_relu_network`). An unfitted
+        A trained ReLU MLP (see :func:`as_relu_network`), used as it is (a
+        ``FrozenEstimator`` keeps it fitted through ``clone``). An unfitted
         scikit-learn or skorch network (e.g. a clone inside GridSearchCV) is
-        fitted on ``(X, y)`` in ``fit``.
+        fitted on ``(X, y)`` as given in ``fit``
+        (:func:`geolearn.models.fit_or_use`).
     bounds : 'global_range', None or (lo, hi), default='global_range'
         Box for radii, facets and enumeration: ``'global_range'`` uses
         ``[min X, max X]`` of the fit data on every coordinate; None is all
@@ -222,15 +224,18 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
         X : array-like of shape (n_samples, m)
             In the network's own input space (after the scaler it was trained behind).
         y : array-like, optional
-            Used only to fit an unfitted scikit-learn / skorch ``network``.
+            Used only to fit an unfitted scikit-learn / skorch ``network`` (on
+            ``X, y`` as given).
 
         Returns
         -------
         self : ReLUPolytopes
         """
         self._check_params()
-        X = validate_data(self, X, dtype=np.float64)
-        net = as_relu_network(fitted_network(self.network, X, y))
+        # resolved first: a CUDA device that is absent is a clear error before any work
+        self._device = resolve_device(self.device)
+        X_given, X = X, validate_data(self, X, dtype=np.float64)
+        net = as_relu_network(fitted_network(self.network, X_given, y))
         if net.n_inputs != X.shape[1]:
             raise ValueError(f"X has {X.shape[1]} features but the network expects "
                              f"{net.n_inputs} inputs.")
@@ -242,7 +247,6 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
         self.bounds_ = self._resolve_bounds(self.bounds, X)
         ptp = float(np.ptp(X)) if X.size else 0.0
         self._data_scale = ptp if ptp > 0 else max(1.0, float(np.max(np.abs(X))))
-        self._device = resolve_device(self.device)
 
         bits, z, _ = forward_bits(net, X, device=self._device, batch_size=self.batch_size)
         self.patterns_, self.labels_, self.region_counts_ = unique_patterns(bits)

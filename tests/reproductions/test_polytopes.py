@@ -18,7 +18,8 @@ from sklearn.neural_network import MLPClassifier
 from geolearn.polytopes import LocalLinearClustering, LocalLinearMap, Polytope, ReLUPolytopes
 from geolearn.polytopes._maps import forward_bits
 from geolearn.polytopes._stats import hamming
-from tests.polytopes._nets import gaussian_net, sequential, simplex_net, xor_net
+from tests.polytopes._nets import (check_xor_regions, gaussian_net, sequential, simplex_net,
+                                   xor_net)
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -67,13 +68,7 @@ def test_a1b_xor_net():
     """Spec A1(b) (paper 2, Section 2.2, eq. 3): the XOR net has exactly three regions,
     -2x-2y+1, 2x+2y+1 and -1, all unbounded; the pattern (0, 1) is empty."""
     enum = ReLUPolytopes(xor_net(), bounds=None).fit(np.zeros((1, 2))).enumerate_regions()
-    assert enum.n_regions == 3 and not enum.bounded.any()
-    maps = {tuple(p.astype(int)): np.append(W[0], b[0])
-            for p, W, b in zip(enum.patterns, enum.W, enum.b)}
-    assert set(maps) == {(1, 1), (1, 0), (0, 0)}
-    np.testing.assert_allclose(maps[(1, 1)], [-2, -2, 1], atol=1e-12)
-    np.testing.assert_allclose(maps[(1, 0)], [2, 2, 1], atol=1e-12)
-    np.testing.assert_allclose(maps[(0, 0)], [0, 0, -1], atol=1e-12)
+    check_xor_regions(enum)
 
 
 def _check_box_enumeration(net, grid, spacing, generic):
