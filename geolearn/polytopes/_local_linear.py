@@ -1,7 +1,6 @@
 """Paper 2: local affine maps as points of a dual space; network reduction by k-means and
 linear maps between the local linear functions of two networks."""
 
-import numbers
 import warnings
 
 import numpy as np
@@ -13,11 +12,23 @@ from sklearn.metrics import accuracy_score, r2_score
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._utils import iter_batches, resolve_device
+from .._utils import (
+    check_choice,
+    check_positive_integer,
+    check_scalar_param,
+    iter_batches,
+    resolve_device,
+)
 from ..models import BinaryProba, as_model
 from ._maps import forward_bits, local_maps, unique_patterns
-from ._network import (_OUTPUT_ACTIVATIONS, ReLUNet, _classes_of, as_relu_network,
-                       fitted_network, needs_fit)
+from ._network import (
+    _OUTPUT_ACTIVATIONS,
+    ReLUNet,
+    _classes_of,
+    as_relu_network,
+    fitted_network,
+    needs_fit,
+)
 
 _PIECEWISE_LINEAR = (torch.nn.ReLU, torch.nn.Linear, torch.nn.Conv1d, torch.nn.Conv2d,
                      torch.nn.Conv3d, torch.nn.MaxPool1d, torch.nn.MaxPool2d, torch.nn.AvgPool1d,
@@ -114,11 +125,6 @@ def _evaluate(rows, X, include_bias):
     return np.einsum("nod,nd->no", rows, Xa)
 
 
-def _check_int(value, name, minimum=1):
-    if not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}.")
-
-
 class LocalLinearMap(TransformerMixin, BaseEstimator):
     """Per-output linear maps between the local affine maps of two networks (paper 2, eq. 8).
 
@@ -205,9 +211,8 @@ class LocalLinearMap(TransformerMixin, BaseEstimator):
         -------
         self : LocalLinearMap
         """
-        if not isinstance(self.alpha, numbers.Real) or self.alpha < 0:
-            raise ValueError(f"alpha must be a non-negative float; got {self.alpha!r}.")
-        _check_int(self.batch_size, "batch_size")
+        check_scalar_param(self.alpha, "alpha", low=0)
+        check_positive_integer(self.batch_size, "batch_size")
         self._device = resolve_device(self.device)
         X_given, X = X, validate_data(self, X, dtype=np.float64)
         self.source_ = fitted_network(self.source, X_given, y, "source")
@@ -406,10 +411,9 @@ class LocalLinearClustering(ClassifierMixin, BaseEstimator):
         -------
         self : LocalLinearClustering
         """
-        _check_int(self.n_clusters, "n_clusters")
-        _check_int(self.batch_size, "batch_size")
-        if self.algorithm not in ("kmeans", "minibatch"):
-            raise ValueError(f"algorithm must be 'kmeans' or 'minibatch'; got {self.algorithm!r}.")
+        check_positive_integer(self.n_clusters, "n_clusters")
+        check_positive_integer(self.batch_size, "batch_size")
+        check_choice(self.algorithm, "algorithm", ("kmeans", "minibatch"))
         self._device = resolve_device(self.device)
         X_given, X = X, validate_data(self, X, dtype=np.float64)
         if self.n_clusters > len(X):

@@ -9,13 +9,14 @@ import threading
 import numpy as np
 from scipy.optimize import linprog
 
+from .._utils import check_choice
+
 _SOLVERS = ("auto", "highs", "highspy", "cvxpy")
 _ZERO_ROW = 1e-14
 
 
 def check_solver(lp_solver):
-    if lp_solver not in _SOLVERS:
-        raise ValueError(f"lp_solver must be one of {_SOLVERS}; got {lp_solver!r}.")
+    check_choice(lp_solver, "lp_solver", _SOLVERS)
     if lp_solver == "auto":
         return "highspy" if _highspy() is not None else "highs"
     if lp_solver == "highspy" and _highspy() is None:

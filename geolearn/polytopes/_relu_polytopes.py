@@ -1,6 +1,5 @@
 """ReLUPolytopes: the polyhedral decomposition of a trained ReLU network, seen through data."""
 
-import numbers
 import warnings
 
 import numpy as np
@@ -9,7 +8,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._utils import resolve_device
+from .._utils import check_choice, check_positive_integer, check_scalar_param, resolve_device
 from ._enumeration import region_neighbours, subdivide, traverse
 from ._lp import check_solver
 from ._maps import forward_bits, hrep, local_maps, unique_patterns
@@ -165,15 +164,11 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
         if isinstance(stats, str) or not all(s in _REGION_STATS for s in stats):
             raise ValueError(f"region_stats must be a tuple of names from {_REGION_STATS}; "
                              f"got {stats!r}.")
-        if self.facet_method not in ("clarkson", "lp"):
-            raise ValueError(f"facet_method must be 'clarkson' or 'lp'; got {self.facet_method!r}.")
+        check_choice(self.facet_method, "facet_method", ("clarkson", "lp"))
         check_solver(self.lp_solver)
         for name in ("max_lp_regions", "batch_size"):
-            v = getattr(self, name)
-            if not isinstance(v, numbers.Integral) or v < 1:
-                raise ValueError(f"{name} must be a positive integer; got {v!r}.")
-        if not isinstance(self.tol, numbers.Real) or not self.tol > 0:
-            raise ValueError(f"tol must be a positive float; got {self.tol!r}.")
+            check_positive_integer(getattr(self, name), name)
+        check_scalar_param(self.tol, "tol", low=0, closed="neither")
 
     def _resolve_bounds(self, bounds, X=None):
         m = self.n_features_in_
@@ -451,8 +446,7 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
         H : ndarray of shape (n_samples, n_directions), int
         """
         X = self._validate(X)
-        if not isinstance(radius, numbers.Real) or not radius >= 0:
-            raise ValueError(f"radius must be a non-negative float; got {radius!r}.")
+        check_scalar_param(radius, "radius", low=0)
         rng = check_random_state(self.random_state if random_state is None else random_state)
         g = rng.standard_normal((len(X), n_directions, X.shape[1]))
         u = g / np.linalg.norm(g, axis=2, keepdims=True)
@@ -569,8 +563,7 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
         -------
         table : dict of dict
         """
-        if metric not in _METRICS:
-            raise ValueError(f"metric must be one of {_METRICS}; got {metric!r}.")
+        check_choice(metric, "metric", _METRICS)
         out = {}
         for name, data in groups.items():
             if metric == "chebyshev_radius":

@@ -10,7 +10,13 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 from torch import nn
 
-from .._utils import resolve_device, to_numpy
+from .._utils import (
+    check_choice,
+    check_positive_integer,
+    check_scalar_param,
+    resolve_device,
+    to_numpy,
+)
 from ..models import as_model, fit_or_use, frozen, is_prefit
 from ._kernels import KernelMetric, make_kernel
 from ._metrics import CURVATURE_METHODS, PullbackMetric, check_scale, scale_value
@@ -188,27 +194,15 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
         if not quantities or any(q not in QUANTITIES for q in quantities):
             raise ValueError(f"quantities must be a non-empty tuple of {QUANTITIES}; "
                              f"got {self.quantities!r}.")
-        if self.volume_method not in ("svd", "cholesky"):
-            raise ValueError("volume_method must be 'svd' or 'cholesky'; "
-                             f"got {self.volume_method!r}.")
-        if self.jacobian not in ("auto", "fwd", "rev", "fd"):
-            raise ValueError("jacobian must be 'auto', 'fwd', 'rev' or 'fd'; "
-                             f"got {self.jacobian!r}.")
-        if self.curvature_method not in CURVATURE_METHODS:
-            raise ValueError(f"curvature_method must be one of {CURVATURE_METHODS}; "
-                             f"got {self.curvature_method!r}.")
-        if self.rtol is not None and not (isinstance(self.rtol, numbers.Real)
-                                          and 0 <= self.rtol < 1):
-            raise ValueError(f"rtol must be None or a float in [0, 1); got {self.rtol!r}.")
-        if self.rank is not None and not (isinstance(self.rank, numbers.Integral)
-                                          and self.rank >= 1):
-            raise ValueError(f"rank must be None or a positive integer; got {self.rank!r}.")
+        check_choice(self.volume_method, "volume_method", ("svd", "cholesky"))
+        check_choice(self.jacobian, "jacobian", ("auto", "fwd", "rev", "fd"))
+        check_choice(self.curvature_method, "curvature_method", CURVATURE_METHODS)
+        check_scalar_param(self.rtol, "rtol", low=0, high=1, allow_none=True)
+        check_scalar_param(self.rank, "rank", kind="integer", low=1, allow_none=True)
         if self.dtype not in _DTYPES and self.dtype not in _DTYPES.values():
             raise ValueError(f"dtype must be 'float64' or 'float32'; got {self.dtype!r}.")
         for name in ("batch_size", "max_memory", "max_curvature_dim"):
-            value = getattr(self, name)
-            if not isinstance(value, numbers.Integral) or value < 1:
-                raise ValueError(f"{name} must be a positive integer; got {value!r}.")
+            check_positive_integer(getattr(self, name), name)
         return tuple(quantities)
 
     def _check_X(self, X, *, reset, name="X"):
@@ -575,8 +569,7 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
             With ``t`` set.
         """
         x_a, x_b = self._check_point(x_a, "x_a"), self._check_point(x_b, "x_b")
-        if not isinstance(n_steps, numbers.Integral) or n_steps < 2:
-            raise ValueError(f"n_steps must be an integer >= 2; got {n_steps!r}.")
+        check_scalar_param(n_steps, "n_steps", kind="integer", low=2)
         t, points = path_points(x_a, x_b, n_steps)
         return self._slice(points, quantities, t=t, kind="path")
 
@@ -600,12 +593,9 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
             With ``coords`` and ``barycentric`` set.
         """
         xs = [self._check_point(x, f"x{i + 1}") for i, x in enumerate((x1, x2, x3))]
-        if hull not in ("convex", "affine"):
-            raise ValueError(f"hull must be 'convex' or 'affine'; got {hull!r}.")
-        if not isinstance(resolution, numbers.Integral) or resolution < 2:
-            raise ValueError(f"resolution must be an integer >= 2; got {resolution!r}.")
-        if not (isinstance(extent, numbers.Real) and np.isfinite(extent) and extent > 0):
-            raise ValueError(f"extent must be a positive finite float; got {extent!r}.")
+        check_choice(hull, "hull", ("convex", "affine"))
+        check_scalar_param(resolution, "resolution", kind="integer", low=2)
+        check_scalar_param(extent, "extent", low=0, closed="neither")
         coords, lam, points = plane_points(*xs, resolution, hull, extent)
         shape = (resolution, resolution) if hull == "affine" else None
         return self._slice(points, quantities, coords=coords, barycentric=lam, kind="plane",
@@ -632,8 +622,7 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
         bounds = np.asarray(bounds, dtype=np.float64)
         if bounds.shape != (2,) or not np.isfinite(bounds).all() or not bounds[0] < bounds[1]:
             raise ValueError(f"bounds must be two finite floats lo < hi; got {bounds!r}.")
-        if not isinstance(resolution, numbers.Integral) or resolution < 2:
-            raise ValueError(f"resolution must be an integer >= 2; got {resolution!r}.")
+        check_scalar_param(resolution, "resolution", kind="integer", low=2)
         points = grid_points(bounds, resolution)
         return self._slice(points, quantities, coords=points, kind="grid",
                            shape=(resolution, resolution))
