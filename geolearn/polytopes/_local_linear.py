@@ -51,7 +51,7 @@ def _autograd_model(network, batch_size):
     # module: a module in another dtype is copied once
     model = model.to(dtype=torch.float64)
     kept, layer = [model.module], None
-    if isinstance(model.module, torch.nn.Sequential):
+    if isinstance(model.module, torch.nn.Sequential) and len(model.module):
         names, kept = zip(*model.module.named_children())
         keep = len(kept)
         while keep and isinstance(kept[keep - 1], (BinaryProba, *_OUTPUT_ACTIVATIONS)):
