@@ -1,5 +1,6 @@
 """One wrapper for every model a geolearn method can probe."""
 
+import copy
 import numbers
 from collections import OrderedDict
 from contextlib import contextmanager
@@ -371,6 +372,41 @@ class ModelAdapter:
             for sl in iter_batches(len(X), chunk):
                 outs.append(to_numpy(jac(self.to_tensor(X[sl]))))
         return np.concatenate(outs)
+
+    def to(self, device=None, dtype=None):
+        """This adapter, or one of a copy of its module on ``device`` in ``dtype``.
+
+        geolearn never moves or casts a user's module in place: a method whose
+        spec computes in another precision than the model's (float64 curvature
+        of a float32 network, say) works on this one copy. ``self`` is returned
+        when the module already lives there in that dtype, and for a black box.
+
+        Examples
+        --------
+        >>> import torch
+        >>> from geolearn.models import as_model
+        >>> net = torch.nn.Linear(2, 3)
+        >>> m64 = as_model(net).to(dtype=torch.float64)
+        >>> m64.dtype, net.weight.dtype, m64.to(dtype=torch.float64) is m64
+        (torch.float64, torch.float32, True)
+        """
+        if self.module is None:
+            return self
+        device = self.device if device is None else resolve_device(device)
+        dtype = self.dtype if dtype is None else dtype
+        tensors = [*self.module.parameters(), *self.module.buffers()]
+        if all(_same_device(t.device, device) and (t.dtype == dtype or not t.is_floating_point())
+               for t in tensors):
+            return self
+        module = copy.deepcopy(self.module).to(device=device, dtype=dtype)
+        return ModelAdapter(kind=self.kind, module=module, estimator=self.estimator,
+                            response=self.response, steps=self._steps,
+                            batch_size=self.batch_size, name=self.name)
+
+
+def _same_device(have, wanted):
+    """Whether ``have`` is ``wanted`` (``cuda`` without an index matches any CUDA device)."""
+    return have.type == wanted.type and (wanted.index is None or have.index == wanted.index)
 
 
 def _target_output(out, targets):

@@ -1,8 +1,6 @@
 """Paper 2: local affine maps as points of a dual space; network reduction by k-means and
 linear maps between the local linear functions of two networks."""
 
-import copy
-import numbers
 import warnings
 
 import numpy as np
@@ -14,11 +12,23 @@ from sklearn.metrics import accuracy_score, r2_score
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._utils import iter_batches, resolve_device
-from ..models import as_model
-from ..models._sklearn import BinaryProba
+from .._utils import (
+    check_choice,
+    check_positive_integer,
+    check_scalar_param,
+    iter_batches,
+    resolve_device,
+)
+from ..models import BinaryProba, as_model
 from ._maps import forward_bits, local_maps, unique_patterns
-from ._network import _OUTPUT_ACTIVATIONS, _classes_of, as_relu_network, fitted_network, needs_fit
+from ._network import (
+    _OUTPUT_ACTIVATIONS,
+    ReLUNet,
+    _classes_of,
+    as_relu_network,
+    fitted_network,
+    needs_fit,
+)
 
 _PIECEWISE_LINEAR = (torch.nn.ReLU, torch.nn.Linear, torch.nn.Conv1d, torch.nn.Conv2d,
                      torch.nn.Conv3d, torch.nn.MaxPool1d, torch.nn.MaxPool2d, torch.nn.AvgPool1d,
@@ -27,25 +37,58 @@ _PIECEWISE_LINEAR = (torch.nn.ReLU, torch.nn.Linear, torch.nn.Conv1d, torch.nn.C
                      torch.nn.LeakyReLU, torch.nn.Sequential)
 
 
-def _autograd_module(network):
-    """A float64 copy of a torch module (its trailing output activation stripped)."""
-    module = as_model(network, dtype=torch.float64).module
-    if module is None:
-        raise ValueError(f"network is a {type(network).__name__}, seen only as a black box; local "
+def _autograd_model(network, batch_size):
+    """``(adapter, layer)``: the network in float64 and the layer whose output is ``G(x)``.
+
+    ``layer`` is None (the output), or the last layer before a trailing output
+    activation of an ``nn.Sequential`` (the logits).
+    """
+    model = as_model(network, batch_size=batch_size, dtype=torch.float64)
+    if model.module is None:
+        raise ValueError(f"network is a {model.name}, seen only as a black box; local "
                          "affine maps need a torch module, a skorch net or an MLP.")
-    module = copy.deepcopy(module).double()
-    if isinstance(module, torch.nn.Sequential):
-        keep = len(module)
-        while keep and isinstance(module[keep - 1], (BinaryProba, *_OUTPUT_ACTIVATIONS)):
+    # the local maps are float64 (the spec's precision) and geolearn never casts a user's
+    # module: a module in another dtype is copied once
+    model = model.to(dtype=torch.float64)
+    kept, layer = [model.module], None
+    if isinstance(model.module, torch.nn.Sequential) and len(model.module):
+        names, kept = zip(*model.module.named_children())
+        keep = len(kept)
+        while keep and isinstance(kept[keep - 1], (BinaryProba, *_OUTPUT_ACTIVATIONS)):
             keep -= 1
-        module = module[:keep]
-    other = sorted({type(m).__name__ for m in module.modules()
+        if keep == 0:
+            raise ValueError("network has no layer before its output activation.")
+        kept, layer = kept[:keep], (names[keep - 1] if keep < len(kept) else None)
+    other = sorted({type(m).__name__ for top in kept for m in top.modules()
                     if not isinstance(m, _PIECEWISE_LINEAR) and len(list(m.children())) == 0})
     if other:
         warnings.warn(f"network contains {', '.join(other)} layers that may not be piecewise "
                       "linear: the local rows are tangent maps (Jacobians), not exact local "
                       "affine maps.", UserWarning, stacklevel=4)
-    return module
+    return model, layer
+
+
+def _local_form(network, batch_size=1024):
+    """How the local maps of ``network`` are computed: a :class:`ReLUNet` (exact recurrence)
+    or, for any other torch module, ``(adapter, layer)`` (autograd)."""
+    try:
+        return as_relu_network(network)
+    except ValueError:
+        return _autograd_model(network, batch_size)
+
+
+def _form_rows(form, X, *, input_shape=None, batch_size=1024, device="cpu"):
+    """:func:`local_rows` of a network resolved once by :func:`_local_form`."""
+    if isinstance(form, ReLUNet):
+        bits = forward_bits(form, X, device=device, batch_size=batch_size)[0]
+        patterns, labels, _ = unique_patterns(bits)
+        W, b = local_maps(form, patterns, device=device, batch_size=batch_size)
+        return W[labels], b[labels]
+    model, layer = form
+    Xs = X if input_shape is None else X.reshape(len(X), *input_shape)
+    out = model.features(Xs, layer).reshape(len(X), -1)
+    J = model.jacobian(Xs, layer).reshape(len(X), out.shape[1], -1)
+    return J, out - np.einsum("nom,nm->no", J, X)
 
 
 def local_rows(network, X, *, input_shape=None, batch_size=1024, device="cpu"):
@@ -60,20 +103,9 @@ def local_rows(network, X, *, input_shape=None, batch_size=1024, device="cpu"):
     W : ndarray of shape (n, o, m)
     b : ndarray of shape (n, o)
     """
-    try:
-        net = as_relu_network(network)
-    except ValueError:
-        net = None
-    if net is not None:
-        bits = forward_bits(net, X, device=device, batch_size=batch_size)[0]
-        patterns, labels, _ = unique_patterns(bits)
-        W, b = local_maps(net, patterns, device=device, batch_size=batch_size)
-        return W[labels], b[labels]
-    model = as_model(_autograd_module(network), batch_size=batch_size, dtype=torch.float64)
-    Xs = X if input_shape is None else X.reshape(len(X), *input_shape)
-    out = model.forward(Xs).reshape(len(X), -1)
-    J = model.jacobian(Xs).reshape(len(X), out.shape[1], -1)
-    return J, out - np.einsum("nom,nm->no", J, X)
+    device = resolve_device(device)
+    return _form_rows(_local_form(network, batch_size), X, input_shape=input_shape,
+                     batch_size=batch_size, device=device)
 
 
 def _classes(network, n_outputs):
@@ -91,11 +123,6 @@ def _evaluate(rows, X, include_bias):
     """``y_j = [x; 1] . row_j`` (or ``x . w_j``) per sample and output."""
     Xa = np.column_stack([X, np.ones(len(X))]) if include_bias else X
     return np.einsum("nod,nd->no", rows, Xa)
-
-
-def _check_int(value, name, minimum=1):
-    if not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}.")
 
 
 class LocalLinearMap(TransformerMixin, BaseEstimator):
@@ -166,9 +193,9 @@ class LocalLinearMap(TransformerMixin, BaseEstimator):
         tags.target_tags.required = needs_fit(self.source) or needs_fit(self.target)
         return tags
 
-    def _local(self, network, X):
-        return local_rows(network, X, input_shape=self.input_shape, batch_size=self.batch_size,
-                          device=self._device)
+    def _local(self, which, X):
+        return _form_rows(self._forms[which], X, input_shape=self.input_shape,
+                         batch_size=self.batch_size, device=self._device)
 
     def fit(self, X, y=None):
         """Fit one map per output from the local rows of both networks at ``X``.
@@ -177,42 +204,30 @@ class LocalLinearMap(TransformerMixin, BaseEstimator):
         ----------
         X : array-like of shape (n_samples, m)
         y : array-like, optional
-            Used only to fit unfitted scikit-learn / skorch networks.
+            Used only to fit unfitted scikit-learn / skorch networks (on ``X, y``
+            as given).
 
         Returns
         -------
         self : LocalLinearMap
         """
-        if not isinstance(self.alpha, numbers.Real) or self.alpha < 0:
-            raise ValueError(f"alpha must be a non-negative float; got {self.alpha!r}.")
-        _check_int(self.batch_size, "batch_size")
-        X = validate_data(self, X, dtype=np.float64)
+        check_scalar_param(self.alpha, "alpha", low=0)
+        check_positive_integer(self.batch_size, "batch_size")
         self._device = resolve_device(self.device)
-        self.source_ = fitted_network(self.source, X, y, "source")
-        self.target_ = fitted_network(self.target, X, y, "target")
+        X_given, X = X, validate_data(self, X, dtype=np.float64)
+        self.source_ = fitted_network(self.source, X_given, y, "source")
+        self.target_ = fitted_network(self.target, X_given, y, "target")
+        self._forms = {"source": _local_form(self.source_, self.batch_size),
+                       "target": _local_form(self.target_, self.batch_size)}
+        o = self._check_networks(X)
         n, m = X.shape
-        for name, net in (("source", self.source_), ("target", self.target_)):
-            n_in = _n_inputs(net)
-            if n_in is not None and n_in != m:
-                raise ValueError(f"X has {m} features but the {name} network expects {n_in} "
-                                 "inputs; source and target must have the same inputs and "
-                                 "outputs.")
-        W1, b1 = self._local(self.source_, X[:1])
-        W2, b2 = self._local(self.target_, X[:1])
-        if W1.shape != W2.shape:
-            raise ValueError(f"source and target must have the same inputs and outputs: source "
-                             f"maps {W1.shape[2]} -> {W1.shape[1]}, target {W2.shape[2]} -> "
-                             f"{W2.shape[1]}.")
-        if W1.shape[2] != m:
-            raise ValueError(f"X has {m} features but the networks expect {W1.shape[2]} inputs.")
-        o = W1.shape[1]
         d = m + 1 if self.include_bias else m
         if n < d:
             warnings.warn(f"{n} samples for maps of size {d} x {d}: the least-squares problem "
                           "is underdetermined (minimum-norm solution).", UserWarning, stacklevel=2)
         if n * d * o * 8 <= self.memory_limit:
-            C1 = _rows(*self._local(self.source_, X), self.include_bias)
-            C2 = _rows(*self._local(self.target_, X), self.include_bias)
+            C1 = _rows(*self._local("source", X), self.include_bias)
+            C2 = _rows(*self._local("target", X), self.include_bias)
             # C order: a pickle round trip must not change the einsum path (bitwise outputs)
             self.maps_ = np.ascontiguousarray([self._solve(C1[:, j], C2[:, j]) for j in range(o)])
             self.rank_ = np.array([np.linalg.matrix_rank(C1[:, j]) for j in range(o)])
@@ -221,8 +236,26 @@ class LocalLinearMap(TransformerMixin, BaseEstimator):
             self._fit_normal_equations(X, o, d)
         self.n_outputs_ = o
         self.classes_ = _classes(self.target_, o)
-        self._is_classifier = _classes_of_any(self.target_)
+        self._is_classifier = _classes_of(self.target_) is not None
         return self
+
+    def _check_networks(self, X):
+        """The number of outputs ``o``, once both networks are checked to map ``m -> o``."""
+        m = X.shape[1]
+        for name, form in self._forms.items():
+            if isinstance(form, ReLUNet) and form.n_inputs != m:
+                raise ValueError(f"X has {m} features but the {name} network expects "
+                                 f"{form.n_inputs} inputs; source and target must have the same "
+                                 "inputs and outputs.")
+        W1, _ = self._local("source", X[:1])
+        W2, _ = self._local("target", X[:1])
+        if W1.shape != W2.shape:
+            raise ValueError(f"source and target must have the same inputs and outputs: source "
+                             f"maps {W1.shape[2]} -> {W1.shape[1]}, target {W2.shape[2]} -> "
+                             f"{W2.shape[1]}.")
+        if W1.shape[2] != m:
+            raise ValueError(f"X has {m} features but the networks expect {W1.shape[2]} inputs.")
+        return W1.shape[1]
 
     def _solve(self, C1, C2):
         if self.alpha == 0:
@@ -235,8 +268,8 @@ class LocalLinearMap(TransformerMixin, BaseEstimator):
                       "in batches (squared conditioning).", UserWarning, stacklevel=3)
         G, K = np.zeros((o, d, d)), np.zeros((o, d, d))
         for sl in iter_batches(len(X), self.batch_size):
-            C1 = _rows(*self._local(self.source_, X[sl]), self.include_bias)
-            C2 = _rows(*self._local(self.target_, X[sl]), self.include_bias)
+            C1 = _rows(*self._local("source", X[sl]), self.include_bias)
+            C2 = _rows(*self._local("target", X[sl]), self.include_bias)
             G += np.einsum("noa,nob->oab", C1, C1)
             K += np.einsum("noa,nob->oab", C1, C2)
         eye = self.alpha * np.eye(d)
@@ -256,7 +289,7 @@ class LocalLinearMap(TransformerMixin, BaseEstimator):
     def transform(self, X):
         """Mapped local rows ``c_j^(1)(x) M_j``, flattened to ``(n, o * d)``."""
         X = self._check(X)
-        C1 = _rows(*self._local(self.source_, X), self.include_bias)
+        C1 = _rows(*self._local("source", X), self.include_bias)
         return np.einsum("noa,oab->nob", C1, self.maps_).reshape(len(X), -1)
 
     def decision_function(self, X):
@@ -285,21 +318,9 @@ class LocalLinearMap(TransformerMixin, BaseEstimator):
     def coefficient_r2(self, X):
         """R^2 between the mapped rows and the target's own rows at ``X``, per output."""
         X = self._check(X)
-        C1 = _rows(*self._local(self.source_, X), self.include_bias)
-        C2 = _rows(*self._local(self.target_, X), self.include_bias)
+        C1 = _rows(*self._local("source", X), self.include_bias)
+        C2 = _rows(*self._local("target", X), self.include_bias)
         return self._r2(C1, C2)
-
-
-def _n_inputs(network):
-    """Input size of a ReLU MLP (None for other modules, whose size only a forward pass tells)."""
-    try:
-        return as_relu_network(network).n_inputs
-    except ValueError:
-        return None
-
-
-def _classes_of_any(network):
-    return _classes_of(network) is not None
 
 
 class LocalLinearClustering(ClassifierMixin, BaseEstimator):
@@ -372,8 +393,8 @@ class LocalLinearClustering(ClassifierMixin, BaseEstimator):
         return tags
 
     def _rows(self, X):
-        W, b = local_rows(self.network_, X, input_shape=self.input_shape,
-                          batch_size=self.batch_size, device=self._device)
+        W, b = _form_rows(self._form, X, input_shape=self.input_shape,
+                         batch_size=self.batch_size, device=self._device)
         return _rows(W, b, self.include_bias)
 
     def fit(self, X, y=None):
@@ -383,22 +404,23 @@ class LocalLinearClustering(ClassifierMixin, BaseEstimator):
         ----------
         X : array-like of shape (n_samples, m)
         y : array-like, optional
-            Used only to fit an unfitted scikit-learn / skorch ``network``.
+            Used only to fit an unfitted scikit-learn / skorch ``network`` (on
+            ``X, y`` as given).
 
         Returns
         -------
         self : LocalLinearClustering
         """
-        _check_int(self.n_clusters, "n_clusters")
-        _check_int(self.batch_size, "batch_size")
-        if self.algorithm not in ("kmeans", "minibatch"):
-            raise ValueError(f"algorithm must be 'kmeans' or 'minibatch'; got {self.algorithm!r}.")
-        X = validate_data(self, X, dtype=np.float64)
+        check_positive_integer(self.n_clusters, "n_clusters")
+        check_positive_integer(self.batch_size, "batch_size")
+        check_choice(self.algorithm, "algorithm", ("kmeans", "minibatch"))
+        self._device = resolve_device(self.device)
+        X_given, X = X, validate_data(self, X, dtype=np.float64)
         if self.n_clusters > len(X):
             raise ValueError(f"n_clusters={self.n_clusters} exceeds the number of samples "
                              f"({len(X)}).")
-        self._device = resolve_device(self.device)
-        self.network_ = fitted_network(self.network, X, y)
+        self.network_ = fitted_network(self.network, X_given, y)
+        self._form = _local_form(self.network_, self.batch_size)
         C = self._rows(X)
         if C.shape[2] - int(self.include_bias) != X.shape[1]:
             raise ValueError(f"X has {X.shape[1]} features but the network expects "

@@ -9,13 +9,14 @@ import threading
 import numpy as np
 from scipy.optimize import linprog
 
+from .._utils import check_choice
+
 _SOLVERS = ("auto", "highs", "highspy", "cvxpy")
 _ZERO_ROW = 1e-14
 
 
 def check_solver(lp_solver):
-    if lp_solver not in _SOLVERS:
-        raise ValueError(f"lp_solver must be one of {_SOLVERS}; got {lp_solver!r}.")
+    check_choice(lp_solver, "lp_solver", _SOLVERS)
     if lp_solver == "auto":
         return "highspy" if _highspy() is not None else "highs"
     if lp_solver == "highspy" and _highspy() is None:
@@ -260,10 +261,7 @@ def facets_clarkson(An, cn, interior, *, box=None, tol=1e-7, solver="highs", n_r
     facet = np.zeros(len(An), bool)
     decided = np.zeros(len(An), bool)
     if box is not None:
-        lo, hi = box
-        k = len(An) - 2 * len(lo)
-        box_max = np.maximum(An[:k] * lo, An[:k] * hi).sum(axis=1)
-        decided[:k] = box_max <= cn[:k] + tol
+        decided[:len(An) - 2 * len(box[0])] = _inside_box(An, cn, box, tol)
     rng = np.random.default_rng(random_state)
     directions = np.vstack([An[candidates],
                             rng.standard_normal((2 * len(An) if n_rays is None else n_rays,
@@ -271,43 +269,65 @@ def facets_clarkson(An, cn, interior, *, box=None, tol=1e-7, solver="highs", n_r
     points = _ray_hits(An, cn, candidates, interior, directions)
     hit = list(points)
     facet[hit] = decided[hit] = True
-    if box is not None and 4 * len(lo) < np.count_nonzero(~decided[candidates]):
+    if box is not None and 4 * len(box[0]) < np.count_nonzero(~decided[candidates]):
         # the bounding box of {facets found so far} cap box (2m small LPs) proves many rows
         # redundant at once
-        known = np.union1d(np.flatnonzero(facet), np.arange(k, len(An)))
-        bbox = np.empty((2, len(lo)))
-        for j in range(len(lo)):
-            for side, sign in ((0, 1.0), (1, -1.0)):
-                status, x = solve_lp(sign * np.eye(len(lo))[j], An[known], cn[known],
-                                     solver=solver, what=what)
-                bbox[side, j] = x[j] if status == "optimal" else (lo[j], hi[j])[side]
-        bbox_max = np.maximum(An[:k] * bbox[0], An[:k] * bbox[1]).sum(axis=1)
-        decided[:k] |= bbox_max <= cn[:k] + tol
+        bbox = _facets_bbox(An, cn, facet, box, solver, what)
+        decided[:len(An) - 2 * len(box[0])] |= _inside_box(An, cn, bbox, tol)
     for i in candidates:
-        while not decided[i]:
-            x, value = _max_row(An, cn, i, np.flatnonzero(facet), solver, what)
-            if value <= cn[i] + tol:
-                decided[i] = True
-                break
-            speed = An[candidates] @ (x - interior)
-            t = np.full(len(candidates), np.inf)
-            ahead = speed > 0
-            t[ahead] = slack[candidates][ahead] / speed[ahead]
-            hits = candidates[t <= t.min() * (1 + 1e-9)]
-            if len(hits) > 1:  # the ray meets a lower-dimensional face
-                # the full test against every row not already removed (iterative removal keeps
-                # one of two near-identical rows)
-                removed = decided & ~facet
-                removed[i] = True
-                others = candidates[~removed[candidates]]
-                _, value = _max_row(An, cn, i, others, solver, what)
-                facet[i] = value > cn[i] + tol
-                decided[i] = True
-                break
-            facet[hits[0]] = decided[hits[0]] = True
-            points.setdefault(int(hits[0]), interior + t.min() * (x - interior))
+        _clarkson_row(An, cn, i, candidates, slack, interior, facet, decided, points,
+                      solver=solver, tol=tol, what=what)
     rows = np.flatnonzero(facet)
     return (rows, points) if return_points else rows
+
+
+def _inside_box(An, cn, box, tol):
+    """Which rows before the last ``2 m`` (the box rows) hold on the whole box ``(lo, hi)``."""
+    lo, hi = box
+    k = len(An) - 2 * len(lo)
+    box_max = np.maximum(An[:k] * lo, An[:k] * hi).sum(axis=1)
+    return box_max <= cn[:k] + tol
+
+
+def _facets_bbox(An, cn, facet, box, solver, what):
+    """The bounding box ``(2, m)`` of ``{facet rows found so far} cap box`` (2 m LPs)."""
+    lo, hi = box
+    known = np.union1d(np.flatnonzero(facet), np.arange(len(An) - 2 * len(lo), len(An)))
+    bbox = np.empty((2, len(lo)))
+    for j in range(len(lo)):
+        for side, sign in ((0, 1.0), (1, -1.0)):
+            status, x = solve_lp(sign * np.eye(len(lo))[j], An[known], cn[known],
+                                 solver=solver, what=what)
+            bbox[side, j] = x[j] if status == "optimal" else (lo[j], hi[j])[side]
+    return bbox
+
+
+def _clarkson_row(An, cn, i, candidates, slack, interior, facet, decided, points, *, solver,
+                  tol, what):
+    """Decide row ``i`` (updating ``facet``, ``decided`` and ``points`` in place): LPs over the
+    facets found so far, each maximiser's ray adding the facet it leaves through."""
+    while not decided[i]:
+        x, value = _max_row(An, cn, i, np.flatnonzero(facet), solver, what)
+        if value <= cn[i] + tol:
+            decided[i] = True
+            return
+        speed = An[candidates] @ (x - interior)
+        t = np.full(len(candidates), np.inf)
+        ahead = speed > 0
+        t[ahead] = slack[candidates][ahead] / speed[ahead]
+        hits = candidates[t <= t.min() * (1 + 1e-9)]
+        if len(hits) > 1:  # the ray meets a lower-dimensional face
+            # the full test against every row not already removed (iterative removal keeps
+            # one of two near-identical rows)
+            removed = decided & ~facet
+            removed[i] = True
+            others = candidates[~removed[candidates]]
+            _, value = _max_row(An, cn, i, others, solver, what)
+            facet[i] = value > cn[i] + tol
+            decided[i] = True
+            return
+        facet[hits[0]] = decided[hits[0]] = True
+        points.setdefault(int(hits[0]), interior + t.min() * (x - interior))
 
 
 def is_bounded(An, solver="highs", what="boundedness LP"):

@@ -4,10 +4,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from sklearn.exceptions import NotFittedError
 from torch import nn
 
-from ..models import as_model
-from ..models._sklearn import BinaryProba
+from ..models import BinaryProba, as_model, fit_or_use, is_prefit
 
 _SUPPORTED = ("Linear", "ReLU", "Identity", "Flatten", "Dropout", "BatchNorm1d",
               "a trailing Softmax/LogSoftmax/Sigmoid")
@@ -95,24 +95,57 @@ def _batchnorm_affine(bn):
     return np.diag(scale), shift
 
 
-def _unfrozen(network):
-    """The estimator inside a ``FrozenEstimator`` (kept fitted through ``clone``)."""
-    from sklearn.frozen import FrozenEstimator
-
-    return network.estimator if isinstance(network, FrozenEstimator) else network
-
-
 def _classes_of(network):
-    from sklearn.neural_network import MLPClassifier
-
-    network = _unfrozen(network)
-    if isinstance(network, MLPClassifier):
-        return np.asarray(network.classes_)
+    """Class labels of a classifier network (None for regressors and torch modules)."""
     try:
         classes = getattr(network, "classes_", None)
     except AttributeError:  # skorch raises when it inferred no classes
         classes = None
     return None if classes is None else np.asarray(classes)
+
+
+def _strip_output_activation(layers):
+    """``layers`` without a trailing Softmax/LogSoftmax/Sigmoid (and ``BinaryProba``), and the
+    name of the activation stripped (None if there was none)."""
+    layers, output_activation = list(layers), None
+    while layers and isinstance(layers[-1], (BinaryProba, *_OUTPUT_ACTIVATIONS)):
+        last = layers.pop()
+        if not isinstance(last, BinaryProba):
+            output_activation = output_activation or _OUTPUT_ACTIVATIONS[type(last)]
+    return layers, output_activation
+
+
+def _fold(layers):
+    """``(weights, biases, n_inputs)``: the affine layers between ReLUs multiplied out."""
+    weights, biases, acc, n_inputs, width = [], [], None, None, None
+    for layer in layers:
+        if isinstance(layer, nn.Linear):
+            W = layer.weight.detach().cpu().double().numpy()
+            b = (np.zeros(W.shape[0]) if layer.bias is None
+                 else layer.bias.detach().cpu().double().numpy())
+            n_inputs = W.shape[1] if n_inputs is None else n_inputs
+            acc, width = _compose(acc, W, b), W.shape[0]
+        elif isinstance(layer, nn.BatchNorm1d):
+            n_inputs = layer.num_features if n_inputs is None else n_inputs
+            acc, width = _compose(acc, *_batchnorm_affine(layer)), layer.num_features
+        elif isinstance(layer, nn.ReLU):
+            if width is None:
+                raise ValueError("network starts with a ReLU before any Linear layer; the input "
+                                 "dimension is unknown. Start the Sequential with an nn.Linear.")
+            if acc is None:  # ReLU after ReLU: an identity layer
+                acc = (np.eye(width), np.zeros(width))
+            weights.append(acc[0])
+            biases.append(acc[1])
+            acc = None
+        elif not isinstance(layer, (nn.Identity, nn.Flatten, nn.Dropout)):
+            raise _unsupported(layer)
+    if n_inputs is None:
+        raise ValueError("network has no Linear layer; ReLUPolytopes needs a ReLU MLP.")
+    if acc is None:  # a final ReLU: identity output map
+        acc = (np.eye(width), np.zeros(width))
+    weights.append(acc[0])
+    biases.append(acc[1])
+    return weights, biases, n_inputs
 
 
 def as_relu_network(network):
@@ -121,10 +154,11 @@ def as_relu_network(network):
     Parameters
     ----------
     network : torch.nn.Sequential, skorch.NeuralNet, MLPClassifier or MLPRegressor
-        A fitted ReLU MLP, possibly a :class:`ReLUNet` already. Supported torch
-        layers: ``Linear`` (``bias=False`` means a zero bias), ``ReLU``,
-        ``Identity``, ``Flatten``, ``Dropout`` (eval behaviour), ``BatchNorm1d``
-        (eval statistics, folded into the affine maps) and nested
+        A fitted ReLU MLP (any model :func:`geolearn.models.as_model` turns into
+        such a module, ``FrozenEstimator`` included), possibly a :class:`ReLUNet`
+        already. Supported torch layers: ``Linear`` (``bias=False`` means a zero
+        bias), ``ReLU``, ``Identity``, ``Flatten``, ``Dropout`` (eval behaviour),
+        ``BatchNorm1d`` (eval statistics, folded into the affine maps) and nested
         ``Sequential``. Consecutive affine layers without a ReLU between them
         are multiplied out. A trailing ``Softmax``, ``LogSoftmax`` or
         ``Sigmoid`` is stripped: every map refers to the logits.
@@ -150,114 +184,48 @@ def as_relu_network(network):
     >>> relu_net.layer_sizes, relu_net.output_activation
     ((3, 4, 2), 'softmax')
     """
-    from sklearn.neural_network import MLPClassifier, MLPRegressor
-
-    network = _unfrozen(network)
     if isinstance(network, ReLUNet):
         return network
     if network is None:
         raise ValueError("network=None: pass a trained ReLU MLP (torch nn.Sequential, skorch net, "
                          "or MLPClassifier/MLPRegressor with activation='relu').")
-    if isinstance(network, (MLPClassifier, MLPRegressor)) and network.activation != "relu":
-        raise ValueError(f"network is an {type(network).__name__} with activation="
-                         f"{network.activation!r}; ReLUPolytopes needs activation='relu'.")
     model = as_model(network, dtype=torch.float64)
+    if model.kind == "sklearn-mlp" and model.estimator.activation != "relu":
+        raise ValueError(f"network is an {model.name} with activation="
+                         f"{model.estimator.activation!r}; ReLUPolytopes needs activation='relu'.")
     if model.module is None:
-        raise ValueError(f"network is a {type(network).__name__}, seen only as a black box; "
+        raise ValueError(f"network is a {model.name}, seen only as a black box; "
                          "ReLUPolytopes needs a ReLU MLP: " + ", ".join(_SUPPORTED) + ".")
-    layers = [m for m in _flatten(model.module)]
-    output_activation = None
-    while layers and isinstance(layers[-1], (BinaryProba, *_OUTPUT_ACTIVATIONS)):
-        last = layers.pop()
-        if not isinstance(last, BinaryProba):
-            output_activation = output_activation or _OUTPUT_ACTIVATIONS[type(last)]
-    weights, biases, acc, n_inputs, width = [], [], None, None, None
-    for layer in layers:
-        if isinstance(layer, nn.Linear):
-            W = layer.weight.detach().cpu().double().numpy()
-            b = (np.zeros(W.shape[0]) if layer.bias is None
-                 else layer.bias.detach().cpu().double().numpy())
-            n_inputs = W.shape[1] if n_inputs is None else n_inputs
-            acc, width = _compose(acc, W, b), W.shape[0]
-        elif isinstance(layer, nn.BatchNorm1d):
-            n_inputs = layer.num_features if n_inputs is None else n_inputs
-            acc, width = _compose(acc, *_batchnorm_affine(layer)), layer.num_features
-        elif isinstance(layer, nn.ReLU):
-            if width is None:
-                raise ValueError("network starts with a ReLU before any Linear layer; the input "
-                                 "dimension is unknown. Start the Sequential with an nn.Linear.")
-            if acc is None:  # ReLU after ReLU: an identity layer
-                acc = (np.eye(width), np.zeros(width))
-            weights.append(acc[0])
-            biases.append(acc[1])
-            acc = None
-        elif isinstance(layer, (nn.Identity, nn.Flatten, nn.Dropout)):
-            continue
-        else:
-            raise _unsupported(layer)
-    if n_inputs is None:
-        raise ValueError("network has no Linear layer; ReLUPolytopes needs a ReLU MLP.")
-    if acc is None:  # a final ReLU: identity output map
-        acc = (np.eye(width), np.zeros(width))
-    weights.append(acc[0])
-    biases.append(acc[1])
+    layers, output_activation = _strip_output_activation(_flatten(model.module))
+    weights, biases, n_inputs = _fold(layers)
     sizes = (n_inputs, *(W.shape[0] for W in weights))
     return ReLUNet(weights=tuple(np.ascontiguousarray(W) for W in weights),
                    biases=tuple(np.ascontiguousarray(b) for b in biases), layer_sizes=sizes,
-                   n_inputs=n_inputs, n_outputs=sizes[-1], classes=_classes_of(network),
+                   n_inputs=n_inputs, n_outputs=sizes[-1], classes=_classes_of(model.estimator),
                    output_activation=output_activation)
 
 
-def fitted_network(network, X, y, name="network"):
-    """The network to analyse: torch modules as given; an unfitted scikit-learn or skorch
-    estimator is fitted on a clone with ``(X, y)`` (its clone inside GridSearchCV, say)."""
-    from sklearn.base import clone
-    from sklearn.exceptions import NotFittedError
-    from sklearn.utils.validation import check_is_fitted
+def needs_fit(network):
+    """Whether ``fit`` fits ``network``: an unfitted scikit-learn or skorch estimator.
 
-    network = _unfrozen(network)
+    The fitting policy of :func:`geolearn.models.fit_or_use`: torch modules,
+    fitted estimators, ``FrozenEstimator`` and :class:`ReLUNet` are prefit.
+    """
+    return hasattr(network, "fit") and not is_prefit(network)
+
+
+def fitted_network(network, X, y, name="network"):
+    """The network to analyse: a prefit one as given; an unfitted scikit-learn or skorch
+    estimator fitted on a clone with ``(X, y)`` as the user passed them (its clone inside
+    GridSearchCV, say), by :func:`geolearn.models.fit_or_use`."""
     if network is None:
         raise ValueError(f"{name}=None: pass a trained network (torch nn.Sequential, skorch net, "
                          "or MLPClassifier/MLPRegressor with activation='relu'), or an unfitted "
                          "scikit-learn/skorch one to be fitted on (X, y).")
-    if isinstance(network, (nn.Module, ReLUNet)) or not hasattr(network, "fit"):
-        return network
-    try:
-        from skorch import NeuralNet
-    except ImportError:  # pragma: no cover - skorch is a hard dependency
-        NeuralNet = ()
-    if isinstance(network, NeuralNet):
-        fitted = getattr(network, "initialized_", False)
-    else:
-        try:
-            check_is_fitted(network)
-            fitted = True
-        except NotFittedError:
-            fitted = False
-    if fitted:
+    if not needs_fit(network):
         return network
     if y is None:
         raise NotFittedError(f"{name} is an unfitted {type(network).__name__}, so fit requires y "
                              "to be passed, but the target y is None. Pass a fitted network, or y "
                              "to fit it on (X, y).")
-    est = clone(network)
-    if isinstance(est, NeuralNet):
-        return est.fit(np.asarray(X, np.float32), y)
-    return est.fit(X, y)
-
-
-def needs_fit(network):
-    """Whether ``fit`` needs y to fit an unfitted scikit-learn / skorch network."""
-    from sklearn.exceptions import NotFittedError
-    from sklearn.utils.validation import check_is_fitted
-
-    network = _unfrozen(network)
-    if network is None or isinstance(network, nn.Module) or not hasattr(network, "fit"):
-        return False
-    if hasattr(network, "initialized_"):
-        return not network.initialized_
-    try:
-        check_is_fitted(network)
-        return False
-    except NotFittedError:
-        return True
+    return fit_or_use(network, X, y)

@@ -4,8 +4,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._lp import (chebyshev_lp, check_solver, clip_polygon, facets_clarkson, facets_lp,
-                  is_bounded, stack_rows)
+from .._utils import check_choice
+from ._lp import (
+    chebyshev_lp,
+    check_solver,
+    clip_polygon,
+    facets_clarkson,
+    facets_lp,
+    is_bounded,
+    stack_rows,
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -97,8 +105,7 @@ class Polytope:
             ``x_j >= lo_j``. Empty for a region with empty interior.
         """
         solver = check_solver(self.lp_solver)
-        if self.facet_method not in ("clarkson", "lp"):
-            raise ValueError(f"facet_method must be 'clarkson' or 'lp'; got {self.facet_method!r}.")
+        check_choice(self.facet_method, "facet_method", ("clarkson", "lp"))
         An, cn, owner, empty = self._rows()
         if empty or len(cn) == 0:
             return np.zeros(0, int)

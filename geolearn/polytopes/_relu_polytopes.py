@@ -1,6 +1,5 @@
 """ReLUPolytopes: the polyhedral decomposition of a trained ReLU network, seen through data."""
 
-import numbers
 import warnings
 
 import numpy as np
@@ -9,7 +8,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._utils import resolve_device
+from .._utils import check_choice, check_positive_integer, check_scalar_param, resolve_device
 from ._enumeration import region_neighbours, subdivide, traverse
 from ._lp import check_solver
 from ._maps import forward_bits, hrep, local_maps, unique_patterns
@@ -54,9 +53,11 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
     Parameters
     ----------
     network : object, default=None
-        A trained ReLU MLP (see :func:`as_relu_network`). An unfitted
+        A trained ReLU MLP (see :func:`as_relu_network`), used as it is (a
+        ``FrozenEstimator`` keeps it fitted through ``clone``). An unfitted
         scikit-learn or skorch network (e.g. a clone inside GridSearchCV) is
-        fitted on ``(X, y)`` in ``fit``.
+        fitted on ``(X, y)`` as given in ``fit``
+        (:func:`geolearn.models.fit_or_use`).
     bounds : 'global_range', None or (lo, hi), default='global_range'
         Box for radii, facets and enumeration: ``'global_range'`` uses
         ``[min X, max X]`` of the fit data on every coordinate; None is all
@@ -163,15 +164,11 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
         if isinstance(stats, str) or not all(s in _REGION_STATS for s in stats):
             raise ValueError(f"region_stats must be a tuple of names from {_REGION_STATS}; "
                              f"got {stats!r}.")
-        if self.facet_method not in ("clarkson", "lp"):
-            raise ValueError(f"facet_method must be 'clarkson' or 'lp'; got {self.facet_method!r}.")
+        check_choice(self.facet_method, "facet_method", ("clarkson", "lp"))
         check_solver(self.lp_solver)
         for name in ("max_lp_regions", "batch_size"):
-            v = getattr(self, name)
-            if not isinstance(v, numbers.Integral) or v < 1:
-                raise ValueError(f"{name} must be a positive integer; got {v!r}.")
-        if not isinstance(self.tol, numbers.Real) or not self.tol > 0:
-            raise ValueError(f"tol must be a positive float; got {self.tol!r}.")
+            check_positive_integer(getattr(self, name), name)
+        check_scalar_param(self.tol, "tol", low=0, closed="neither")
 
     def _resolve_bounds(self, bounds, X=None):
         m = self.n_features_in_
@@ -222,15 +219,18 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
         X : array-like of shape (n_samples, m)
             In the network's own input space (after the scaler it was trained behind).
         y : array-like, optional
-            Used only to fit an unfitted scikit-learn / skorch ``network``.
+            Used only to fit an unfitted scikit-learn / skorch ``network`` (on
+            ``X, y`` as given).
 
         Returns
         -------
         self : ReLUPolytopes
         """
         self._check_params()
-        X = validate_data(self, X, dtype=np.float64)
-        net = as_relu_network(fitted_network(self.network, X, y))
+        # resolved first: a CUDA device that is absent is a clear error before any work
+        self._device = resolve_device(self.device)
+        X_given, X = X, validate_data(self, X, dtype=np.float64)
+        net = as_relu_network(fitted_network(self.network, X_given, y))
         if net.n_inputs != X.shape[1]:
             raise ValueError(f"X has {X.shape[1]} features but the network expects "
                              f"{net.n_inputs} inputs.")
@@ -242,7 +242,6 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
         self.bounds_ = self._resolve_bounds(self.bounds, X)
         ptp = float(np.ptp(X)) if X.size else 0.0
         self._data_scale = ptp if ptp > 0 else max(1.0, float(np.max(np.abs(X))))
-        self._device = resolve_device(self.device)
 
         bits, z, _ = forward_bits(net, X, device=self._device, batch_size=self.batch_size)
         self.patterns_, self.labels_, self.region_counts_ = unique_patterns(bits)
@@ -447,8 +446,7 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
         H : ndarray of shape (n_samples, n_directions), int
         """
         X = self._validate(X)
-        if not isinstance(radius, numbers.Real) or not radius >= 0:
-            raise ValueError(f"radius must be a non-negative float; got {radius!r}.")
+        check_scalar_param(radius, "radius", low=0)
         rng = check_random_state(self.random_state if random_state is None else random_state)
         g = rng.standard_normal((len(X), n_directions, X.shape[1]))
         u = g / np.linalg.norm(g, axis=2, keepdims=True)
@@ -565,8 +563,7 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
         -------
         table : dict of dict
         """
-        if metric not in _METRICS:
-            raise ValueError(f"metric must be one of {_METRICS}; got {metric!r}.")
+        check_choice(metric, "metric", _METRICS)
         out = {}
         for name, data in groups.items():
             if metric == "chebyshev_radius":

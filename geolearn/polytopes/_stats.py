@@ -2,6 +2,8 @@
 
 import numpy as np
 
+from .._utils import iter_batches
+
 
 def _packed(bits):
     return np.packbits(np.asarray(bits, bool), axis=1)
@@ -24,8 +26,8 @@ def hamming(B1, B2=None, *, paired=False):
         return _popcount(P1 ^ P2, axis=1)
     out = np.empty((len(P1), len(P2)), np.int64)
     step = max(1, 2**24 // max(1, P2.size))
-    for a in range(0, len(P1), step):
-        out[a:a + step] = _popcount(P1[a:a + step, None] ^ P2[None], axis=2)
+    for sl in iter_batches(len(P1), step):
+        out[sl] = _popcount(P1[sl, None] ^ P2[None], axis=2)
     return out
 
 

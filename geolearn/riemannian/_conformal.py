@@ -19,6 +19,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._utils import check_scalar_param
 from ._kernels import KernelMetric
 
 _KERNELS = ("rbf", "poly", "sigmoid", "linear")
@@ -151,8 +152,7 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
         if not (callable(self.kernel) or self.kernel in _KERNELS):
             raise ValueError(f"kernel must be one of {_KERNELS} or a callable (X, Y) -> Gram; "
                              f"got {self.kernel!r}.")
-        if not isinstance(self.n_iter, numbers.Integral) or self.n_iter < 0:
-            raise ValueError(f"n_iter must be an integer >= 0; got {self.n_iter!r}.")
+        check_scalar_param(self.n_iter, "n_iter", kind="integer", low=0)
         if isinstance(self.gamma, str):
             if self.gamma == "scale":
                 var = X.var()

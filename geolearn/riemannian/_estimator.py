@@ -1,18 +1,23 @@
 """RiemannianFeatureGeometry: the geometry a feature map induces, as a scikit-learn transformer."""
 
-import copy
+import functools
 import numbers
 import warnings
 
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, TransformerMixin
-from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 from torch import nn
 
-from .._utils import resolve_device, to_numpy
-from ..models import as_model
+from .._utils import (
+    check_choice,
+    check_positive_integer,
+    check_scalar_param,
+    resolve_device,
+    to_numpy,
+)
+from ..models import as_model, fit_or_use, frozen, is_prefit
 from ._kernels import KernelMetric, make_kernel
 from ._metrics import CURVATURE_METHODS, PullbackMetric, check_scale, scale_value
 from ._slices import GeometrySlice, grid_points, path_points, plane_points
@@ -22,12 +27,6 @@ NONSMOOTH = (nn.ReLU, nn.LeakyReLU, nn.Hardtanh, nn.ReLU6, nn.Hardswish, nn.Hard
 _DTYPES = {"float64": torch.float64, "float32": torch.float32}
 
 
-def _skorch_net():
-    from skorch import NeuralNet
-
-    return NeuralNet
-
-
 def _flat_map(F, input_shape):
     """``(N, d) -> (N, m)`` through a batched map ``F`` on ``(N, *input_shape)``."""
 
@@ -35,6 +34,29 @@ def _flat_map(F, input_shape):
         return F(X.reshape(len(X), *input_shape)).reshape(len(X), -1)
 
     return phi
+
+
+def _frozen_model(method):
+    """Run ``method`` with the feature map's model :func:`~geolearn.models.frozen`.
+
+    Eval mode and no parameter gradients for the whole call, every submodule
+    restored after: the geometry is that of the network at inference, whatever
+    mode the user's module is in, and it is never copied to be frozen. (Inside
+    ``torch.func`` transforms a module cannot be frozen, hence once per call.)
+    """
+
+    @functools.wraps(method)
+    def run(self, *args, **kwargs):
+        model = getattr(self, "_model", None)
+        with frozen(None if model is None else model.module):
+            return method(self, *args, **kwargs)
+
+    return run
+
+
+def _is_network(model):
+    """Whether the model is a network (submodules or parameters), not a plain function."""
+    return bool(model.layer_names) or any(True for _ in model.module.parameters())
 
 
 class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
@@ -49,10 +71,16 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
 
     Parameters
     ----------
-    feature_map : torch.nn.Module, skorch NeuralNet, fitted MLP or callable, default=None
-        The map (exactly one of ``feature_map`` and ``kernel``). A plain callable
+    feature_map : torch.nn.Module, skorch net, MLP or callable, default=None
+        The map (exactly one of ``feature_map`` and ``kernel``), any differentiable
+        model :func:`geolearn.models.as_model` accepts. A prefit model (a torch
+        module, a fitted skorch net or MLP, a ``FrozenEstimator``) is used as it
+        is; an unfitted scikit-learn or skorch estimator is fitted on ``(X, y)``
+        by :meth:`fit` (:func:`geolearn.models.fit_or_use`). A plain callable
         takes a ``(N, *input_shape)`` tensor of ``dtype`` and treats samples
-        independently.
+        independently. The model is evaluated in eval mode with no parameter
+        gradients (:func:`geolearn.models.frozen`); a module of another dtype
+        than ``dtype`` (or on another ``device``) is copied once, never cast.
     kernel : str or callable, default=None
         ``"rbf"``, ``"mahalanobis_rbf"``, ``"poly"``, ``"linear"``, ``"erf_nngp"``
         with ``kernel_params``, or a torch callable ``(x, y) -> scalar``.
@@ -84,9 +112,6 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
         Curvature is NaN (with a warning) where ``cond(g)`` exceeds it.
     allow_nonsmooth : bool, default=False
         Allow curvature through ReLU-like activations (it is 0 almost everywhere).
-    fit_feature_map : {"auto", True, False}, default="auto"
-        For a skorch net: fit a clone on ``(X, y)`` when unfitted (``"auto"``),
-        always (``True``), or never (``False``).
     batch_size : int, default=256
     max_memory : int, default=2**30
         Bytes for one chunk of Jacobians.
@@ -105,10 +130,14 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
     n_features_map_ : int
         Output dimension ``m`` of the feature map (for kernels: ``d``).
     feature_map_ : callable
-        The resolved ``(N, d) -> (N, m)`` torch map (None for kernels).
+        The resolved ``(N, d) -> (N, m)`` torch map (None for kernels). The
+        methods evaluate it with the module frozen; evaluating it yourself, wrap
+        the call in :func:`geolearn.models.frozen` if the module has dropout or
+        batch norm.
     engine_ : PullbackMetric or KernelMetric
-    estimator_ : skorch NeuralNet
-        Only when the estimator fitted a skorch net.
+    estimator_ : estimator
+        The fitted clone of an unfitted ``feature_map`` (only when :meth:`fit`
+        fitted one).
     device_ : torch.device
     dtype_ : torch.dtype
     scale_ : float
@@ -133,8 +162,7 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
                  input_shape=None, scale="width", quantities=("log_volume",), jacobian="auto",
                  volume_method="svd", rank=None, rtol=None, curvature_method="auto",
                  max_curvature_dim=10, max_condition=1e12, allow_nonsmooth=False,
-                 fit_feature_map="auto", batch_size=256, max_memory=2**30, dtype="float64",
-                 device=None, fd_step=None):
+                 batch_size=256, max_memory=2**30, dtype="float64", device=None, fd_step=None):
         self.feature_map = feature_map
         self.kernel = kernel
         self.kernel_params = kernel_params
@@ -150,7 +178,6 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
         self.max_curvature_dim = max_curvature_dim
         self.max_condition = max_condition
         self.allow_nonsmooth = allow_nonsmooth
-        self.fit_feature_map = fit_feature_map
         self.batch_size = batch_size
         self.max_memory = max_memory
         self.dtype = dtype
@@ -167,30 +194,15 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
         if not quantities or any(q not in QUANTITIES for q in quantities):
             raise ValueError(f"quantities must be a non-empty tuple of {QUANTITIES}; "
                              f"got {self.quantities!r}.")
-        if self.volume_method not in ("svd", "cholesky"):
-            raise ValueError("volume_method must be 'svd' or 'cholesky'; "
-                             f"got {self.volume_method!r}.")
-        if self.jacobian not in ("auto", "fwd", "rev", "fd"):
-            raise ValueError("jacobian must be 'auto', 'fwd', 'rev' or 'fd'; "
-                             f"got {self.jacobian!r}.")
-        if self.curvature_method not in CURVATURE_METHODS:
-            raise ValueError(f"curvature_method must be one of {CURVATURE_METHODS}; "
-                             f"got {self.curvature_method!r}.")
-        if self.rtol is not None and not (isinstance(self.rtol, numbers.Real)
-                                          and 0 <= self.rtol < 1):
-            raise ValueError(f"rtol must be None or a float in [0, 1); got {self.rtol!r}.")
-        if self.rank is not None and not (isinstance(self.rank, numbers.Integral)
-                                          and self.rank >= 1):
-            raise ValueError(f"rank must be None or a positive integer; got {self.rank!r}.")
+        check_choice(self.volume_method, "volume_method", ("svd", "cholesky"))
+        check_choice(self.jacobian, "jacobian", ("auto", "fwd", "rev", "fd"))
+        check_choice(self.curvature_method, "curvature_method", CURVATURE_METHODS)
+        check_scalar_param(self.rtol, "rtol", low=0, high=1, allow_none=True)
+        check_scalar_param(self.rank, "rank", kind="integer", low=1, allow_none=True)
         if self.dtype not in _DTYPES and self.dtype not in _DTYPES.values():
             raise ValueError(f"dtype must be 'float64' or 'float32'; got {self.dtype!r}.")
-        if self.fit_feature_map not in ("auto", True, False):
-            raise ValueError("fit_feature_map must be 'auto', True or False; "
-                             f"got {self.fit_feature_map!r}.")
         for name in ("batch_size", "max_memory", "max_curvature_dim"):
-            value = getattr(self, name)
-            if not isinstance(value, numbers.Integral) or value < 1:
-                raise ValueError(f"{name} must be a positive integer; got {value!r}.")
+            check_positive_integer(getattr(self, name), name)
         return tuple(quantities)
 
     def _check_X(self, X, *, reset, name="X"):
@@ -229,13 +241,13 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
 
     # -- fitting -----------------------------------------------------------------------------
     def fit(self, X, y=None):
-        """Validate ``X``, resolve the feature map (fitting a skorch net if asked).
+        """Validate ``X``, resolve the feature map (fitting it when it is unfitted).
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features) or (n_samples, *input_shape)
         y : array-like of shape (n_samples,), default=None
-            Only used to fit an unfitted skorch ``feature_map``.
+            Only used to fit an unfitted ``feature_map``.
 
         Returns
         -------
@@ -246,9 +258,8 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
         self.__dict__.pop("estimator_", None)  # from an earlier fit on an unfitted skorch net
         self.dtype_ = _DTYPES.get(self.dtype, self.dtype)
         self._cache = {}
-        self._module = None
+        self._model = None
         self._kernel = None
-        self._callable = None
         if self.kernel is not None:
             self._kernel = make_kernel(self.kernel, self.kernel_params)
             self.device_ = resolve_device("cpu" if self.device is None else self.device)
@@ -256,66 +267,70 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
             self.scale_ = 1.0
             self.engine_.check_smooth(torch.as_tensor(Xf[0]))
             return self
-        self._resolve_map(X, y)
+        self._model = self._resolve_model(X, y)
         self._check_map(Xf)
         return self
 
-    def _resolve_map(self, X, y):
+    def _resolve_model(self, X, y):
+        """The feature map's :class:`~geolearn.models.ModelAdapter`, in ``dtype_`` on ``device_``.
+
+        One :func:`~geolearn.models.as_model` call per fit. An unfitted estimator
+        is fitted on ``(X, y)`` by :func:`~geolearn.models.fit_or_use` (the fitting
+        policy of every geolearn estimator) and kept as ``estimator_``.
+        """
         fm = self.feature_map
-        if isinstance(fm, _skorch_net()):
-            fitted = getattr(fm, "initialized_", False)
-            if self.fit_feature_map is True or (self.fit_feature_map == "auto" and not fitted):
-                if y is None:
-                    raise ValueError("fitting the skorch feature_map needs y.")
-                from sklearn.base import clone
+        if hasattr(fm, "fit") and not is_prefit(fm):
+            if y is None:
+                raise ValueError(f"feature_map is an unfitted {type(fm).__name__}: fit needs y to "
+                                 "fit it on (X, y), or pass a fitted model.")
+            X = np.asarray(X, dtype=np.float32) if self.dtype_ == torch.float32 else X
+            fm = self.estimator_ = fit_or_use(fm, X, y)
+        model = as_model(fm, dtype=self.dtype_)
+        model.require_gradients("the pullback metric")
+        self.device_ = model.device if self.device is None else resolve_device(self.device)
+        # The metric is computed in dtype_ (float64 by default: curvature is meaningless in
+        # float32) while torch modules are usually float32, and geolearn never casts or moves a
+        # user's module: where they differ, ``to`` makes the one copy this fit works on.
+        model = model.to(self.device_, self.dtype_)
+        self._layer_fn(model)  # validate layer now
+        return model
 
-                self.estimator_ = clone(fm).fit(np.asarray(X, dtype=np.float32)
-                                                if self.dtype_ == torch.float32 else X, y)
-                fm = self.estimator_
-            elif not fitted:
-                raise NotFittedError("feature_map is an unfitted skorch net and "
-                                     "fit_feature_map=False: fit it first.")
-        if isinstance(fm, nn.Module) or hasattr(fm, "fit"):  # torch, skorch or sklearn model
-            module = as_model(fm, dtype=self.dtype_).module
-            if module is None:
-                raise TypeError(f"feature_map {type(fm).__name__} is a black-box estimator: "
-                                "the pullback metric needs gradients.")
-            device = (next((t.device for t in module.parameters()), torch.device("cpu"))
-                      if self.device is None else resolve_device(self.device))
-            self.device_ = device
-            self._module = copy.deepcopy(module).to(device=device, dtype=self.dtype_).eval()
-            self._layer_fn(self._module)  # validate layer now
-        elif callable(fm):
-            if self.layer is not None:
-                raise ValueError("layer applies to torch modules and networks, not to a plain "
-                                 "callable feature_map.")
-            self._callable = fm
-            self.device_ = resolve_device("cpu" if self.device is None else self.device)
-        else:
-            raise TypeError("feature_map must be a torch.nn.Module, a skorch net, a fitted "
-                            f"scikit-learn MLP or a callable; got {type(fm).__name__}.")
-
-    def _layer_fn(self, module):
-        layer = self.layer
+    def _layer_fn(self, model):
+        """``x -> features`` of ``layer`` (see the class docstring), through the adapter."""
+        layer, module = self.layer, model.module
         if layer is None:
-            return as_model(module).feature_fn(None)
+            return model.feature_fn(None)
+        if not _is_network(model):
+            raise ValueError(f"layer applies to networks (torch modules with submodules or "
+                             f"parameters), not to the plain callable feature_map {model.name}.")
         if isinstance(layer, numbers.Integral) and not isinstance(layer, bool):
-            if not isinstance(module, nn.Sequential) or not -len(module) <= layer < len(module):
+            children = [name for name, _ in module.named_children()]
+            if not isinstance(module, nn.Sequential) or not -len(children) <= layer < len(children):
                 raise ValueError(f"an integer layer needs an nn.Sequential with more than {layer} "
                                  f"modules; got {type(module).__name__}.")
-            return module[: layer % len(module) + 1]
+            return model.feature_fn(children[layer])  # the output of module[: layer + 1]
         if isinstance(layer, str):
-            adapter = as_model(module)
-            if layer in adapter.layer_names:
-                return adapter.feature_fn(layer)
+            if layer in model.layer_names:
+                return model.feature_fn(layer)
             if callable(getattr(module, layer, None)):
                 return getattr(module, layer)
             raise ValueError(f"layer={layer!r} is neither a submodule nor a method of "
-                             f"{type(module).__name__}; submodules: {adapter.layer_names}.")
+                             f"{type(module).__name__}; submodules: {model.layer_names}.")
         if callable(layer):
             return lambda x: layer(module, x)
         raise ValueError("layer must be None, an int, a submodule or method name, or a callable "
                          f"(module, x) -> features; got {type(layer).__name__}.")
+
+    def _model_in(self, dtype):
+        """The model in ``dtype`` (the fitted one, or its one cached copy for float64 curvature)."""
+        if dtype == self.dtype_:
+            return self._model
+        if ("model", dtype) not in self._cache:
+            self._cache[("model", dtype)] = self._model.to(dtype=dtype)
+        return self._cache[("model", dtype)]
+
+    def _map(self, dtype):
+        return _flat_map(self._layer_fn(self._model_in(dtype)), self.input_shape_)
 
     @property
     def feature_map_(self):
@@ -323,8 +338,7 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
         if self._kernel is not None:
             return None
         if "feature_map" not in self._cache:
-            F = self._callable if self._module is None else self._layer_fn(self._module)
-            self._cache["feature_map"] = _flat_map(F, self.input_shape_)
+            self._cache["feature_map"] = self._map(self.dtype_)
         return self._cache["feature_map"]
 
     @property
@@ -339,11 +353,7 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
                 engine = KernelMetric(self._kernel, dtype=dtype, device=self.device_,
                                       batch_size=self.batch_size)
             else:
-                fm = self.feature_map_
-                if dtype != self.dtype_ and self._module is not None:
-                    module = copy.deepcopy(self._module).to(dtype)
-                    F = self._layer_fn(module)
-                    fm = _flat_map(F, self.input_shape_)
+                fm = self.feature_map_ if dtype == self.dtype_ else self._map(dtype)
                 engine = PullbackMetric(fm, scale=self.scale, jacobian=self.jacobian,
                                         batch_size=self.batch_size, max_memory=self.max_memory,
                                         dtype=dtype, device=self.device_, fd_step=self.fd_step)
@@ -355,6 +365,7 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
         state["_cache"] = {}  # closures do not pickle; rebuilt lazily
         return state
 
+    @_frozen_model
     def _check_map(self, Xf):
         X = torch.tensor(Xf[:2], dtype=self.dtype_, device=self.device_)
         if len(X) == 1:
@@ -382,8 +393,8 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
                           UserWarning, stacklevel=3)
 
     def _nonsmooth(self):
-        return self._module is not None and any(isinstance(m, NONSMOOTH)
-                                                for m in self._module.modules())
+        return self._model is not None and any(isinstance(m, NONSMOOTH)
+                                               for m in self._model.module.modules())
 
     # -- per-sample quantities -----------------------------------------------------------------
     def _points(self, X):
@@ -422,8 +433,9 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
             warnings.warn("curvature needs float64: upcasting the feature map.", UserWarning,
                           stacklevel=3)
             engine = self._engine(torch.float64)
-        return engine.ricci_scalar(P.to(torch.float64), method=self.curvature_method,
-                                   max_condition=self.max_condition)
+        with frozen(None if self._model is None else self._model_in(torch.float64).module):
+            return engine.ricci_scalar(P.to(torch.float64), method=self.curvature_method,
+                                       max_condition=self.max_condition)
 
     def _quantities(self, P, quantities):
         out = {}
@@ -451,6 +463,7 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
                 cols.append(q)
         return cols
 
+    @_frozen_model
     def transform(self, X):
         """The ``quantities`` of each sample, in order.
 
@@ -478,6 +491,7 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
         check_is_fitted(self)
         return np.asarray(self._columns(self._validate_params()), dtype=object)
 
+    @_frozen_model
     def feature_jacobian(self, X):
         """Jacobians ``J = ∂Φ/∂x`` of the (unscaled) feature map, shape (n_samples, m, d).
 
@@ -490,10 +504,12 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
                              "metric_tensor.")
         return to_numpy(self.engine_.jacobian(P)).astype(np.float64)
 
+    @_frozen_model
     def metric_tensor(self, X):
         """Metric tensors ``g(x)``, ndarray of shape (n_samples, d, d)."""
         return to_numpy(self.engine_.metric(self._points(X)))
 
+    @_frozen_model
     def log_volume_element(self, X):
         """Natural log of the volume element ``√det g``, ndarray of shape (n_samples,)."""
         return to_numpy(self._log_volume(self._points(X))[0]).astype(np.float64)
@@ -508,15 +524,18 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
                           "log_volume_element.", RuntimeWarning, stacklevel=2)
         return v
 
+    @_frozen_model
     def metric_eigenvalues(self, X):
         """Non-zero eigenvalues of ``g``, descending, ndarray of shape (n_samples, min(m, d))."""
         return to_numpy(self.engine_.metric_eigvals(self._points(X))).astype(np.float64)
 
+    @_frozen_model
     def ricci_scalar(self, X):
         """Ricci scalar curvature (unit 2-sphere: +2), ndarray of shape (n_samples,)."""
         return to_numpy(self._ricci(self._points(X))).astype(np.float64)
 
     # -- slices ------------------------------------------------------------------------------
+    @_frozen_model
     def _slice(self, points, quantities, **kw):
         check_is_fitted(self)
         quantities = self._validate_params() if quantities is None else (
@@ -524,9 +543,9 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
         P = torch.as_tensor(points, dtype=self.dtype_, device=self.device_)
         values = self._quantities(P, quantities)
         predictions = entropy = None
-        if self._module is not None:
+        if self._model is not None and _is_network(self._model):
             with torch.no_grad():
-                out = self._module(P.reshape(len(P), *self.input_shape_))
+                out = self._model.feature_fn(None)(P.reshape(len(P), *self.input_shape_))
             if out.ndim == 2 and out.shape[1] >= 2:
                 logp = torch.log_softmax(out, 1)
                 predictions = to_numpy(logp.argmax(1))
@@ -550,8 +569,7 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
             With ``t`` set.
         """
         x_a, x_b = self._check_point(x_a, "x_a"), self._check_point(x_b, "x_b")
-        if not isinstance(n_steps, numbers.Integral) or n_steps < 2:
-            raise ValueError(f"n_steps must be an integer >= 2; got {n_steps!r}.")
+        check_scalar_param(n_steps, "n_steps", kind="integer", low=2)
         t, points = path_points(x_a, x_b, n_steps)
         return self._slice(points, quantities, t=t, kind="path")
 
@@ -575,12 +593,9 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
             With ``coords`` and ``barycentric`` set.
         """
         xs = [self._check_point(x, f"x{i + 1}") for i, x in enumerate((x1, x2, x3))]
-        if hull not in ("convex", "affine"):
-            raise ValueError(f"hull must be 'convex' or 'affine'; got {hull!r}.")
-        if not isinstance(resolution, numbers.Integral) or resolution < 2:
-            raise ValueError(f"resolution must be an integer >= 2; got {resolution!r}.")
-        if not (isinstance(extent, numbers.Real) and np.isfinite(extent) and extent > 0):
-            raise ValueError(f"extent must be a positive finite float; got {extent!r}.")
+        check_choice(hull, "hull", ("convex", "affine"))
+        check_scalar_param(resolution, "resolution", kind="integer", low=2)
+        check_scalar_param(extent, "extent", low=0, closed="neither")
         coords, lam, points = plane_points(*xs, resolution, hull, extent)
         shape = (resolution, resolution) if hull == "affine" else None
         return self._slice(points, quantities, coords=coords, barycentric=lam, kind="plane",
@@ -607,8 +622,7 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
         bounds = np.asarray(bounds, dtype=np.float64)
         if bounds.shape != (2,) or not np.isfinite(bounds).all() or not bounds[0] < bounds[1]:
             raise ValueError(f"bounds must be two finite floats lo < hi; got {bounds!r}.")
-        if not isinstance(resolution, numbers.Integral) or resolution < 2:
-            raise ValueError(f"resolution must be an integer >= 2; got {resolution!r}.")
+        check_scalar_param(resolution, "resolution", kind="integer", low=2)
         points = grid_points(bounds, resolution)
         return self._slice(points, quantities, coords=points, kind="grid",
                            shape=(resolution, resolution))

@@ -5,19 +5,17 @@ single points. The built-ins are small classes so that they pickle.
 """
 
 import math
-import numbers
 
 import torch
 from torch.func import jacfwd, jacrev, vmap
 
+from .._utils import check_positive_integer, check_scalar_param
 from . import _curvature
 from ._metrics import _MetricEngine
 
 
 def _positive(value, name):
-    if not isinstance(value, numbers.Real) or isinstance(value, bool) or not value > 0:
-        raise ValueError(f"{name} must be a positive float; got {value!r}.")
-    return float(value)
+    return float(check_scalar_param(value, name, low=0, closed="neither"))
 
 
 class _Kernel:
@@ -55,9 +53,7 @@ class _Polynomial(_Kernel):
     def __init__(self, gamma, coef0, degree):
         self.gamma = _positive(gamma, "gamma")
         self.coef0 = float(coef0)
-        if not isinstance(degree, numbers.Integral) or degree < 1:
-            raise ValueError(f"degree must be a positive integer; got {degree!r}.")
-        self.degree = int(degree)
+        self.degree = int(check_positive_integer(degree, "degree"))
 
     def __call__(self, x, y):
         return (self.gamma * (x @ y) + self.coef0) ** self.degree

@@ -11,14 +11,10 @@ import warnings
 import torch
 from torch.func import jacfwd, jacrev, vmap
 
+from .._utils import check_choice, check_scalar_param, iter_batches
 from . import _curvature
 
 CURVATURE_METHODS = ("auto", "gauss", "kernel_gauss", "christoffel", "hessian_metric")
-
-
-def _chunks(n, size):
-    for start in range(0, n, size):
-        yield slice(start, min(start + size, n))
 
 
 def _concat(fn, X, size):
@@ -28,7 +24,7 @@ def _concat(fn, X, size):
     respect to the inputs, but no graph is kept to the module's parameters.
     """
     with torch.no_grad():
-        return torch.cat([fn(X[sl]) for sl in _chunks(len(X), max(1, int(size)))])
+        return torch.cat([fn(X[sl]) for sl in iter_batches(len(X), max(1, int(size)))])
 
 
 def check_scale(scale):
@@ -52,11 +48,9 @@ def scale_value(scale, width):
 
 
 def _check_rank_rtol(rank, rtol, max_rank):
-    if rank is not None and (not isinstance(rank, numbers.Integral) or not 1 <= rank <= max_rank):
-        raise ValueError(f"rank must be None or an integer in [1, min(m, d) = {max_rank}]; "
-                         f"got {rank!r}.")
-    if rtol is not None and (not isinstance(rtol, numbers.Real) or not 0 <= rtol < 1):
-        raise ValueError(f"rtol must be None or a float in [0, 1); got {rtol!r}.")
+    check_scalar_param(rank, "rank", kind="integer", low=1, high=max_rank, closed="both",
+                       allow_none=True)
+    check_scalar_param(rtol, "rtol", low=0, high=1, allow_none=True)
 
 
 def log_volume_from_singular_values(sv, rank=None, rtol=None, default_rtol=None):
@@ -124,8 +118,7 @@ class _MetricEngine:
         The rank ``r`` counts eigenvalues whose square root exceeds ``rtol``
         times the largest one's (default ``d·eps``); ``rank`` fixes it.
         """
-        if method not in ("eigh", "svd", "cholesky"):
-            raise ValueError(f"method must be 'svd', 'cholesky' or 'eigh'; got {method!r}.")
+        check_choice(method, "method", ("svd", "cholesky", "eigh"))
         eig = self.metric_eigvals(X)
         sv = eig.clamp_min(0).sqrt()
         logv, r = log_volume_from_singular_values(
@@ -156,8 +149,7 @@ class _MetricEngine:
             Points where ``cond(g)`` exceeds it get NaN (with one warning):
             curvature is undefined on singular metrics and meaningless near them.
         """
-        if method not in CURVATURE_METHODS:
-            raise ValueError(f"method must be one of {CURVATURE_METHODS}; got {method!r}.")
+        check_choice(method, "method", CURVATURE_METHODS)
         if self.dtype != torch.float64:
             warnings.warn("curvature in float32 is numerically meaningless; use "
                           "dtype=torch.float64.", UserWarning, stacklevel=2)
@@ -280,9 +272,7 @@ class PullbackMetric(_MetricEngine):
         super().__init__(dtype=dtype, device=device, batch_size=batch_size)
         self.feature_map = feature_map
         self.scale = check_scale(scale)
-        if jacobian not in ("auto", "fwd", "rev", "fd"):
-            raise ValueError(f"jacobian must be 'auto', 'fwd', 'rev' or 'fd'; got {jacobian!r}.")
-        self.jacobian_mode = jacobian
+        self.jacobian_mode = check_choice(jacobian, "jacobian", ("auto", "fwd", "rev", "fd"))
         self.max_memory = max_memory
         self.vectorize = vectorize
         self.fd_step = fd_step
@@ -408,8 +398,7 @@ class PullbackMetric(_MetricEngine):
         return_rank : bool, default=False
             Also return the rank used at each point.
         """
-        if method not in ("svd", "cholesky"):
-            raise ValueError(f"method must be 'svd' or 'cholesky'; got {method!r}.")
+        check_choice(method, "method", ("svd", "cholesky"))
         J = self.jacobian(X)
         s = self.scale_value(X)
         m, d = J.shape[1:]

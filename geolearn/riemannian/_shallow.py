@@ -6,6 +6,7 @@ import torch
 from torch import nn
 from torch.func import jvp
 
+from .._utils import check_choice
 from ._curvature import _inverse
 from ._metrics import check_scale, log_volume_from_singular_values, scale_value
 
@@ -29,8 +30,7 @@ ACTIVATIONS = {"sigmoid": nn.Sigmoid, "tanh": nn.Tanh, "erf": Erf, "gelu": nn.GE
 
 
 def _check_activation(name):
-    if name not in ACTIVATIONS:
-        raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}; got {name!r}.")
+    check_choice(name, "activation", sorted(ACTIVATIONS))
 
 
 def _activation_name(module):
@@ -72,8 +72,7 @@ class ShallowNet(nn.Module):
                  init="standard_normal", dtype=torch.float64):
         super().__init__()
         _check_activation(activation)
-        if init not in ("standard_normal", "default"):
-            raise ValueError(f"init must be 'standard_normal' or 'default'; got {init!r}.")
+        check_choice(init, "init", ("standard_normal", "default"))
         self.width = width
         self.hidden = nn.Linear(n_features, width, dtype=dtype)
         self.activation = ACTIVATIONS[activation]()
@@ -178,11 +177,9 @@ class ShallowNetworkGeometry:
 
     def log_volume(self, X, rank=None, rtol=None, method="svd"):
         """Log volume element (natural log), shape (N,); see :meth:`PullbackMetric.log_volume`."""
-        if method == "cholesky":
+        if check_choice(method, "method", ("svd", "cholesky")) == "cholesky":
             L = torch.linalg.cholesky(self.metric(X))
             return torch.log(torch.diagonal(L, dim1=1, dim2=2)).sum(1)
-        if method != "svd":
-            raise ValueError(f"method must be 'svd' or 'cholesky'; got {method!r}.")
         J = self.jacobian(X)
         logv, r = log_volume_from_singular_values(
             torch.linalg.svdvals(J), rank, rtol, max(J.shape[1:]) * torch.finfo(J.dtype).eps)

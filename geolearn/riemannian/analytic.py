@@ -10,11 +10,12 @@ quantity depends on ``|x|`` only.
 """
 
 import math
-import numbers
 
 import numpy as np
 import torch
 from torch.func import jvp
+
+from .._utils import check_positive_integer, check_scalar_param
 
 __all__ = [
     "conformal_rbf_log_volume",
@@ -43,20 +44,15 @@ def _out(value, is_tensor):
 
 def _f_function(activation, sigma_w, sigma_b, degree):
     """``u -> f(u)`` as a differentiable torch function."""
-    if not (isinstance(sigma_w, numbers.Real) and sigma_w > 0):
-        raise ValueError(f"sigma_w must be a positive float; got {sigma_w!r}.")
-    if not (isinstance(sigma_b, numbers.Real) and sigma_b >= 0):
-        raise ValueError(f"sigma_b must be a float >= 0; got {sigma_b!r}.")
+    check_scalar_param(sigma_w, "sigma_w", low=0, closed="neither")
+    check_scalar_param(sigma_b, "sigma_b", low=0)
     sw2, sb2 = float(sigma_w) ** 2, float(sigma_b) ** 2
     if activation == "erf":
         if degree is not None:
             raise ValueError("degree applies to activation='monomial' only.")
         return lambda u: (2 * sw2 / math.pi) * (1 + 2 * sb2 + 2 * sw2 * u) ** -0.5
     if activation == "monomial":
-        if not isinstance(degree, numbers.Integral) or degree < 1:
-            raise ValueError("activation='monomial' needs degree, an integer >= 1; "
-                             f"got {degree!r}.")
-        k = int(degree)
+        k = int(check_positive_integer(degree, "degree"))
         return lambda u: sw2 * k**2 * (sb2 + sw2 * u) ** (k - 1) / (2 * k - 1)
     if activation == "sigmoid":
         if degree is not None:
@@ -223,8 +219,7 @@ def conformal_rbf_log_volume(X, centers, tau, sigma):
         raise ValueError(f"centers must be a non-empty (k, {T.shape[1]}) array; "
                          f"got shape {tuple(C.shape)}.")
     for name, v in (("tau", tau), ("sigma", sigma)):
-        if not (isinstance(v, numbers.Real) and v > 0):
-            raise ValueError(f"{name} must be a positive float; got {v!r}.")
+        check_scalar_param(v, name, low=0, closed="neither")
     diff = T[:, None, :] - C[None, :, :]
     logits = -(diff**2).sum(-1) / (2 * tau**2)
     log_c = torch.logsumexp(logits, 1)

@@ -214,6 +214,30 @@ def test_a_users_module_is_never_moved():
     assert next(net.parameters()).device == torch.device("cpu")
 
 
+def test_to_casts_a_copy_once_and_never_the_users_module():
+    net = _net()
+    m = as_model(net, batch_size=7)
+    m64 = m.to(dtype=torch.float64)
+    assert m64 is not m and m64.module is not net and m64.dtype == torch.float64
+    assert next(net.parameters()).dtype == torch.float32  # the user's module is untouched
+    assert (m64.kind, m64.estimator, m64.batch_size, m64.layer_names) == (
+        m.kind, m.estimator, 7, m.layer_names)
+    assert m.to(dtype=torch.float32) is m and m64.to("cpu", torch.float64) is m64
+    X = np.random.RandomState(0).randn(5, 6)
+    np.testing.assert_allclose(m64.features(X, "1"), m.features(X, "1"), atol=1e-5)
+    with torch.no_grad():
+        net[0].weight.add_(1.0)  # the copy does not follow later changes of the module
+    assert not np.allclose(m64.forward(X), m.forward(X), atol=1e-3)
+
+
+def test_to_leaves_black_boxes_and_parameterless_functions_as_they_are(data):
+    X, y = data
+    box = as_model(LogisticRegression(max_iter=500).fit(X, y))
+    assert box.to(dtype=torch.float64) is box
+    fn = as_model(torch.tanh)
+    assert fn.to(dtype=torch.float64) is fn
+
+
 def test_inputs_follow_the_module_dtype():
     m = as_model(_net(torch.float64))
     out = m.forward(np.ones((2, 6), dtype=np.float32))

@@ -33,6 +33,28 @@ def xor_net():
     return sequential([[[1, 1], [1, 1]], [[2, -4]]], [[1, 0], [-1]])
 
 
+def check_xor_regions(enum):
+    """Paper 2, eq. 3: the XOR net's three unbounded regions, -2x-2y+1, 2x+2y+1 and -1."""
+    assert enum.n_regions == 3 and not enum.bounded.any()
+    maps = {tuple(p.astype(int)): np.append(W[0], b[0])
+            for p, W, b in zip(enum.patterns, enum.W, enum.b)}
+    assert set(maps) == {(1, 1), (1, 0), (0, 0)}
+    np.testing.assert_allclose(maps[(1, 1)], [-2, -2, 1], atol=1e-12)
+    np.testing.assert_allclose(maps[(1, 0)], [2, 2, 1], atol=1e-12)
+    np.testing.assert_allclose(maps[(0, 0)], [0, 0, -1], atol=1e-12)
+
+
+class Wrapped(nn.Module):
+    """A ReLU MLP behind a custom forward: only autograd can read it."""
+
+    def __init__(self, net):
+        super().__init__()
+        self.net = net
+
+    def forward(self, x):
+        return self.net(x)
+
+
 def simplex_net(m=5):
     """Spec A2: the region of 0.1 * 1 is the simplex {x >= 0, sum x <= 1}."""
     eye = np.eye(m)

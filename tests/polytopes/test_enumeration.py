@@ -11,7 +11,7 @@ from geolearn.polytopes import ReLUPolytopes
 from geolearn.polytopes._maps import forward_bits
 from geolearn.polytopes._stats import hamming
 
-from ._nets import gaussian_net, xor_net
+from ._nets import check_xor_regions, gaussian_net, xor_net
 
 
 def _fit(net, m, bounds):
@@ -33,13 +33,7 @@ def test_hyperplane_arrangement_closed_form(m, k):
 def test_xor_net_three_regions():
     """Paper 2, eq. 3: three unbounded regions with maps -2x-2y+1, 2x+2y+1, -1."""
     enum = _fit(xor_net(), 2, None).enumerate_regions()
-    assert enum.n_regions == 3 and not enum.bounded.any()
-    maps = {tuple(p.astype(int)): np.append(W[0], b[0])
-            for p, W, b in zip(enum.patterns, enum.W, enum.b)}
-    assert set(maps) == {(1, 1), (1, 0), (0, 0)}
-    np.testing.assert_allclose(maps[(1, 1)], [-2, -2, 1], atol=1e-12)
-    np.testing.assert_allclose(maps[(1, 0)], [2, 2, 1], atol=1e-12)
-    np.testing.assert_allclose(maps[(0, 0)], [0, 0, -1], atol=1e-12)
+    check_xor_regions(enum)
 
 
 def _grid(n, lo=-1.0, hi=1.0, offset=7.31e-4):

@@ -13,7 +13,7 @@ from torch import nn
 from geolearn.polytopes import LocalLinearClustering, LocalLinearMap, local_rows
 from tests.helpers import check_bad_inputs, check_pipeline_gridsearch_pickle
 
-from ._nets import gaussian_net
+from ._nets import Wrapped, gaussian_net
 
 
 @pytest.fixture(scope="module")
@@ -25,22 +25,11 @@ def iris():
     return X, y, a, b
 
 
-class _Wrapped(nn.Module):
-    """A ReLU MLP behind a custom forward: only autograd can read it."""
-
-    def __init__(self, net):
-        super().__init__()
-        self.net = net
-
-    def forward(self, x):
-        return self.net(x)
-
-
 def test_autograd_rows_equal_exact_rows():
     net = gaussian_net((4, 7, 5, 3), seed=0)
     X = np.random.default_rng(0).normal(size=(25, 4))
     W, b = local_rows(net, X)
-    Wa, ba = local_rows(_Wrapped(net), X)
+    Wa, ba = local_rows(Wrapped(net), X)
     np.testing.assert_allclose(Wa, W, atol=1e-12)
     np.testing.assert_allclose(ba, b, atol=1e-12)
 

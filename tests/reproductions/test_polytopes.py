@@ -18,7 +18,8 @@ from sklearn.neural_network import MLPClassifier
 from geolearn.polytopes import LocalLinearClustering, LocalLinearMap, Polytope, ReLUPolytopes
 from geolearn.polytopes._maps import forward_bits
 from geolearn.polytopes._stats import hamming
-from tests.polytopes._nets import gaussian_net, sequential, simplex_net, xor_net
+from tests.polytopes._nets import (check_xor_regions, gaussian_net, sequential, simplex_net,
+                                   xor_net)
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -67,13 +68,7 @@ def test_a1b_xor_net():
     """Spec A1(b) (paper 2, Section 2.2, eq. 3): the XOR net has exactly three regions,
     -2x-2y+1, 2x+2y+1 and -1, all unbounded; the pattern (0, 1) is empty."""
     enum = ReLUPolytopes(xor_net(), bounds=None).fit(np.zeros((1, 2))).enumerate_regions()
-    assert enum.n_regions == 3 and not enum.bounded.any()
-    maps = {tuple(p.astype(int)): np.append(W[0], b[0])
-            for p, W, b in zip(enum.patterns, enum.W, enum.b)}
-    assert set(maps) == {(1, 1), (1, 0), (0, 0)}
-    np.testing.assert_allclose(maps[(1, 1)], [-2, -2, 1], atol=1e-12)
-    np.testing.assert_allclose(maps[(1, 0)], [2, 2, 1], atol=1e-12)
-    np.testing.assert_allclose(maps[(0, 0)], [0, 0, -1], atol=1e-12)
+    check_xor_regions(enum)
 
 
 def _check_box_enumeration(net, grid, spacing, generic):
@@ -138,6 +133,14 @@ def test_a1c_box_enumeration_matches_subdivision_and_grid():
 
 
 def _train_toy(seed):
+    """The paper's toy net, trained full-batch with Adam through skorch (early stopping on
+    the last 2,000 points, patience 100, best weights restored)."""
+    from skorch import NeuralNetRegressor
+    from skorch.callbacks import EarlyStopping
+    from skorch.helper import predefined_split
+
+    from geolearn.models import TensorDataset, collate_batch
+
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     X = rng.uniform(-1, 1, size=(10_000, 2))
@@ -145,23 +148,14 @@ def _train_toy(seed):
     Xt, yt = torch.tensor(X, dtype=torch.float32), torch.tensor(y, dtype=torch.float32)[:, None]
     net = torch.nn.Sequential(torch.nn.Linear(2, 10), torch.nn.ReLU(), torch.nn.Linear(10, 10),
                               torch.nn.ReLU(), torch.nn.Linear(10, 1))
-    opt = torch.optim.Adam(net.parameters(), lr=1e-2)
-    best, wait, state = np.inf, 0, None
-    for _ in range(1500):
-        opt.zero_grad()
-        loss = torch.nn.functional.mse_loss(net(Xt[:8000]), yt[:8000])
-        loss.backward()
-        opt.step()
-        with torch.no_grad():
-            val = torch.nn.functional.mse_loss(net(Xt[8000:]), yt[8000:]).item()
-        if val < best:
-            best, wait, state = val, 0, {k: v.clone() for k, v in net.state_dict().items()}
-        else:
-            wait += 1
-            if wait >= 100:
-                break
-    net.load_state_dict(state)
-    return net
+    stop = EarlyStopping(patience=100, threshold=0, threshold_mode="abs", load_best=True)
+    reg = NeuralNetRegressor(net, optimizer=torch.optim.Adam, lr=1e-2, max_epochs=1500,
+                             batch_size=-1, callbacks=[stop], verbose=0, dataset=TensorDataset,
+                             train_split=predefined_split(TensorDataset(Xt[8000:], yt[8000:])),
+                             iterator_train__shuffle=False,
+                             iterator_train__collate_fn=collate_batch,
+                             iterator_valid__collate_fn=collate_batch)
+    return reg.fit(Xt[:8000], yt[:8000]).module_
 
 
 @pytest.mark.slow

@@ -6,7 +6,6 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
-from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV
 from sklearn.neural_network import MLPClassifier
@@ -58,13 +57,66 @@ def test_layer_forms_give_the_same_jacobian(data):
         RiemannianFeatureGeometry(net, layer=1.5).fit(X)
 
 
-def test_module_is_copied_cast_and_left_untouched(data):
+def test_module_is_cast_on_a_copy_and_left_untouched(data):
     X, _ = data
     net = _seq()
     net.train()
     geo = RiemannianFeatureGeometry(net, layer=1).fit(X)
+    geo.transform(X[:5])
     assert net.training and next(net.parameters()).dtype == torch.float32
+    assert all(p.requires_grad for p in net.parameters())
     assert geo.dtype_ == torch.float64 and geo.device_.type == "cpu"
+
+
+def test_one_adapter_per_fit_and_no_copy_to_freeze(data, monkeypatch):
+    """Regression: fit + transform called ``as_model`` three times and deep-copied the module."""
+    import geolearn.riemannian._estimator as est_module
+
+    X, _ = data
+    calls = []
+    real = est_module.as_model
+    monkeypatch.setattr(est_module, "as_model", lambda *a, **k: calls.append(a) or real(*a, **k))
+    net = _seq().double()
+    geo = RiemannianFeatureGeometry(net, layer="1", quantities=("log_volume", "ricci_scalar"))
+    before = geo.fit(X).transform(X[:5])
+    geo.along_path(X[0], X[1], n_steps=3)
+    assert len(calls) == 1
+    mlp = MLPClassifier((5,), activation="tanh", max_iter=30, random_state=0)
+    with pytest.warns(Warning):
+        mlp.fit(X, data[1])
+    RiemannianFeatureGeometry(mlp).fit(X).transform(X[:5])
+    assert len(calls) == 2
+    # a float64 module is used as it is (frozen while probed), not a snapshot copy of it
+    with torch.no_grad():
+        net[0].weight.mul_(2.0)
+    assert not np.allclose(geo.transform(X[:5]), before)
+
+
+def test_dropout_is_off_while_probed_and_the_mode_restored(data):
+    X, _ = data
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(2, 12), nn.Dropout(0.5), nn.Tanh()).double().train()
+    geo = RiemannianFeatureGeometry(net).fit(X)
+    a, b = geo.transform(X[:8]), geo.transform(X[:8])
+    np.testing.assert_array_equal(a, b)
+    ref = RiemannianFeatureGeometry(nn.Sequential(net[0], net[2])).fit(X).transform(X[:8])
+    np.testing.assert_allclose(a, ref, rtol=1e-12)
+    assert net.training and net[1].training
+
+
+@settings(max_examples=20, deadline=None)
+@given(arrays(np.float64, st.tuples(st.integers(1, 6), st.just(2)),
+              elements=st.floats(-3, 3)))
+def test_feature_jacobian_is_the_adapters_jacobian(X):
+    """The pullback metric differentiates the adapter's feature function of the layer."""
+    from geolearn.models import as_model
+
+    net = _seq().double()
+    geo = RiemannianFeatureGeometry(net, layer="2", scale="none").fit(np.zeros((2, 2)))
+    J = as_model(net).jacobian(X, layer="2", mode="fwd")
+    np.testing.assert_allclose(geo.feature_jacobian(X), J, rtol=1e-12, atol=1e-14)
+    g = geo.metric_tensor(X)
+    np.testing.assert_allclose(g, np.einsum("nki,nkj->nij", J, J), rtol=1e-10, atol=1e-12)
 
 
 def test_quantities_and_feature_names(data):
@@ -93,12 +145,32 @@ def test_skorch_net_is_fitted_when_needed(data):
                               train_split=None, verbose=0)
     geo = RiemannianFeatureGeometry(net, layer="features").fit(X, y)
     assert geo.estimator_.initialized_ and not getattr(net, "initialized_", False)
-    with pytest.raises(NotFittedError, match="fit_feature_map=False"):
-        RiemannianFeatureGeometry(net, layer="features", fit_feature_map=False).fit(X, y)
+    with pytest.raises(ValueError, match="unfitted NeuralNetClassifier: fit needs y"):
+        RiemannianFeatureGeometry(net, layer="features").fit(X)
+    # a prefit net is used as it is, never refitted (geolearn.models.fit_or_use)
+    prefit = RiemannianFeatureGeometry(geo.estimator_, layer="features").fit(X, y)
+    assert not hasattr(prefit, "estimator_")
+    np.testing.assert_array_equal(prefit.transform(X[:5]), geo.transform(X[:5]))
     sl = geo.along_path(X[0], X[1], n_steps=5)
     assert sl.t.tolist() == [0.0, 0.25, 0.5, 0.75, 1.0]
     np.testing.assert_allclose(sl.points[[0, -1]], X[:2])
     assert sl.predictions.shape == (5,) and np.all((sl.entropy >= 0) & (sl.entropy <= 1))
+
+
+def test_unfitted_and_frozen_sklearn_mlps_follow_the_fitting_policy(data):
+    """Unfitted estimators are fitted by ``fit``; FrozenEstimator survives ``clone`` unfitted."""
+    from sklearn.base import clone
+    from sklearn.frozen import FrozenEstimator
+
+    X, y = data
+    mlp = MLPClassifier((7,), activation="tanh", max_iter=40, random_state=0)
+    with pytest.warns(Warning):
+        geo = RiemannianFeatureGeometry(mlp, layer="act_0").fit(X, y)
+    assert hasattr(geo.estimator_, "coefs_") and not hasattr(mlp, "coefs_")
+    frozen = RiemannianFeatureGeometry(FrozenEstimator(geo.estimator_), layer="act_0")
+    np.testing.assert_array_equal(clone(frozen).fit(X).transform(X[:5]), geo.transform(X[:5]))
+    with pytest.raises(TypeError, match="black-box"):
+        RiemannianFeatureGeometry(LogisticRegression().fit(X, y)).fit(X)
 
 
 def test_sklearn_mlp_feature_map(data):
@@ -164,6 +236,7 @@ def test_parameter_errors(data):
         (dict(kernel="laplacian"), "twice differentiable"),
         (dict(kernel="sigmoidal"), "kernel must be"),
         (dict(feature_map=lambda x: x, layer=1), "layer applies"),
+        (dict(feature_map=nn.Tanh(), layer="0"), "layer applies"),
     ]
     for params, match in cases:
         with pytest.raises(ValueError, match=match):
