@@ -15,7 +15,8 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from .._utils import resolve_device
 from ._grassmann import angles_kernel, check_metric, distance_from_angles, stacked_flag_mean
-from ._solvers import adam_solve, mm_solve, objective_and_gradient, polar
+from ._adam import adam_solve
+from ._solvers import mm_solve, objective_and_gradient, polar
 from ._validation import _SetsMixin
 
 _DEFAULT_MAX_ITER = {"mm": 1000, "adam": 40000}
