@@ -13,6 +13,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 from torch import nn
 
+from .._utils import to_numpy
 from ..models import SkorchTrainingMixin, TensorDataset, collate_batch
 from ._grassmann import METRICS
 from ._node import centroid_logits, unit_rows
@@ -265,7 +266,8 @@ class CentroidSoftmaxClassifier(SkorchTrainingMixin, ClassifierMixin, BaseEstima
         Unit centroids ``w_j``.
     classes_ : ndarray of shape (C,)
     n_iter_ : int
-        Adam iterations run (``max_iter``, fewer when a callback stops training).
+        Adam iterations run (``max_iter``, fewer when a callback stops training; with
+        ``warm_start``, those of every fit).
     net_ : skorch.NeuralNet
         The trained net (``net_.history`` holds the loss of every iteration).
     device_ : torch.device
@@ -352,7 +354,7 @@ class CentroidSoftmaxClassifier(SkorchTrainingMixin, ClassifierMixin, BaseEstima
             iterator_train__collate_fn=collate_batch, module__omega0=omega0,
             module__temperature=self.temperature, **quiet)
         self.n_iter_ = len(net.history)
-        self.centroids_ = unit_rows(net.module_.omega.detach()).numpy()
+        self.centroids_ = to_numpy(unit_rows(net.module_.omega))
         return self
 
     def _proba(self, X):
