@@ -19,7 +19,10 @@ Figures (float64, CPU):
 3. time to align K with a common line on the spec's E1 problem (r = 30, n = 20,
    l = 3, k = 1): ours to convergence vs paper-Adam until ||K^T u|| >= 0.999
    (checked every 1,000 steps);
-4. per-iteration time against r (linear scaling), n = 1,024.
+4. per-iteration time against r (linear scaling), n = 1,024;
+5. ``SVBF(solver="adam")`` (the paper's solver, trained through skorch) against the same
+   Adam steps written as a plain torch loop (``paper_adam``), 5,000 full-batch steps on E1:
+   the cost of the skorch route per step.
 
 Run: ``OMP_NUM_THREADS=2 python benchmarks/bench_subspaces.py``
 """
@@ -142,6 +145,24 @@ def scaling(n=1024, l=5, k=8):
         f"r={r}: {t * 1e3:.1f} ms ({t / base:.2f}x)" for r, t in times.items()), flush=True)
 
 
+def adam_through_skorch(steps=5000):
+    n, r, l = 20, 30, 3
+    rng = np.random.default_rng(0)
+    u = rng.standard_normal(n)
+    X = np.stack([np.linalg.qr(np.column_stack([u, rng.standard_normal((n, l - 1))]))[0]
+                  for _ in range(r)])
+    ours = SVBF(1, solver="adam", init="uniform", n_init=1, max_iter=steps, tol=None,
+                random_state=0)
+
+    def peer():
+        adam = PaperAdam(X, 1)
+        for _ in range(steps):
+            adam.step()
+
+    compare(f"SVBF(solver='adam') through skorch vs a plain torch loop ({steps} steps, r={r}, "
+            f"n={n}, l={l})", lambda: ours.fit(X), peer, repeat=3)
+
+
 if __name__ == "__main__":
     warnings.simplefilter("ignore")
     header("SVBF (geolearn.subspaces) vs the paper's Adam solver and a per-set loop")
@@ -150,3 +171,4 @@ if __name__ == "__main__":
     del X
     common_line()
     scaling()
+    adam_through_skorch()

@@ -11,7 +11,10 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from torch import nn
 
+from .._utils import to_numpy
+from ..models import SkorchTrainingMixin, TensorDataset, collate_batch
 from ._grassmann import METRICS
 from ._node import centroid_logits, unit_rows
 from ._sets import unpad
@@ -204,12 +207,33 @@ orth_penalty, learning_rate, batch_size, input_type, subspace_dim, set_shape, dt
         return tags
 
 
-class CentroidSoftmaxClassifier(ClassifierMixin, BaseEstimator):
+class CentroidHead(nn.Module):
+    """Centroids ``omega`` (C, k) as a parameter; logits ``(b^T w_j)^2 / T``, ``w_j`` unit.
+
+    Parameters
+    ----------
+    omega0 : array-like of shape (C, k)
+        Initial centroids (any norm).
+    temperature : float
+        ``T``.
+    """
+
+    def __init__(self, omega0, temperature):
+        super().__init__()
+        self.omega = nn.Parameter(torch.tensor(omega0))
+        self.temperature = temperature
+
+    def forward(self, B):
+        return centroid_logits(B, self.omega, self.temperature)
+
+
+class CentroidSoftmaxClassifier(SkorchTrainingMixin, ClassifierMixin, BaseEstimator):
     """Softmax over squared cosines to unit centroids (the paper's Algorithm III head).
 
     ``p(j | b) = softmax_j((b^T w_j)^2 / T)`` with unit centroids
     ``w_j = omega_j / ||omega_j||`` learned by full-batch Adam on the
-    cross-entropy. Invariant to the sign of ``b`` by construction, as the
+    cross-entropy, trained through skorch (:class:`~geolearn.models.SkorchTrainingMixin`).
+    Invariant to the sign of ``b`` by construction, as the
     coordinates ``b_i`` of :class:`SVBF` are defined up to sign. Use it after
     ``SVBF(transform_output="coordinates")`` in a Pipeline (the paper's
     "detached" training: the class loss does not change ``K``).
@@ -219,10 +243,22 @@ class CentroidSoftmaxClassifier(ClassifierMixin, BaseEstimator):
     temperature : float, default=0.1
         ``T``.
     max_iter : int, default=500
-        Adam iterations.
+        Adam iterations (full-batch epochs).
     learning_rate : float, default=0.05
+    callbacks : list of skorch callbacks or None, default=None
+        Added to the net's (e.g. ``EarlyStopping(monitor="train_loss")``, LR
+        schedulers, checkpoints); a non-finite loss always stops training with
+        an error.
+    warm_start : bool, default=False
+        A second ``fit`` continues training the fitted centroids.
+    device : {"cpu", "cuda", "auto"} or torch.device, default="cpu"
+    verbose : int, default=0
+        ``1`` prints skorch's epoch log, ``2`` adds a progress bar.
     random_state : int, RandomState instance or None, default=None
         Draws the initial centroids.
+    **net_params
+        skorch settings (``optimizer__*``, ``callbacks__*``, ...), see
+        :class:`~geolearn.models.SkorchTrainingMixin`.
 
     Attributes
     ----------
@@ -230,7 +266,11 @@ class CentroidSoftmaxClassifier(ClassifierMixin, BaseEstimator):
         Unit centroids ``w_j``.
     classes_ : ndarray of shape (C,)
     n_iter_ : int
-        Adam iterations run (``max_iter``).
+        Adam iterations run (``max_iter``, fewer when a callback stops training; with
+        ``warm_start``, those of every fit).
+    net_ : skorch.NeuralNet
+        The trained net (``net_.history`` holds the loss of every iteration).
+    device_ : torch.device
     n_features_in_ : int
 
     Examples
@@ -247,14 +287,38 @@ class CentroidSoftmaxClassifier(ClassifierMixin, BaseEstimator):
         "temperature": [Interval(Real, 0, None, closed="neither")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "callbacks": [list, None],
+        "warm_start": ["boolean"],
+        "device": [str, torch.device],
+        "verbose": ["verbose"],
         "random_state": ["random_state"],
     }
 
-    def __init__(self, temperature=0.1, max_iter=500, learning_rate=0.05, random_state=None):
+    _expected_failed_checks = {
+        "check_do_not_raise_errors_in_init_or_set_params":
+            "the check passes the **net_params catch-all as a keyword named 'net_params'; "
+            "the training base refuses keywords that are not skorch settings",
+    }
+
+    #: Full batch (skorch's ``-1``), as the training base reads it.
+    batch_size = -1
+
+    def __init__(self, temperature=0.1, max_iter=500, learning_rate=0.05, *, callbacks=None,
+                 warm_start=False, device="cpu", verbose=0, random_state=None, **net_params):
         self.temperature = temperature
         self.max_iter = max_iter
         self.learning_rate = learning_rate
+        self.callbacks = callbacks
+        self.warm_start = warm_start
+        self.device = device
+        self.verbose = verbose
         self.random_state = random_state
+        self._set_net_params(net_params)
+
+    @property
+    def lr(self):
+        """``learning_rate``, the training base's name for it."""
+        return self.learning_rate
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -270,22 +334,27 @@ class CentroidSoftmaxClassifier(ClassifierMixin, BaseEstimator):
         -------
         self : CentroidSoftmaxClassifier
         """
-        X, y = validate_data(self, X, y, dtype=np.float64)
+        warm = self._warm()
+        X, y = validate_data(self, X, y, dtype=np.float64, reset=not warm)
         check_classification_targets(y)
-        self.classes_, y_idx = np.unique(y, return_inverse=True)
+        classes, y_idx = np.unique(y, return_inverse=True)
+        if warm and not np.array_equal(classes, self.classes_):
+            raise ValueError(f"warm_start=True needs the classes of the first fit "
+                             f"{self.classes_.tolist()}; got {classes.tolist()}.")
+        self.classes_ = classes
         check_two_classes(self.classes_, self)
         rng = check_random_state(self.random_state)
-        omega = torch.tensor(rng.standard_normal((len(self.classes_), X.shape[1])),
-                             requires_grad=True)
-        B, target = torch.from_numpy(X), torch.from_numpy(y_idx)
-        opt = torch.optim.Adam([omega], lr=self.learning_rate)
-        for _ in range(self.max_iter):
-            opt.zero_grad(set_to_none=True)
-            logits = centroid_logits(B, omega, self.temperature)
-            torch.nn.functional.cross_entropy(logits, target).backward()
-            opt.step()
-        self.n_iter_ = self.max_iter
-        self.centroids_ = unit_rows(omega.detach()).numpy()
+        omega0 = None if warm else rng.standard_normal((len(self.classes_), X.shape[1]))
+        data = TensorDataset(torch.from_numpy(X), torch.from_numpy(y_idx))
+        # skorch formats its epoch log even when silent: a large share of a small epoch
+        quiet = {} if self.verbose else {"callbacks__print_log": None}
+        net = self._fit_net(
+            CentroidHead, data, seed=rng, max_epochs=self.max_iter,
+            criterion=nn.CrossEntropyLoss, train_split=None, iterator_train__shuffle=False,
+            iterator_train__collate_fn=collate_batch, module__omega0=omega0,
+            module__temperature=self.temperature, **quiet)
+        self.n_iter_ = len(net.history)
+        self.centroids_ = to_numpy(unit_rows(net.module_.omega))
         return self
 
     def _proba(self, X):

@@ -6,7 +6,8 @@ from skorch import NeuralNetClassifier
 from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
-from .._utils import torch_seed
+from .._utils import resolve_device, torch_seed
+from ..models import RaiseOnNonFiniteLoss
 from ._node import SVBFNode, centroid_logits
 from ._validation import ZERO_SET_CHECKS, check_bases, check_labeled_bases, check_two_classes
 
@@ -78,7 +79,10 @@ class SVBFNetClassifier(NeuralNetClassifier):
     random_state : int, RandomState instance or None, default=None
         Seeds the initial weights and the batch order.
     **kwargs
-        Passed to :class:`skorch.NeuralNetClassifier` (callbacks, ``verbose``, ...).
+        Passed to :class:`skorch.NeuralNetClassifier` (``callbacks``, ``warm_start``,
+        ``verbose``, ``module__*``, ``optimizer__*``, ...). As with every geolearn
+        net, a non-finite training loss stops training with a clear error, and
+        ``device="cuda"`` without CUDA is a clear ``ValueError``.
 
     Attributes
     ----------
@@ -137,6 +141,15 @@ class SVBFNetClassifier(NeuralNetClassifier):
         "check_set_params": "skorch.NeuralNet.set_params re-initialises the components it "
                             "touches, so it rejects the check's placeholder values at once",
     }
+
+    def get_default_callbacks(self):
+        # as every geolearn net: a non-finite training loss stops training with a clear error
+        return [*super().get_default_callbacks(), ("finite_loss", RaiseOnNonFiniteLoss())]
+
+    def initialize(self):
+        if self.device is not None:
+            resolve_device(self.device)  # a clear error when CUDA is asked for and absent
+        return super().initialize()
 
     def _sets(self, X, reset):
         return check_bases(X, self, reset=reset)[0].astype(np.float32)

@@ -81,35 +81,51 @@ def check_sets(X, *, set_shape=None, estimator=None, reset=True, name="X"):
         sets, dims = _pad([check_array(x, dtype=FLOAT_DTYPES, ensure_min_samples=1,
                                        ensure_min_features=0, input_name=name) for x in X])
     else:
-        ndim = getattr(X, "ndim", None)
-        if ndim is None:
-            X = np.asarray(X) if not isinstance(X, (list, tuple)) or len(X) else np.empty((0, 0))
-            ndim = X.ndim
-        if ndim == 2 and set_shape is None and estimator is not None:
-            sets = validate_data(estimator, X, reset=reset, dtype=FLOAT_DTYPES)[:, :, None]
-            table = True
-        elif ndim == 2:
-            X = check_array(X, dtype=FLOAT_DTYPES, input_name=name)
-            if set_shape is None:
-                sets = X[:, :, None]
-            else:
-                n, l = _check_set_shape(set_shape)
-                if n * l != X.shape[1]:
-                    raise ValueError(
-                        f"set_shape={set_shape!r} holds {n * l} values but {name} has "
-                        f"{X.shape[1]} columns per row."
-                    )
-                sets = X.reshape(len(X), n, l)
-        elif ndim in (3, 5):
-            X = check_array(X, dtype=FLOAT_DTYPES, allow_nd=True, input_name=name)
-            sets = X if ndim == 3 else X.reshape(X.shape[0], X.shape[1], -1).transpose(0, 2, 1)
-        else:
-            hint = (" Reshape your data: X.reshape(1, -1) holds one set of one vector."
-                    if ndim == 1 else "")
-            raise ValueError(f"{name} must be {_FORMS}; got an array with ndim={ndim}.{hint}")
-        sets = np.asarray(sets, dtype=np.float64)
+        sets, table = _array_sets(X, set_shape, estimator, reset, name)
         dims = np.full(len(sets), sets.shape[2], dtype=np.int64)
-    r, n, _ = sets.shape
+    _check_dims(sets, dims, name)
+    if estimator is not None and not table:
+        _check_n_features(estimator, sets.shape[1], reset, name)
+    return sets, dims
+
+
+def _array_sets(X, set_shape, estimator, reset, name):
+    """The sets of an array form as float64 ``(r, n, l)``, and whether ``X`` was a table."""
+    ndim = getattr(X, "ndim", None)
+    if ndim is None:
+        X = np.asarray(X) if not isinstance(X, (list, tuple)) or len(X) else np.empty((0, 0))
+        ndim = X.ndim
+    table = ndim == 2 and set_shape is None and estimator is not None
+    if table:
+        sets = validate_data(estimator, X, reset=reset, dtype=FLOAT_DTYPES)[:, :, None]
+    elif ndim == 2:
+        sets = _fold_rows(check_array(X, dtype=FLOAT_DTYPES, input_name=name), set_shape, name)
+    elif ndim in (3, 5):
+        X = check_array(X, dtype=FLOAT_DTYPES, allow_nd=True, input_name=name)
+        sets = X if ndim == 3 else X.reshape(X.shape[0], X.shape[1], -1).transpose(0, 2, 1)
+    else:
+        hint = (" Reshape your data: X.reshape(1, -1) holds one set of one vector."
+                if ndim == 1 else "")
+        raise ValueError(f"{name} must be {_FORMS}; got an array with ndim={ndim}.{hint}")
+    return np.asarray(sets, dtype=np.float64), table
+
+
+def _fold_rows(X, set_shape, name):
+    """Rows ``(r, n * l)`` folded into sets ``(r, n, l)`` (one-vector sets without ``set_shape``)."""
+    if set_shape is None:
+        return X[:, :, None]
+    n, l = _check_set_shape(set_shape)
+    if n * l != X.shape[1]:
+        raise ValueError(
+            f"set_shape={set_shape!r} holds {n * l} values but {name} has "
+            f"{X.shape[1]} columns per row."
+        )
+    return X.reshape(len(X), n, l)
+
+
+def _check_dims(sets, dims, name):
+    """Every set holds at least one and at most ``n`` vectors."""
+    n = sets.shape[1]
     bad = np.flatnonzero(dims > n)
     if bad.size:
         i = bad[0]
@@ -120,15 +136,17 @@ def check_sets(X, *, set_shape=None, estimator=None, reset=True, name="X"):
     empty = np.flatnonzero(dims == 0)
     if empty.size:
         raise ValueError(f"set {empty[0]} of {name} holds no vectors (l_i == 0).")
-    if estimator is not None and not table:
-        if reset:
-            estimator.n_features_in_ = n
-        elif n != estimator.n_features_in_:
-            raise ValueError(
-                f"{name} has {n} features, but {type(estimator).__name__} is expecting "
-                f"{estimator.n_features_in_} features as input."
-            )
-    return sets, dims
+
+
+def _check_n_features(estimator, n, reset, name):
+    """Set (``reset``) or check the estimator's ``n_features_in_`` (the ambient ``n``)."""
+    if reset:
+        estimator.n_features_in_ = n
+    elif n != estimator.n_features_in_:
+        raise ValueError(
+            f"{name} has {n} features, but {type(estimator).__name__} is expecting "
+            f"{estimator.n_features_in_} features as input."
+        )
 
 
 def orthonormality_deviation(sets, dims):

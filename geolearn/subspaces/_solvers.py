@@ -2,10 +2,11 @@
 
 ``mm_solve`` is the default monotone polar ascent: both objectives are convex
 in the unconstrained matrix ``K``, so maximising their linearisation over the
-Stiefel manifold (a polar factor) never decreases them. ``adam_solve`` is the
-paper's penalised Adam iteration (Sec. 4.2), kept for reproduction.
+Stiefel manifold (a polar factor) never decreases them. The paper's penalised
+Adam iteration (Sec. 4.2), kept for reproduction, is trained through skorch in
+:mod:`._adam`.
 
-Both work on the transposed bases ``XT`` (r, L, n) -- the sets' vectors as rows, zero
+Both solvers work on the transposed bases ``XT`` (r, L, n) -- the sets' vectors as rows, zero
 padded -- so that both contractions of an iteration are single matrix products
 (``XT @ K`` and ``XT^T @ M`` over the ``r * L`` rows) with no copy of the data, on
 normalised weights ``w`` (r,) summing to 1, and on ``blocks``: one ``(k_s, c_s)``
@@ -76,54 +77,3 @@ def mm_solve(XT, w, K, blocks, objective, *, tol, max_iter, shift, batch_size=No
         scale = scale if scale > 0 else torch.ones_like(scale)
         K_prev, K = K, polar(G + shift * scale * K)
     return K, curve, max_iter, False
-
-
-def adam_solve(XT, w, K0, beta0, alpha0, objective, *, orth_penalty, learning_rate, max_iter,
-               tol, batch_size=None):
-    """The paper's penalised Adam iteration (Eq. 5-6), ``c = 1``.
-
-    ``loss = -sum_i w_i b_i^T K^T X_i X_i^T K b_i + orth_penalty ||K^T K - I||_F^2`` with
-    ``b_i = beta_i / ||beta_i||`` (``cos``: ``-sum_i w_i a_i^T X_i^T K b_i``); ``w_i = 1``
-    for unweighted data, as in the paper. Early stop (only when ``tol`` is not
-    None): relative change of the loss over the last 1,000 iterations below ``tol``.
-
-    Returns ``K, loss_curve, objective_curve, converged`` where the objective is
-    the normalised data term at the current ``b_i`` (``a_i``).
-    """
-    K = K0.clone().requires_grad_(True)
-    beta = beta0.clone().requires_grad_(True)
-    params = [K, beta]
-    alpha = None
-    if objective == "cos":
-        alpha = alpha0.clone().requires_grad_(True)
-        params.append(alpha)
-    opt = torch.optim.Adam(params, lr=learning_rate, betas=(0.9, 0.999), eps=1e-8,
-                           weight_decay=0, amsgrad=False)
-    eye = torch.eye(K.shape[1], dtype=K.dtype, device=K.device)
-    scale = w * len(w)  # the paper's plain sum for uniform weights
-    batches = list(iter_batches(XT.shape[0], batch_size))
-    losses, objectives = [], []
-    converged = False
-    for t in range(max_iter):
-        sl = batches[t % len(batches)]
-        b = beta[sl] / torch.linalg.vector_norm(beta[sl], dim=1, keepdim=True)
-        XtKb = (XT[sl] @ (b @ K.T)[:, :, None])[..., 0]  # X_i^T K b_i
-        if objective == "cos2":
-            terms = XtKb.square().sum(dim=1)
-        else:
-            a = alpha[sl] / torch.linalg.vector_norm(alpha[sl], dim=1, keepdim=True)
-            terms = (a * XtKb).sum(dim=1)
-        loss = -(scale[sl] * terms).sum() + orth_penalty * (K.T @ K - eye).square().sum()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        losses.append(loss.detach())
-        objectives.append((w[sl] * terms.detach()).sum() / w[sl].sum())
-        # early stop: checked every 1,000 iterations to keep the loop free of syncs
-        if tol is not None and t >= 1000 and (t + 1) % 1000 == 0:
-            old, new = float(losses[-1001]), float(losses[-1])
-            if abs(new - old) <= tol * max(1.0, abs(old)):
-                converged = True
-                break
-    return (K.detach(), torch.stack(losses).tolist(), torch.stack(objectives).tolist(),
-            converged)

@@ -14,8 +14,9 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from .._utils import resolve_device
+from ._adam import adam_solve
 from ._grassmann import angles_kernel, check_metric, distance_from_angles, stacked_flag_mean
-from ._solvers import adam_solve, mm_solve, objective_and_gradient, polar
+from ._solvers import mm_solve, objective_and_gradient, polar
 from ._validation import _SetsMixin
 
 _DEFAULT_MAX_ITER = {"mm": 1000, "adam": 40000}
@@ -281,7 +282,29 @@ class SVBF(_SetsMixin, TransformerMixin, BaseEstimator):
         self : SVBF
         """
         bases, dims = self._bases(X, reset=True)
-        r, n, _ = bases.shape
+        blocks, w = self._check_fit(bases, dims, sample_weight)
+        XT64 = torch.from_numpy(bases.transpose(0, 2, 1).copy())
+        w64 = torch.from_numpy(w)
+        runs = self._restarts(bases, w, XT64, w64, blocks)
+        finals = np.array([run["objective"] for run in runs])
+        best = runs[int(np.argmax(finals))]
+        if not best["converged"] and self.solver == "mm":
+            warnings.warn(
+                f"SVBF did not converge in max_iter={best['n_iter']} iterations (tol="
+                f"{self.tol:g}); increase max_iter or tol.", ConvergenceWarning, stacklevel=2)
+        self._set_basis(best, XT64, w64, blocks)
+        self.init_objectives_ = finals
+        self.subspace_dims_ = dims
+        self._blocks = blocks
+        thetas, B = self._angles(bases, dims)
+        self.angles_ = thetas.numpy()
+        if self._single_line():
+            self.coordinates_ = self._coordinates(B)
+        return self
+
+    def _check_fit(self, bases, dims, sample_weight):
+        """The flag's ``[(k_s, c_s)]`` and the normalised weights; checks the solver and init."""
+        n = bases.shape[1]
         blocks = _flag_signature(self.n_components, self.intersection_dim, n, int(dims.min()))
         w = _check_sample_weight(sample_weight, bases, dtype=np.float64, ensure_non_negative=True)
         w = w / w.sum()
@@ -292,26 +315,26 @@ class SVBF(_SetsMixin, TransformerMixin, BaseEstimator):
         if isinstance(self.init, np.ndarray) and self.init.shape != (n, k):
             raise ValueError(f"init as an array must have shape (n, k) = {(n, k)}; "
                              f"got {self.init.shape}.")
+        return blocks, w
+
+    def _restarts(self, bases, w, XT64, w64, blocks):
+        """The ``n_init`` runs (in threads), on ``device`` in ``dtype``."""
         device = resolve_device(self.device)
         dtype = getattr(torch, self.dtype)
         rng = check_random_state(self.random_state)
         seeds = rng.randint(np.iinfo(np.int32).max, size=self.n_init)
-        XT64 = torch.from_numpy(bases.transpose(0, 2, 1).copy())
-        w64 = torch.from_numpy(w)
         XT = XT64.to(device=device, dtype=dtype)
         wt = w64.to(device=device, dtype=dtype)
-        runs = Parallel(n_jobs=self.n_jobs, prefer="threads")(
+        k = blocks[-1][0]
+        return Parallel(n_jobs=self.n_jobs, prefer="threads")(
             delayed(self._run)(XT, wt, XT64, w64, blocks, self._start(i, bases, w, k, seeds),
                                seeds[i])
             for i in range(self.n_init)
         )
-        finals = np.array([run["objective"] for run in runs])
-        best = runs[int(np.argmax(finals))]
-        if not best["converged"] and self.solver == "mm":
-            warnings.warn(
-                f"SVBF did not converge in max_iter={best['n_iter']} iterations (tol="
-                f"{self.tol:g}); increase max_iter or tol.", ConvergenceWarning, stacklevel=2)
 
+    def _set_basis(self, best, XT64, w64, blocks):
+        """The canonical basis of the best run, its objective and the run's record."""
+        k = blocks[-1][0]
         K = _canonicalise(XT64, w64, polar(best["K"].to("cpu", torch.float64)), blocks)
         err = torch.linalg.matrix_norm(K.T @ K - torch.eye(k, dtype=K.dtype))
         assert err < 1e-10, f"basis lost orthonormality ({err:.2e})"
@@ -320,19 +343,11 @@ class SVBF(_SetsMixin, TransformerMixin, BaseEstimator):
         self.objective_ = float(objective_and_gradient(XT64, w64, K, blocks, self.objective,
                                                        gradient=False)[0])
         self.objective_curve_ = best["curve"]
-        self.init_objectives_ = finals
         self.n_iter_ = best["n_iter"]
         self.converged_ = best["converged"]
         self.orthogonality_error_ = best["orthogonality_error"]
         if "loss_curve" in best:
             self.loss_curve_ = best["loss_curve"]
-        self.subspace_dims_ = dims
-        self._blocks = blocks
-        thetas, B = self._angles(bases, dims)
-        self.angles_ = thetas.numpy()
-        if self._single_line():
-            self.coordinates_ = self._coordinates(B)
-        return self
 
     def _start(self, run, bases, w, k, seeds):
         init = self.init if run == 0 else "uniform"

@@ -123,3 +123,29 @@ def test_non_finite_loss_stops_with_a_clear_error(data):
     X, y = data
     with pytest.raises(RuntimeError, match="non-finite at epoch 1"):
         _Regressor(lr=1e30, max_epochs=3).fit(X, y * 1e30)
+
+
+def test_non_finite_check_reads_only_the_last_epoch_while_finite():
+    """The check is constant-time per epoch (the full loss column grows with the epochs)."""
+    from types import SimpleNamespace
+
+    from skorch.history import History
+
+    from geolearn.models import RaiseOnNonFiniteLoss
+
+    class Guarded(History):
+        def __getitem__(self, i):
+            if isinstance(i, tuple) and i[0] == slice(None):
+                raise AssertionError("read the full column")
+            return super().__getitem__(i)
+
+    for history, last in ((Guarded(), 0.25), (History(), float("nan"))):
+        for loss in (1.0, 0.5, last):
+            history.new_epoch()
+            history.record("train_loss", loss)
+        check = RaiseOnNonFiniteLoss()
+        if np.isfinite(last):
+            check.on_epoch_end(SimpleNamespace(history=history))
+        else:
+            with pytest.raises(RuntimeError, match=r"epoch 3 \(last finite loss: 0.5\)"):
+                check.on_epoch_end(SimpleNamespace(history=history))

@@ -1,0 +1,150 @@
+"""The paper's penalised Adam solver of SVBF (Sec. 4.2, Eq. 5-6), trained through skorch.
+
+The basis ``K`` and the per-set coefficients ``beta`` (and ``alpha`` for
+``"cos"``) are the parameters of :class:`PenalisedVariety`; an
+:class:`~geolearn.models.ObjectiveNet` minimises the penalised loss with Adam.
+The solver cycles over fixed-order batches of sets: :class:`CyclingBatches`
+feeds all ``max_iter`` steps to skorch as one epoch (skorch's per-epoch work is
+paid once), and :class:`StopWhenFlat` is the early stop, checked every 1,000
+steps. The loss and objective curves are the batch records of ``net.history``.
+"""
+
+import torch
+from skorch.callbacks import Callback
+from torch import nn
+
+from .._utils import iter_batches
+from ..models import ObjectiveNet, RaiseOnNonFiniteLoss
+
+
+class PenalisedVariety(nn.Module):
+    """``K`` and the coefficients ``beta`` (``alpha``) of the paper's penalised loss.
+
+    ``forward(XT, idx)`` gives the data term of each set of a batch (``XT``:
+    the sets ``X_i^T``, ``idx``: their indices): ``||X_i^T K b_i||^2``
+    (``cos2``) or ``a_i^T X_i^T K b_i`` (``cos``, when ``alpha0`` is given),
+    with ``b_i = beta_i / ||beta_i||`` and ``a_i = alpha_i / ||alpha_i||``.
+
+    Parameters
+    ----------
+    K0 : tensor of shape (n, k)
+    beta0 : tensor of shape (r, k)
+    alpha0 : tensor of shape (r, L) or None, default=None
+    """
+
+    def __init__(self, K0, beta0, alpha0=None):
+        super().__init__()
+        self.K = nn.Parameter(K0.clone())
+        self.beta = nn.Parameter(beta0.clone())
+        self.alpha = None if alpha0 is None else nn.Parameter(alpha0.clone())
+
+    def forward(self, XT, idx):
+        b = self.beta[idx] / torch.linalg.vector_norm(self.beta[idx], dim=1, keepdim=True)
+        XtKb = (XT @ (b @ self.K.T)[:, :, None])[..., 0]  # X_i^T K b_i
+        if self.alpha is None:
+            return XtKb.square().sum(dim=1)
+        a = self.alpha[idx] / torch.linalg.vector_norm(self.alpha[idx], dim=1, keepdim=True)
+        return (a * XtKb).sum(dim=1)
+
+
+class SetsDataset(torch.utils.data.Dataset):
+    """The sets ``XT`` (r, L, n) as skorch's dataset: one sample a set."""
+
+    def __init__(self, XT):
+        self.XT = XT
+
+    def __len__(self):
+        return len(self.XT)
+
+    def batch(self, sl):
+        """The sets of the slice ``sl`` (a view) with their indices, and an empty target."""
+        idx = torch.arange(sl.start, sl.stop, device=self.XT.device)
+        return {"XT": self.XT[sl], "idx": idx}, self.XT.new_empty(0)
+
+
+class CyclingBatches:
+    """skorch ``iterator_train``: ``n_steps`` batches of consecutive sets, cycled in order.
+
+    The batches are ``iter_batches(len(dataset), batch_size)``; step ``t``
+    takes batch ``t % n_batches``. All steps form one skorch epoch.
+    """
+
+    def __init__(self, dataset, batch_size, n_steps):
+        self.batches = [dataset.batch(sl) for sl in iter_batches(len(dataset), batch_size)]
+        self.n_steps = n_steps
+
+    def __iter__(self):
+        for t in range(self.n_steps):
+            yield self.batches[t % len(self.batches)]
+
+
+class StopWhenFlat(Callback):
+    """Stop when the loss changed by at most ``tol * max(1, |old|)`` over ``period`` steps.
+
+    Checked after steps ``2 * period``, ``3 * period``, ... only (the paper's
+    solver kept its loop free of syncs); on a stop the epoch records
+    ``converged=True`` and training ends (skorch's ``KeyboardInterrupt``).
+    """
+
+    def __init__(self, tol, period=1000):
+        self.tol = tol
+        self.period = period
+
+    def on_batch_end(self, net, training=False, **kwargs):
+        batches = net.history[-1]["batches"]
+        t = len(batches) - 1
+        if t < self.period or (t + 1) % self.period:
+            return
+        old = batches[-1 - self.period]["train_loss"]
+        new = batches[-1]["train_loss"]
+        if abs(new - old) <= self.tol * max(1.0, abs(old)):
+            net.history.record("converged", True)
+            raise KeyboardInterrupt
+
+
+def penalised_loss(w, orth_penalty, k):
+    """``objective(module, terms, X, y, epoch)`` of :class:`~geolearn.models.ObjectiveNet`.
+
+    ``loss = -sum_i w_i r terms_i + orth_penalty ||K^T K - I||_F^2`` over the
+    batch (``w_i r = 1`` for uniform weights: the paper's plain sum); the part
+    ``objective`` is the weighted mean of the data terms.
+    """
+    scale = w * len(w)
+    eye = torch.eye(k, dtype=w.dtype, device=w.device)
+
+    def objective(module, terms, X, y, epoch):
+        idx, K = X["idx"], module.K
+        loss = -(scale[idx] * terms).sum() + orth_penalty * (K.T @ K - eye).square().sum()
+        return loss, {"objective": (w[idx] * terms.detach()).sum() / w[idx].sum()}
+
+    return objective
+
+
+def adam_solve(XT, w, K0, beta0, alpha0, objective, *, orth_penalty, learning_rate, max_iter,
+               tol, batch_size=None):
+    """The paper's penalised Adam iteration (Eq. 5-6), ``c = 1``, through skorch.
+
+    ``loss = -sum_i w_i b_i^T K^T X_i X_i^T K b_i + orth_penalty ||K^T K - I||_F^2`` with
+    ``b_i = beta_i / ||beta_i||`` (``cos``: ``-sum_i w_i a_i^T X_i^T K b_i``); ``w_i = 1``
+    for unweighted data, as in the paper. Early stop (only when ``tol`` is not
+    None): relative change of the loss over the last 1,000 iterations below ``tol``.
+
+    Returns ``K, loss_curve, objective_curve, converged`` where the objective is
+    the normalised data term at the current ``b_i`` (``a_i``).
+    """
+    callbacks = [("finite_loss", RaiseOnNonFiniteLoss())]
+    if tol is not None:
+        callbacks.append(("stop_when_flat", StopWhenFlat(tol)))
+    net = ObjectiveNet(
+        PenalisedVariety, module__K0=K0, module__beta0=beta0,
+        module__alpha0=alpha0 if objective == "cos" else None,
+        objective=penalised_loss(w, orth_penalty, K0.shape[1]), parts=("objective",),
+        optimizer=torch.optim.Adam, lr=learning_rate, max_epochs=1,
+        batch_size=-1 if batch_size is None else batch_size, iterator_train=CyclingBatches,
+        iterator_train__n_steps=max_iter, train_split=None, callbacks=callbacks,
+        device=XT.device, verbose=0)
+    net.fit(SetsDataset(XT))
+    epoch = net.history[-1]
+    losses = [batch["train_loss"] for batch in epoch["batches"]]
+    objectives = [batch["objective"] for batch in epoch["batches"]]
+    return net.module_.K.detach(), losses, objectives, epoch.get("converged", False)
