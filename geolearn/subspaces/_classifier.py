@@ -294,12 +294,6 @@ class CentroidSoftmaxClassifier(SkorchTrainingMixin, ClassifierMixin, BaseEstima
         "random_state": ["random_state"],
     }
 
-    _expected_failed_checks = {
-        "check_do_not_raise_errors_in_init_or_set_params":
-            "the check passes the **net_params catch-all as a keyword named 'net_params'; "
-            "the training base refuses keywords that are not skorch settings",
-    }
-
     #: Full batch (skorch's ``-1``), as the training base reads it.
     batch_size = -1
 
