@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import geolearn.demo as demo
+from geolearn.demo._plots import headless_pyplot
 
 
 def sections():
@@ -22,14 +23,9 @@ def main(argv=None):
     parser.add_argument("--only", nargs="*", help="run only these sections (module names)")
     args = parser.parse_args(argv)
     out = Path(args.out)
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
+    plots = headless_pyplot(out) is not None
+    if plots:
         out.mkdir(parents=True, exist_ok=True)
-        plots = True
-    except ImportError:
-        plots = False
     import geolearn
 
     print(f"geolearn {geolearn.__version__} demo"

@@ -2,6 +2,8 @@
 
 import warnings
 
+from ._plots import headless_pyplot
+
 TITLE = "Relative stability to diffeomorphisms: R_f = D_f / G_f (Petrini et al. 2021)"
 
 
@@ -43,13 +45,7 @@ def run(outdir=None):
     print(f"  untrained MLP: R_f = {r_net.R:.2f} (paper: ~1 at initialisation)")
     print(f"  logistic regression: R_f = {r_clf.R:.2f} (D_f = {r_clf.D:.3f}, G_f = {r_clf.G:.4f}):"
           " a linear model on pixels is less stable to deformations than to noise")
-    if outdir is not None:
-        try:
-            import matplotlib
-
-            matplotlib.use("Agg")
-        except ImportError:
-            return
+    if headless_pyplot(outdir) is not None:
         from pathlib import Path
 
         from geolearn.plotting import DeformationGridDisplay

@@ -1,5 +1,7 @@
 """Demo section: GridVAE clusters two-digit composites on its latent grid."""
 
+from ._plots import headless_pyplot
+
 TITLE = "GridVAE: a latent grid whose cells are the two digits of an image"
 
 
@@ -19,14 +21,8 @@ def run(outdir=None):
           f"cluster accuracy {cluster_accuracy(yte, vae.predict(Xte)):.2f} (chance 0.03), "
           f"disentangled accuracy {disentangled_accuracy(cte, codes):.2f}")
     print(f"  mean test ELBO {vae.score(Xte):.1f} nats")
-    if outdir is not None:
-        try:
-            import matplotlib
-
-            matplotlib.use("Agg")
-            import matplotlib.pyplot as plt
-        except ImportError:
-            return
+    plt = headless_pyplot(outdir)
+    if plt is not None:
         from pathlib import Path
 
         from geolearn.plotting import LatentGridDisplay

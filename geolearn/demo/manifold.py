@@ -5,6 +5,8 @@ import warnings
 
 import numpy as np
 
+from ._plots import headless_pyplot
+
 TITLE = "Manifold: CIDM spectrum, Nyström projection and on-manifold PGD on a circle"
 
 
@@ -39,14 +41,8 @@ def run(outdir=None):
     print(f"  attack success {res.success.tolist()}, steps {res.n_steps.tolist()}, "
           f"|x_adv| = {np.round(np.linalg.norm(res.X_adv, axis=1), 3).tolist()}, "
           f"recovered angles {np.round(angle, 1).tolist()} deg (cut at +-60 deg)")
-    if outdir is not None:
-        try:
-            import matplotlib
-
-            matplotlib.use("Agg")
-            import matplotlib.pyplot as plt
-        except ImportError:
-            return
+    plt = headless_pyplot(outdir)
+    if plt is not None:
         from geolearn.plotting import DiffusionEmbeddingDisplay, NystromProjectionDisplay
 
         fig, axes = plt.subplots(1, 2, figsize=(9, 4))

@@ -4,6 +4,8 @@ import warnings
 
 import numpy as np
 
+from ._plots import headless_pyplot
+
 TITLE = "ReLU polytopes: linear regions, facets, Chebyshev balls and paths (papers 1-2)"
 
 
@@ -40,14 +42,8 @@ def run(outdir=None):
     red = LocalLinearClustering(mlp, n_clusters=10, random_state=0).fit(X[:900])
     print(f"  network reduction, 10 affine maps per class: test accuracy "
           f"{red.score(X[900:], y[900:]):.3f} vs the network's {mlp.score(X[900:], y[900:]):.3f}")
-    if outdir is not None:
-        try:
-            import matplotlib
-
-            matplotlib.use("Agg")
-            import matplotlib.pyplot as plt
-        except ImportError:
-            return
+    plt = headless_pyplot(outdir)
+    if plt is not None:
         from pathlib import Path
 
         from geolearn.plotting import PolytopePartitionDisplay

@@ -5,6 +5,8 @@ experiment at 8x8 scale (both with 128-d penultimate layers), reused by the
 reproduction tests, the benchmark and the gallery example.
 """
 
+from ._plots import headless_pyplot
+
 TITLE = "Representations: a detector in one network's space screens another's adversarial inputs"
 
 
@@ -72,14 +74,8 @@ def run(outdir=None):
           f"{res.accuracy_adv['FFNN']:.2f}")
     print(f"  detector in CNN space: native AUROC {res.auroc_native:.3f}; FFNN mapped in "
           f"(R^2 {src['r2']:.2f}): AUROC {src['auroc_mapped']:.3f}")
-    if outdir is not None:
-        try:
-            import matplotlib
-
-            matplotlib.use("Agg")
-            import matplotlib.pyplot as plt
-        except ImportError:
-            return
+    plt = headless_pyplot(outdir)
+    if plt is not None:
         from pathlib import Path
 
         from geolearn.plotting import CanonicalSpaceDisplay

@@ -2,6 +2,8 @@
 
 import numpy as np
 
+from ._plots import headless_pyplot
+
 TITLE = "Riemannian geometry: volume element of a trained net, conformal-kernel SVM"
 
 
@@ -48,14 +50,8 @@ def run(outdir=None):
           f"{len(svc.support_)} SVs -> conformal {conf.score(X_test, y_test):.3f} with "
           f"{conf.n_support_history_[-1]} SVs")
 
-    if outdir is not None:
-        try:
-            import matplotlib
-
-            matplotlib.use("Agg")
-            import matplotlib.pyplot as plt
-        except ImportError:
-            return
+    plt = headless_pyplot(outdir)
+    if plt is not None:
         from pathlib import Path
 
         from geolearn.plotting import GeometrySliceDisplay
