@@ -334,7 +334,10 @@ class ModelAdapter:
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, ...)
+        X : array-like or torch.Tensor of shape (n_samples, ...)
+            An array goes to the model's device and dtype, and gives an ndarray;
+            a tensor is used as it is (device and dtype: for methods computing
+            in another precision) and gives a tensor without autograd history.
         layer : str, int or callable, optional
         batch_size : int, optional
             Upper bound on the chunk size (default: the adapter's).
@@ -344,7 +347,15 @@ class ModelAdapter:
 
         Returns
         -------
-        J : ndarray of shape (n_samples, *output_shape, *input_shape)
+        J : ndarray or torch.Tensor of shape (n_samples, *output_shape, *input_shape)
+
+        Examples
+        --------
+        >>> import torch
+        >>> from geolearn.models import as_model
+        >>> J = as_model(lambda x: x.sin()).jacobian(torch.zeros(3, 2, dtype=torch.float64))
+        >>> J.dtype, bool(torch.equal(J, torch.eye(2, dtype=J.dtype).expand(3, 2, 2)))
+        (torch.float64, True)
         """
         from torch.func import jacfwd, jacrev, vmap
 
@@ -353,25 +364,25 @@ class ModelAdapter:
             raise ValueError(f"mode must be 'auto', 'rev' or 'fwd'; got {mode!r}.")
         batch_size = self.batch_size if batch_size is None else batch_size
         f = self.feature_fn(layer)
+        is_tensor = isinstance(X, torch.Tensor)
+        convert = (lambda t: t) if is_tensor else self.to_tensor
 
         def single(x):
             return f(x.unsqueeze(0)).squeeze(0)
 
         outs = []
-        with self.frozen():
-            X0 = self.to_tensor(X[:1])
-            with torch.no_grad():
-                out_numel = single(X0[0]).numel()
+        with self.frozen(), torch.no_grad():  # torch.func still differentiates in the input
+            X0 = convert(X[:1])
+            out_numel = single(X0[0]).numel()
             in_numel = X0[0].numel()
             if mode == "auto":
                 mode = "fwd" if in_numel < out_numel else "rev"
-            per_sample = out_numel * in_numel * X0.element_size()
-            chunk = max(1, int(max_memory // max(per_sample, 1)))
-            chunk = chunk if batch_size is None else min(chunk, batch_size)
+            chunk = _chunk_size(out_numel * in_numel * X0.element_size(), max_memory, batch_size)
             jac = vmap((jacfwd if mode == "fwd" else jacrev)(single))
             for sl in iter_batches(len(X), chunk):
-                outs.append(to_numpy(jac(self.to_tensor(X[sl]))))
-        return np.concatenate(outs)
+                J = jac(convert(X[sl]))
+                outs.append(J if is_tensor else to_numpy(J))
+        return torch.cat(outs) if is_tensor else np.concatenate(outs)
 
     def to(self, device=None, dtype=None):
         """This adapter, or one of a copy of its module on ``device`` in ``dtype``.
@@ -402,6 +413,12 @@ class ModelAdapter:
         return ModelAdapter(kind=self.kind, module=module, estimator=self.estimator,
                             response=self.response, steps=self._steps,
                             batch_size=self.batch_size, name=self.name)
+
+
+def _chunk_size(per_sample, max_memory, batch_size):
+    """Samples per chunk: at most ``batch_size``, whose ``per_sample`` bytes fit ``max_memory``."""
+    chunk = max(1, int(max_memory // max(per_sample, 1)))
+    return chunk if batch_size is None else min(chunk, batch_size)
 
 
 def _same_device(have, wanted):

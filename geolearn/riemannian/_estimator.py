@@ -114,7 +114,8 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
         Allow curvature through ReLU-like activations (it is 0 almost everywhere).
     batch_size : int, default=256
     max_memory : int, default=2**30
-        Bytes for one chunk of Jacobians.
+        Bytes for one chunk of Jacobians (the bound of
+        :meth:`geolearn.models.ModelAdapter.jacobian`, which computes them) or Hessians.
     dtype : {"float64", "float32"}, default="float64"
     device : str, default=None
         ``None`` keeps a module where it lives (CPU for kernels); ``"auto"``

@@ -12,6 +12,7 @@ import torch
 from torch.func import jacfwd, jacrev, vmap
 
 from .._utils import check_choice, check_scalar_param, iter_batches
+from ..models import as_model
 from . import _curvature
 
 CURVATURE_METHODS = ("auto", "gauss", "kernel_gauss", "christoffel", "hessian_metric")
@@ -229,7 +230,9 @@ class PullbackMetric(_MetricEngine):
     feature_map : callable
         ``(N, d) -> (N, ...)`` torch function treating samples independently
         (outputs are flattened to ``m`` features). It must accept ``dtype``
-        tensors on ``device``.
+        tensors on ``device``. It is seen through :func:`geolearn.models.as_model`:
+        the Jacobians are the adapter's :meth:`~geolearn.models.ModelAdapter.jacobian`,
+        and a torch module is evaluated :func:`~geolearn.models.frozen` (eval mode).
     scale : {"width", "none"} or float, default="width"
         ``s = 1/m`` (the paper's average over units), ``1``, or the given value.
     jacobian : {"auto", "fwd", "rev", "fd"}, default="auto"
@@ -238,7 +241,8 @@ class PullbackMetric(_MetricEngine):
     batch_size : int, default=256
         Largest number of points per vectorised chunk.
     max_memory : int, default=2**30
-        Bytes allowed for one chunk's Jacobians; chunks shrink to fit.
+        Bytes allowed for one chunk's Jacobians (passed to the adapter, which
+        counts ``m·d`` numbers per point) or Hessians; chunks shrink to fit.
     dtype : torch.dtype, default=torch.float64
     device : str or torch.device, optional
     vectorize : bool, default=True
@@ -277,6 +281,7 @@ class PullbackMetric(_MetricEngine):
         self.vectorize = vectorize
         self.fd_step = fd_step
         self._n_outputs = None
+        self._model = as_model(feature_map)
 
     # -- the map ---------------------------------------------------------------------------
     def _phi(self, x):
@@ -285,7 +290,7 @@ class PullbackMetric(_MetricEngine):
     def n_outputs(self, X):
         """Number ``m`` of (flattened) features, found from one evaluation."""
         if self._n_outputs is None:
-            with torch.no_grad():
+            with self._model.frozen(), torch.no_grad():
                 self._n_outputs = int(self._phi(self._as_points(X)[0]).numel())
         return self._n_outputs
 
@@ -306,22 +311,31 @@ class PullbackMetric(_MetricEngine):
         return (jacfwd if mode == "fwd" else jacrev)(self._phi)
 
     def jacobian(self, X):
-        """Jacobians ``J = ∂Φ/∂x`` of the unscaled map, shape (N, m, d)."""
+        """Jacobians ``J = ∂Φ/∂x`` of the unscaled map, shape (N, m, d).
+
+        Modes ``"auto"``, ``"fwd"`` and ``"rev"`` are the adapter's
+        :meth:`~geolearn.models.ModelAdapter.jacobian` of the map (chunks of at
+        most ``batch_size`` points within ``max_memory`` bytes), looped over
+        points when ``vmap`` cannot trace the map; ``"fd"`` is the engine's own.
+        """
         X = self._as_points(X)
         N, d = X.shape
         m = self.n_outputs(X)
         mode = self._mode(d, m)
-        if mode == "fd":
-            J = self._fd_jacobian(X)
-        else:
-            J = self._per_point(self._jac_fn(mode), X, self._chunk(m * (d + min(d, m))))
+        with self._model.frozen():
+            if mode == "fd":
+                J = self._fd_jacobian(X)
+            else:
+                J = self._per_point(lambda: self._model.jacobian(
+                    X, batch_size=self.batch_size, mode=mode, max_memory=self.max_memory,
+                ).reshape(N, -1, d), self._jac_fn(mode), X)
         return self._check_finite(J, "Jacobian of the feature map")
 
-    def _per_point(self, single, X, chunk):
-        """``single`` on every point: vmapped in chunks, or looped when vmap cannot trace."""
+    def _per_point(self, vectorized, single, X):
+        """``vectorized()`` on all points, or ``single`` looped over them if vmap cannot trace."""
         if self.vectorize:
             try:
-                return _concat(vmap(single), X, chunk)
+                return vectorized()
             except RuntimeError as exc:  # in-place ops, .item(), data-dependent control flow
                 warnings.warn(f"vmap cannot trace the feature map ({exc}); looping over points "
                               "instead. Pass vectorize=False to skip the attempt.", UserWarning,
@@ -348,23 +362,29 @@ class PullbackMetric(_MetricEngine):
     def hessian(self, X):
         """Second derivatives ``H_{kμν}`` of the unscaled map, shape (N, m, d, d)."""
         X = self._as_points(X)
-        N, d = X.shape
+        d = X.shape[1]
         m = self.n_outputs(X)
-        if self._mode(d, m) == "fd":
-            warnings.warn("curvature from finite differences is inaccurate (errors O(h²) in "
-                          "second derivatives); prefer an autodiff-able map.", UserWarning,
-                          stacklevel=3)
-            h = self._steps(X, 1 / 4)
-            eye = torch.eye(d, dtype=X.dtype, device=X.device)
-            F = self._batched
-            with torch.no_grad():
-                H = torch.stack([torch.stack([
-                    (F(X + h * a + h * b) - F(X + h * a - h * b) - F(X - h * a + h * b)
-                     + F(X - h * a - h * b)) / (4 * h**2) for b in eye], -1) for a in eye], -2)
-        else:
-            single = jacfwd(self._jac_fn(self._mode(d, m)))
-            H = self._per_point(single, X, self._chunk(2 * m * d * d))
+        mode = self._mode(d, m)
+        with self._model.frozen():
+            if mode == "fd":
+                warnings.warn("curvature from finite differences is inaccurate (errors O(h²) in "
+                              "second derivatives); prefer an autodiff-able map.", UserWarning,
+                              stacklevel=3)
+                H = self._fd_hessian(X)
+            else:
+                single = jacfwd(self._jac_fn(mode))
+                chunk = self._chunk(2 * m * d * d)
+                H = self._per_point(lambda: _concat(vmap(single), X, chunk), single, X)
         return self._check_finite(H, "Hessian of the feature map")
+
+    def _fd_hessian(self, X):
+        h = self._steps(X, 1 / 4)
+        eye = torch.eye(X.shape[1], dtype=X.dtype, device=X.device)
+        F = self._batched
+        with torch.no_grad():
+            return torch.stack([torch.stack([
+                (F(X + h * a + h * b) - F(X + h * a - h * b) - F(X - h * a + h * b)
+                 + F(X - h * a - h * b)) / (4 * h**2) for b in eye], -1) for a in eye], -2)
 
     # -- geometry --------------------------------------------------------------------------
     def _metric_single(self, x):
@@ -442,4 +462,5 @@ class PullbackMetric(_MetricEngine):
         if method == "gauss":
             s = self.scale_value(X)
             return _curvature.gauss_ricci(self.jacobian(X), self.hessian(X)) / s
-        return super()._ricci(X, method)
+        with self._model.frozen():  # the Christoffel route differentiates the map itself
+            return super()._ricci(X, method)

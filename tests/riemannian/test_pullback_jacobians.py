@@ -1,0 +1,104 @@
+"""PullbackMetric's first-order Jacobians come from the one adapter, with its memory bound."""
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from geolearn.models import (
+    ModelAdapter,
+    _adapter,  # its iter_batches is patched to see the chunks
+    as_model,
+)
+from geolearn.riemannian import PullbackMetric, RiemannianFeatureGeometry
+
+F64 = torch.float64
+
+
+def _mlp(d=3, m=5, seed=0):
+    torch.manual_seed(seed)
+    return nn.Sequential(nn.Linear(d, 7), nn.Tanh(), nn.Linear(7, m), nn.Sigmoid()).double()
+
+
+@pytest.fixture
+def calls(monkeypatch):
+    """Every ModelAdapter.jacobian call, with its keywords (the real method still runs)."""
+    seen = []
+    real = ModelAdapter.jacobian
+
+    def spy(self, X, *args, **kwargs):
+        seen.append({"n": len(X), "dtype": X.dtype, **kwargs})
+        return real(self, X, *args, **kwargs)
+
+    monkeypatch.setattr(ModelAdapter, "jacobian", spy)
+    return seen
+
+
+@pytest.mark.parametrize("d, m", [(3, 5), (5, 3), (4, 4)])
+def test_pullback_jacobians_go_through_the_adapter(calls, d, m):
+    net = _mlp(d, m)
+    X = torch.randn(6, d, dtype=F64)
+    for mode, resolved in [("auto", "fwd" if d <= m else "rev"), ("fwd", "fwd"), ("rev", "rev")]:
+        calls.clear()
+        pm = PullbackMetric(net, jacobian=mode, batch_size=4, max_memory=12345)
+        J = pm.jacobian(X)
+        assert [(c["n"], c["dtype"], c["mode"], c["batch_size"], c["max_memory"])
+                for c in calls] == [(6, F64, resolved, 4, 12345)]
+        assert isinstance(J, torch.Tensor) and J.dtype == F64 and J.shape == (6, m, d)
+        torch.testing.assert_close(J, torch.as_tensor(as_model(net).jacobian(
+            X.numpy(), mode=resolved)), rtol=0, atol=0)
+        calls.clear()
+        pm.metric(X), pm.log_volume(X), pm.metric_eigvals(X)
+        assert len(calls) == 3
+    calls.clear()
+    PullbackMetric(net, jacobian="fd").metric(X)  # the engine's own finite differences
+    with pytest.warns(UserWarning, match="looping"):
+        PullbackMetric(lambda Z: Z * 2 if float(Z.sum()) > 0 else Z, scale="none").jacobian(X)
+    PullbackMetric(net, vectorize=False).jacobian(X)  # the loop never tries vmap
+    assert len(calls) == 1  # only the untraceable map's attempt
+
+
+def test_the_estimator_passes_max_memory_to_the_adapter(calls):
+    X = np.random.RandomState(0).randn(5, 3)
+    geo = RiemannianFeatureGeometry(_mlp(), max_memory=4096, batch_size=3).fit(X)
+    calls.clear()
+    geo.metric_tensor(X)
+    assert [(c["mode"], c["batch_size"], c["max_memory"]) for c in calls] == [("fwd", 3, 4096)]
+
+
+def test_a_tiny_max_memory_gives_the_same_metric(monkeypatch):
+    net = _mlp(3, 5)
+    X = torch.randn(9, 3, dtype=F64)
+    ref = PullbackMetric(net)
+    chunks = []
+    iter_batches = _adapter.iter_batches
+    monkeypatch.setattr(_adapter, "iter_batches",
+                        lambda n, size: chunks.append(size) or iter_batches(n, size))
+    for max_memory in (1, 5 * 3 * 8 * 2):  # one point per chunk, then two
+        tiny = PullbackMetric(net, max_memory=max_memory)
+        for name in ("jacobian", "metric", "log_volume", "ricci_scalar"):
+            torch.testing.assert_close(getattr(tiny, name)(X), getattr(ref, name)(X),
+                                       rtol=1e-13, atol=1e-15)
+    assert set(chunks) == {1, 2, 256}  # 256: the default batch_size of ref
+    Xn = X.numpy()
+    geo = RiemannianFeatureGeometry(net, quantities=("log_volume", "ricci_scalar")).fit(Xn)
+    tiny = RiemannianFeatureGeometry(net, quantities=("log_volume", "ricci_scalar"),
+                                     max_memory=1).fit(Xn)
+    np.testing.assert_allclose(tiny.metric_tensor(Xn), geo.metric_tensor(Xn), rtol=1e-13,
+                               atol=1e-15)
+    np.testing.assert_allclose(tiny.transform(Xn), geo.transform(Xn), rtol=1e-12, atol=1e-14)
+
+
+def test_a_module_map_is_evaluated_frozen_and_its_modes_restored():
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(2, 6), nn.Tanh(), nn.Dropout(0.5), nn.Linear(6, 3),
+                        nn.Tanh()).double()
+    net.train()
+    X = torch.randn(4, 2, dtype=F64)
+    pm = PullbackMetric(net, scale="none")
+    J, H, R = pm.jacobian(X), pm.hessian(X), pm.ricci_scalar(X, method="christoffel")
+    assert net.training and all(p.requires_grad for p in net.parameters())
+    eval_pm = PullbackMetric(net.eval(), scale="none")
+    torch.testing.assert_close(J, eval_pm.jacobian(X), rtol=0, atol=0)
+    torch.testing.assert_close(H, eval_pm.hessian(X), rtol=0, atol=0)
+    torch.testing.assert_close(R, eval_pm.ricci_scalar(X, method="christoffel"), rtol=0, atol=0)
