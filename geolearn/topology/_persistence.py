@@ -71,8 +71,9 @@ def _distances(X, metric, n_jobs):
         return X, True
     if metric == "euclidean" and X.shape[0] ** 2 * X.shape[1] <= _EXACT_WORK:
         return squareform(pdist(X)), True
+    # BLAS rounding may leave D asymmetric by an ulp: the MST reads rows and re-measures
+    # its edges, giotto-ph reads the upper triangle, and the snapping its values
     D = pairwise_distances(X, metric=metric, n_jobs=n_jobs)
-    D = np.maximum(D, D.T)        # exact symmetry; GEMM rounding may differ by an ulp
     np.fill_diagonal(D, 0.0)
     return D, False
 
@@ -89,21 +90,24 @@ def _h0(X, D, thresh, remeasure):
 
 
 def _snap(values, sorted_d):
-    """Replace float32 filtration values by the float64 distance they round from."""
-    flat = values.ravel()
-    out = flat.copy()
-    finite = np.isfinite(flat)
-    v = flat[finite]
+    """Replace float32 filtration values by the float64 distance each one rounds from.
+
+    Among the distances whose float32 rounding equals a value (``sorted_d[lo:hi]``),
+    the one nearest to it is taken; a value with no such distance is kept.
+    """
+    out = np.array(values, dtype=np.float64)
+    v = out[np.isfinite(out)]
     d32 = sorted_d.astype(np.float32)
     lo = np.searchsorted(d32, v.astype(np.float32), "left")
     hi = np.searchsorted(d32, v.astype(np.float32), "right")
-    j = np.clip(np.searchsorted(sorted_d, v), lo, np.maximum(hi - 1, lo))
-    j = np.minimum(j, len(sorted_d) - 1)
-    left = np.maximum(j - 1, lo)
-    left = np.minimum(left, len(sorted_d) - 1)
-    pick = np.where(np.abs(sorted_d[left] - v) < np.abs(sorted_d[j] - v), left, j)
-    out[finite] = np.where(hi > lo, sorted_d[pick], v)
-    return out.reshape(values.shape)
+    found = hi > lo
+    last = np.maximum(hi - 1, lo)
+    right = np.clip(np.searchsorted(sorted_d, v), lo, last)     # first candidate >= v
+    left = np.clip(right - 1, lo, last)
+    right, left = (np.minimum(i, len(sorted_d) - 1) for i in (right, left))
+    nearest = np.where(np.abs(sorted_d[left] - v) <= np.abs(sorted_d[right] - v), left, right)
+    out[np.isfinite(out)] = np.where(found, sorted_d[nearest], v)
+    return out
 
 
 def _giotto_diagrams(ripser_parallel, D, maxdim, thresh, coeff, n_jobs):
