@@ -16,6 +16,7 @@ from ._polytopes import PolytopePartitionDisplay, SegmentRegionsDisplay
 from ._representations import CanonicalSpaceDisplay, DetectionScoreDisplay
 from ._riemannian import GeometrySliceDisplay
 from ._subspaces import PrincipalAnglesDisplay, SVBFConvergenceDisplay
+from ._topology import PersistenceDiagramDisplay
 
 __all__ = [
     "CanonicalSpaceDisplay",
@@ -27,6 +28,7 @@ __all__ = [
     "LatentGridDisplay",
     "LatentTraversalDisplay",
     "NystromProjectionDisplay",
+    "PersistenceDiagramDisplay",
     "PolytopePartitionDisplay",
     "PrincipalAnglesDisplay",
     "SVBFConvergenceDisplay",
