@@ -18,5 +18,6 @@ __all__ = [
     "representations",
     "adversarial",
     "generative",
+    "topology",
     "plotting",
 ]

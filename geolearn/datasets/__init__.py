@@ -12,16 +12,23 @@ from ._synthetic import (
     make_torus_points,
     make_xor,
 )
+from ._topology import (load_cyclooctane, make_cyclooctane, make_klein_bottle_points,
+                        make_sphere_images, make_torus_ellipse_images)
 
 __all__ = [
+    "load_cyclooctane",
     "load_digits_images",
     "load_mnist_5k",
     "make_circle_points",
+    "make_cyclooctane",
+    "make_klein_bottle_points",
     "make_planted_variety",
     "make_point_shapes",
     "make_sinusoid_boundary",
+    "make_sphere_images",
     "make_sphere_points",
     "make_stripes",
+    "make_torus_ellipse_images",
     "make_torus_points",
     "make_transforming_mnist",
     "make_two_digit_composites",
