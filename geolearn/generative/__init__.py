@@ -7,6 +7,13 @@ discrete symbols (:class:`GridVAE`), the VAE classifier of Eq. 29
 diffusion-chain log-likelihoods (:class:`FlowDensity`, :class:`DiffusionDensity`),
 patch attacks and emergent-language metrics.
 
+From "Implications of data topology for deep generative models": three generators to
+compare on data of known topology (:mod:`geolearn.datasets`, :mod:`geolearn.topology`),
+each with ``sample``: the Gaussian-prior :class:`VAEGenerator`, the
+:class:`ChartAutoencoder` (several latent charts) and the :class:`DiffusionGenerator`
+(a DDPM). Every diffusion estimator is built on the one DDPM core,
+:mod:`geolearn.generative.ddpm`.
+
 Built on :mod:`geolearn.adversarial` (one way): :func:`patch_attack` is implemented
 there and re-exported here. Like the attacks, :class:`ELBOPurifier` reaches the VAE
 through :func:`geolearn.models.as_model` (its ``frozen`` context and input
@@ -16,18 +23,24 @@ gradients); the torch estimators train through
 
 from ._grid import grid_codes
 from .attacks import patch_attack, rectangular_patch_mask
+from .chart_autoencoder import ChartAutoencoder
 from .diffusion import DiffusionDensity
+from .diffusion_generator import DiffusionGenerator
 from .flow import FlowDensity
 from .gridvae import GridVAE
 from .purification import ELBOPurifier
 from .vae_classifier import VAEClassifier
+from .vae_generator import VAEGenerator
 
 __all__ = [
+    "ChartAutoencoder",
     "DiffusionDensity",
+    "DiffusionGenerator",
     "ELBOPurifier",
     "FlowDensity",
     "GridVAE",
     "VAEClassifier",
+    "VAEGenerator",
     "grid_codes",
     "patch_attack",
     "rectangular_patch_mask",

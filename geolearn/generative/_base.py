@@ -1,9 +1,8 @@
-"""What the VAE estimators share: validation, training, inference, the ELBO."""
+"""What the encoder/decoder estimators share: validation, training, inference, the ELBO."""
 
 import functools
 import math
 import numbers
-import warnings
 
 import numpy as np
 import torch
@@ -138,58 +137,60 @@ class VAEObjective:
         return log_lik / S - kl
 
 
-class BaseVAE(ObjectiveTrainingMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
-              BaseEstimator):
-    """Shared machinery of :class:`GridVAE` and :class:`VAEClassifier` (not public)."""
+def validate_rows(estimator, X, reset):
+    """Validate flat rows or images (flattened C-order) into float32 ``(n, D)``.
 
-    _parameter_constraints = {
-        **NET_CONSTRAINTS,
-        **EPOCH_CONSTRAINTS,
-        "n_latent": [Interval(numbers.Integral, 1, None, closed="left")],
-        "prior_std": [Interval(numbers.Real, 0, None, closed="neither")],
-        "kl_estimator": [StrOptions({"sample", "batch", "nearest"})],
-        "likelihood": [StrOptions({"bernoulli", "gaussian"})],
-        "decoder_std": [Interval(numbers.Real, 0, None, closed="neither")],
-        "output_activation": [StrOptions({"sigmoid", "identity"})],
-        "architecture": [StrOptions({"mlp", "conv", "resnet"}), callable],
-        "conv_channels": [Interval(numbers.Integral, 1, None, closed="left")],
-        "image_shape": ["array-like", None],
-        "n_mc_score": [Interval(numbers.Integral, 1, None, closed="left")],
-    }
+    Images ``(n, H, W)`` / ``(n, C, H, W)`` are checked against the ``image_shape``
+    parameter (``reset``) or the fitted ``image_shape_``; flat rows against the number of
+    values of ``image_shape``. With ``reset`` it sets ``image_shape_`` (None for plain
+    vectors) and ``n_features_in_``.
+    """
+    ndim = getattr(X, "ndim", None)
+    if ndim is None and isinstance(X, (list, tuple)):
+        ndim = np.ndim(X)
+    if ndim is not None and ndim >= 3:
+        X = np.asarray(X)
+        shape = check_image_shape(X.shape[1:], name="the images' shape")
+        expected = getattr(estimator, "image_shape_", None) if not reset else (
+            check_image_shape(estimator.image_shape)
+            if estimator.image_shape is not None else None)
+        if expected is not None and shape != tuple(expected):
+            name = "image_shape" if reset else "image_shape_"
+            raise ValueError(f"X holds images of shape {X.shape[1:]} but {name}={expected}.")
+        X = X.reshape(len(X), -1)
+    elif reset:
+        shape = (check_image_shape(estimator.image_shape)
+                 if estimator.image_shape is not None else None)
+    X = validate_data(estimator, X, reset=reset, dtype=np.float32,
+                      ensure_min_samples=2 if reset else 1)
+    if reset:
+        if shape is not None and math.prod(shape) != X.shape[1]:
+            raise ValueError(f"image_shape={estimator.image_shape!r} holds {math.prod(shape)} "
+                             f"values but X has {X.shape[1]} features per row.")
+        estimator.image_shape_ = shape
+    return X
+
+
+class LatentModel(ObjectiveTrainingMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
+                  BaseEstimator):
+    """An encoder/decoder estimator: input folding, validation, transform and its inverse.
+
+    Its module has ``encode(x) -> (mu, logvar)`` and ``decode(z) -> raw output``; the
+    estimator has (as parameters or class attributes) ``n_latent``, ``image_shape``,
+    ``architecture``, ``likelihood``, ``output_activation``, ``hidden_sizes``,
+    ``max_epochs``, ``batch_size`` and ``weight_decay``. Shared by
+    the VAEs (:class:`BaseVAE`) and :class:`ChartAutoencoder` (not public).
+    """
 
     # -- validation -----------------------------------------------------------------------
 
-    def _check_common_params(self):
-        if not np.isfinite(self.prior_std):
-            raise ValueError(f"prior_std must be a positive finite number; got {self.prior_std!r}.")
-        check_hidden_sizes(self.hidden_sizes)
-
     def _validate_X(self, X, reset):
         """Flatten image arrays and validate; returns float32 ``(n, D)``."""
-        ndim = getattr(X, "ndim", None)
-        if ndim is None and isinstance(X, (list, tuple)):
-            ndim = np.ndim(X)
-        if ndim is not None and ndim >= 3:
-            X = np.asarray(X)
-            shape = check_image_shape(X.shape[1:], name="the images' shape")
-            expected = getattr(self, "image_shape_", None) if not reset else (
-                check_image_shape(self.image_shape) if self.image_shape is not None else None)
-            if expected is not None and shape != tuple(expected):
-                name = "image_shape" if reset else "image_shape_"
-                raise ValueError(f"X holds images of shape {X.shape[1:]} but {name}={expected}.")
-            X = X.reshape(len(X), -1)
-        elif reset:
-            shape = check_image_shape(self.image_shape) if self.image_shape is not None else None
-        X = validate_data(self, X, reset=reset, dtype=np.float32, ensure_min_samples=2 if reset
-                          else 1)
-        if reset:
-            if shape is not None and math.prod(shape) != X.shape[1]:
-                raise ValueError(f"image_shape={self.image_shape!r} holds {math.prod(shape)} "
-                                 f"values but X has {X.shape[1]} features per row.")
-            if shape is None and not callable(self.architecture) and self.architecture != "mlp":
-                raise ValueError(f"architecture={self.architecture!r} needs image arrays "
-                                 "(n, C, H, W) or flat X with image_shape=(C, H, W).")
-            self.image_shape_ = shape
+        X = validate_rows(self, X, reset)
+        if (reset and self.image_shape_ is None and not callable(self.architecture)
+                and self.architecture != "mlp"):
+            raise ValueError(f"architecture={self.architecture!r} needs image arrays "
+                             "(n, C, H, W) or flat X with image_shape=(C, H, W).")
         if self.likelihood == "bernoulli":
             check_unit_interval(X)
         return X
@@ -197,9 +198,9 @@ class BaseVAE(ObjectiveTrainingMixin, ClassNamePrefixFeaturesOutMixin, Transform
     # -- training -------------------------------------------------------------------------
 
     def _train_vae(self, X, y, objective, *, n_classes=0, parts=("recon", "kl"),
-                   drop_last=False):
-        """Train the backbone (plus a head when ``n_classes``) on ``objective``."""
-        module = functools.partial(
+                   drop_last=False, module=None):
+        """Train the backbone (plus a head when ``n_classes``), or ``module``, on ``objective``."""
+        module = module or functools.partial(
             build_vae_module, architecture=self.architecture, n_features=X.shape[1],
             n_latent=self.n_latent, image_shape=self.image_shape_,
             hidden_sizes=self.hidden_sizes, conv_channels=self.conv_channels,
@@ -271,6 +272,47 @@ class BaseVAE(ObjectiveTrainingMixin, ClassNamePrefixFeaturesOutMixin, Transform
             raise ValueError("Z contains NaN or infinity.")
         return self._decode(Z)
 
+    def as_images(self, X):
+        """Reshape flat rows to ``(n, *image_shape_)`` images.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        images : ndarray of shape (n_samples, C, H, W)
+        """
+        check_is_fitted(self)
+        if self.image_shape_ is None:
+            raise ValueError("as_images needs image_shape_: fit on image arrays or pass "
+                             "image_shape.")
+        return np.asarray(X).reshape(len(X), *self.image_shape_)
+
+
+class BaseVAE(LatentModel):
+    """What the VAEs (GridVAE, VAEClassifier, VAEGenerator) share: the ELBO, the parameters."""
+
+    _parameter_constraints = {
+        **NET_CONSTRAINTS,
+        **EPOCH_CONSTRAINTS,
+        "n_latent": [Interval(numbers.Integral, 1, None, closed="left")],
+        "prior_std": [Interval(numbers.Real, 0, None, closed="neither")],
+        "kl_estimator": [StrOptions({"sample", "batch", "nearest"})],
+        "likelihood": [StrOptions({"bernoulli", "gaussian"})],
+        "decoder_std": [Interval(numbers.Real, 0, None, closed="neither")],
+        "output_activation": [StrOptions({"sigmoid", "identity"})],
+        "architecture": [StrOptions({"mlp", "conv", "resnet"}), callable],
+        "conv_channels": [Interval(numbers.Integral, 1, None, closed="left")],
+        "image_shape": ["array-like", None],
+        "n_mc_score": [Interval(numbers.Integral, 1, None, closed="left")],
+    }
+
+    def _check_common_params(self):
+        if not np.isfinite(self.prior_std):
+            raise ValueError(f"prior_std must be a positive finite number; got {self.prior_std!r}.")
+        check_hidden_sizes(self.hidden_sizes)
+
     def score_samples(self, X):
         """Per-sample ELBO in nats, with the model's full prior.
 
@@ -296,36 +338,8 @@ class BaseVAE(ObjectiveTrainingMixin, ClassNamePrefixFeaturesOutMixin, Transform
                    for x in self._batches(X)]
         return np.concatenate(out)
 
-    def as_images(self, X):
-        """Reshape flat rows to ``(n, *image_shape_)`` images.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        images : ndarray of shape (n_samples, C, H, W)
-        """
-        check_is_fitted(self)
-        if self.image_shape_ is None:
-            raise ValueError("as_images needs image_shape_: fit on image arrays or pass "
-                             "image_shape.")
-        return np.asarray(X).reshape(len(X), *self.image_shape_)
-
     # -- hooks for purification and attacks ----------------------------------------------
 
     def _torch_neg_elbo(self, x, stochastic=True):
         """Per-sample negative ELBO of a float32 tensor on ``device_`` (differentiable in x)."""
         return self.net_.objective.neg_elbo(self.module_, x, stochastic=stochastic)
-
-    # -- sklearn plumbing ------------------------------------------------------------------
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        device = state.get("device_")
-        if device is not None and device.type == "cuda" and not torch.cuda.is_available():
-            warnings.warn(f"{type(self).__name__} was fitted on {device}, which is not available; "
-                          "using the CPU.", RuntimeWarning)
-            self.device_ = torch.device("cpu")
-            self.net_.set_params(device="cpu")

@@ -11,23 +11,23 @@ import torch
 from torch import nn
 
 
-def _mlp(sizes):
+def _mlp(sizes, activation=nn.ReLU):
     layers = []
     for a, b in zip(sizes[:-1], sizes[1:]):
-        layers += [nn.Linear(a, b), nn.ReLU()]
+        layers += [nn.Linear(a, b), activation()]
     return nn.Sequential(*layers)
 
 
 class MLPVAE(nn.Module):
-    """Linear-ReLU encoder with two linear heads and its mirrored decoder."""
+    """Linear-``activation`` encoder with two linear heads and its mirrored decoder."""
 
-    def __init__(self, n_features, n_latent, hidden_sizes=(256, 128)):
+    def __init__(self, n_features, n_latent, hidden_sizes=(256, 128), activation=nn.ReLU):
         super().__init__()
         sizes = (n_features, *hidden_sizes)
-        self.encoder = _mlp(sizes)
+        self.encoder = _mlp(sizes, activation)
         self.mu = nn.Linear(sizes[-1], n_latent)
         self.logvar = nn.Linear(sizes[-1], n_latent)
-        self.decoder = nn.Sequential(_mlp((n_latent, *sizes[::-1][:-1])),
+        self.decoder = nn.Sequential(_mlp((n_latent, *sizes[::-1][:-1]), activation),
                                      nn.Linear(sizes[1] if len(sizes) > 1 else n_latent,
                                                n_features))
 
@@ -78,6 +78,41 @@ class ConvVAE(_ImageVAE):
             nn.Unflatten(1, (2 * channels, h2, w2)),
             nn.ConvTranspose2d(2 * channels, channels, 4, stride=2, padding=1), nn.ReLU(),
             nn.Conv2d(channels, C, 3, padding=1))
+
+
+class StridedConvVAE(_ImageVAE):
+    """Two 4x4 stride-2 convs (32, 64 channels), linear 256; mirrored with transposed convs.
+
+    The conv stacks of the topology generators (spec: Conv(C->32, 4, 2, 1) ReLU,
+    Conv(32->64, 4, 2, 1) ReLU, FC(->256) ReLU, FC(-> 2 latent)); H and W must be
+    divisible by 4. The sigmoid output is the estimator's ``output_activation``.
+    """
+
+    def __init__(self, image_shape, n_latent):
+        super().__init__(image_shape)
+        C, H, W = self.image_shape
+        if H % 4 or W % 4:
+            raise ValueError(f"the conv stacks need image sides divisible by 4; got "
+                             f"image_shape={self.image_shape}.")
+        flat = (64, H // 4, W // 4)
+        self.encoder = nn.Sequential(
+            nn.Conv2d(C, 32, 4, stride=2, padding=1), nn.ReLU(),
+            nn.Conv2d(32, 64, 4, stride=2, padding=1), nn.ReLU(),
+            nn.Flatten(), nn.Linear(math.prod(flat), 256), nn.ReLU())
+        self.mu = nn.Linear(256, n_latent)
+        self.logvar = nn.Linear(256, n_latent)
+        self.decoder = nn.Sequential(
+            nn.Linear(n_latent, 256), nn.ReLU(), nn.Linear(256, math.prod(flat)), nn.ReLU(),
+            nn.Unflatten(1, flat),
+            nn.ConvTranspose2d(64, 32, 4, stride=2, padding=1), nn.ReLU(),
+            nn.ConvTranspose2d(32, C, 4, stride=2, padding=1))
+
+
+def generator_backbone(n_features, n_latent, image_shape, hidden_sizes):
+    """The topology generators' backbone: a SiLU MLP, or :class:`StridedConvVAE` for images."""
+    if image_shape is None:
+        return MLPVAE(n_features, n_latent, tuple(hidden_sizes), activation=nn.SiLU)
+    return StridedConvVAE(image_shape, n_latent)
 
 
 class _ResBlock(nn.Module):
@@ -169,3 +204,49 @@ def build_vae_module(*, architecture, n_features, n_latent, image_shape, hidden_
     backbone = build_backbone(architecture, n_features, n_latent, image_shape, hidden_sizes,
                               conv_channels)
     return VAEModule(backbone, n_latent, n_classes, **kwargs)
+
+
+def build_generator_module(*, n_features, n_latent, image_shape, hidden_sizes, **kwargs):
+    """:class:`VAEGenerator`'s module: a :class:`VAEModule` on :func:`generator_backbone`."""
+    backbone = generator_backbone(n_features, n_latent, image_shape, hidden_sizes)
+    return VAEModule(backbone, n_latent, **kwargs)
+
+
+class ChartModule(nn.Module):
+    """The chart autoencoder: ``k`` encoder/decoder charts and a chart predictor.
+
+    Chart ``i`` is a :class:`VAEModule` on :func:`generator_backbone` with a
+    ``chart_dim``-dimensional latent; the predictor ``P`` is a SiLU MLP from the
+    concatenated latents ``[z_1, ..., z_k]`` (``k * chart_dim`` values) to ``k`` logits.
+    ``encode(x)`` returns the concatenated ``(mu, logvar)``; ``decode(z)`` is the
+    evaluation rule, the raw output of chart ``argmax P(z)``.
+    """
+
+    def __init__(self, n_features, n_charts, chart_dim, image_shape, hidden_sizes, **kwargs):
+        super().__init__()
+        self.n_charts, self.chart_dim = n_charts, chart_dim
+        self.charts = nn.ModuleList(
+            VAEModule(generator_backbone(n_features, chart_dim, image_shape, hidden_sizes),
+                      chart_dim, **kwargs) for _ in range(n_charts))
+        sizes = (n_charts * chart_dim, *hidden_sizes)
+        self.predictor = nn.Sequential(_mlp(sizes, nn.SiLU), nn.Linear(sizes[-1], n_charts))
+
+    def encode(self, x):
+        mus, logvars = zip(*(chart.encode(x) for chart in self.charts))
+        return torch.cat(mus, dim=1), torch.cat(logvars, dim=1)
+
+    def forward(self, x):
+        return self.encode(x)
+
+    def decode_all(self, z):
+        """Raw outputs of every chart, ``(B, k, D)``; ``z`` holds the concatenated latents."""
+        zs = z.reshape(len(z), self.n_charts, self.chart_dim)
+        return torch.stack([chart.decode(zs[:, i]) for i, chart in enumerate(self.charts)], 1)
+
+    def chart_logits(self, z):
+        """``P([z_1, ..., z_k])``, ``(B, k)``."""
+        return self.predictor(z)
+
+    def decode(self, z):
+        chart = self.chart_logits(z).argmax(dim=1)
+        return self.decode_all(z)[torch.arange(len(z), device=z.device), chart]

@@ -1,4 +1,9 @@
-"""DiffusionDensity: log-likelihood of a point along a diffusion chain (Eqs. 9-23)."""
+"""DiffusionDensity: log-likelihood of a point along a diffusion chain (Eqs. 9-23).
+
+Built on the family's DDPM core, :mod:`geolearn.generative.ddpm` (schedule, noise
+predictor, denoising objective, ancestral sampler); ``make_beta_schedule``,
+``NoisePredictor`` and ``time_features`` are re-exported here.
+"""
 
 import functools
 import math
@@ -11,7 +16,6 @@ from sklearn.base import BaseEstimator, DensityMixin, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
-from torch import nn
 
 from .._utils import (
     check_hidden_sizes,
@@ -22,72 +26,21 @@ from .._utils import (
 )
 from ..models import frozen
 from ._torch_estimator import NET_CONSTRAINTS, MeanScoreMixin, ObjectiveTrainingMixin
+from .ddpm import (
+    NoisePredictor,
+    ancestral_sample,
+    denoising_objective,
+    diffusion_schedule,
+    make_beta_schedule,
+    reverse_variance,
+    time_features,
+    time_grid,
+)
 from .flow import check_standardisation
 
 _LOG_2PI = math.log(2 * math.pi)
-_N_FREQ = 8
 
-
-def make_beta_schedule(n_steps, schedule="linear", beta_start=1e-4, beta_end=0.02):
-    """Noise schedule ``beta_1..beta_T`` (float64).
-
-    'linear': from ``beta_start * 1000 / T`` to ``beta_end * 1000 / T`` (DDPM's values
-    rescaled to T steps). 'cosine': ``alpha_bar(t) = cos^2(((t/T) + 0.008)/1.008 pi/2)``
-    normalised, ``beta_t = 1 - alpha_bar(t)/alpha_bar(t-1)`` clipped to 0.999.
-
-    Examples
-    --------
-    >>> from geolearn.generative.diffusion import make_beta_schedule
-    >>> b = make_beta_schedule(100)
-    >>> round(float(b[0]), 6), round(float(b[-1]), 6)
-    (0.001, 0.2)
-    """
-    T = n_steps
-    if schedule == "linear":
-        return np.linspace(beta_start * 1000 / T, beta_end * 1000 / T, T)
-    f = np.cos(((np.arange(T + 1) / T) + 0.008) / 1.008 * np.pi / 2) ** 2
-    return np.clip(1 - f[1:] / f[:-1], 0, 0.999)
-
-
-def time_features(t, n_steps):
-    """``sin/cos(2^f pi t / T)`` for f = 0..7, shape ``(B, 16)``."""
-    freq = (2.0 ** torch.arange(_N_FREQ, device=t.device)) * math.pi / n_steps
-    angle = t[:, None].float() * freq
-    return torch.cat([torch.sin(angle), torch.cos(angle)], dim=1)
-
-
-class NoisePredictor(nn.Module):
-    """``eps_theta(x_t, t)``: an MLP with SiLU on ``[x_t, time features]``.
-
-    In training mode ``forward(x0)`` draws ``t ~ U{1..T}`` and the noise, and returns
-    ``(eps_theta(x_t, t), eps)``.
-    """
-
-    def __init__(self, n_features, hidden_sizes, alphas_cumprod):
-        super().__init__()
-        self.register_buffer("alphas_cumprod", torch.as_tensor(alphas_cumprod,
-                                                               dtype=torch.float32))
-        self.n_steps = len(alphas_cumprod) - 1
-        layers, width = [], n_features + 2 * _N_FREQ
-        for h in hidden_sizes:
-            layers += [nn.Linear(width, h), nn.SiLU()]
-            width = h
-        self.net = nn.Sequential(*layers, nn.Linear(width, n_features))
-
-    def eps(self, x_t, t):
-        return self.net(torch.cat([x_t, time_features(t, self.n_steps)], dim=1))
-
-    def forward(self, x0):
-        t = torch.randint(1, self.n_steps + 1, (len(x0),), device=x0.device)
-        noise = torch.randn_like(x0)
-        a = self.alphas_cumprod[t][:, None]
-        return self.eps(a.sqrt() * x0 + (1 - a).sqrt() * noise, t), noise
-
-
-def _denoising_objective(module, y_pred, x, y, epoch=0):
-    """Eq. 16: squared error of the noise prediction, summed over features."""
-    eps_pred, eps = y_pred
-    return ((eps_pred - eps) ** 2).sum(-1).mean(), {}
+__all__ = ["DiffusionDensity", "NoisePredictor", "make_beta_schedule", "time_features"]
 
 
 class DiffusionDensity(ObjectiveTrainingMixin, MeanScoreMixin, DensityMixin, BaseEstimator):
@@ -209,27 +162,19 @@ class DiffusionDensity(ObjectiveTrainingMixin, MeanScoreMixin, DensityMixin, Bas
         sampler = torch.utils.data.RandomSampler(
             Xs, replacement=True, num_samples=self.max_iter * self.batch_size)
         module = functools.partial(NoisePredictor, X.shape[1], sizes, self.alphas_cumprod_)
-        self._train(module, _denoising_objective, Xs, seed=self.random_state, max_epochs=1,
+        self._train(module, denoising_objective, Xs, seed=self.random_state, max_epochs=1,
                     iterator_train__sampler=sampler)
         self.history_ = np.array([b["train_loss"] for b in self.net_.history[-1, "batches"]])
         return self
 
     def _set_schedule(self):
         """``betas_`` and ``alphas_cumprod_``; a schedule that is not a diffusion raises."""
-        self.betas_ = make_beta_schedule(self.n_steps, self.beta_schedule, self.beta_start,
-                                         self.beta_end)
-        if np.any(self.betas_ >= 1):
-            raise ValueError(f"beta_end * 1000 / n_steps = {self.betas_.max():g} must be below 1; "
-                             "lower beta_end or raise n_steps.")
-        self.alphas_cumprod_ = np.concatenate([[1.0], np.cumprod(1 - self.betas_)])
-        if self.alphas_cumprod_[-1] > 1e-2:
-            raise ValueError(f"alpha_bar_T = {self.alphas_cumprod_[-1]:.3g} > 1e-2: the schedule "
-                             "does not reach noise; raise beta_end or n_steps.")
+        self.betas_, self.alphas_cumprod_ = diffusion_schedule(
+            self.n_steps, self.beta_schedule, self.beta_start, self.beta_end)
 
     def _time_grid(self, step):
         check_scalar_param(step, "step", kind="integer", low=1, high=self.n_steps, closed="both")
-        grid = list(range(0, self.n_steps + 1, step))
-        return grid if grid[-1] == self.n_steps else [*grid, self.n_steps]
+        return time_grid(self.n_steps, step)
 
     def _eps(self, x_t, t):
         """``eps_theta`` in float64; the network itself runs in float32."""
@@ -240,11 +185,7 @@ class DiffusionDensity(ObjectiveTrainingMixin, MeanScoreMixin, DensityMixin, Bas
         return self.module_.eps(x_t.float(), tt).double()
 
     def _reverse_var(self, s, t):
-        a = self.alphas_cumprod_
-        b_st = 1 - a[t] / a[s]
-        if self.reverse_variance == "posterior" and s > 0:
-            return (1 - a[s]) * b_st / (1 - a[t])
-        return b_st
+        return reverse_variance(self.alphas_cumprod_, s, t, self.reverse_variance)
 
     @torch.no_grad()
     def _chain_log_lik(self, x0, grid):
@@ -325,13 +266,9 @@ class DiffusionDensity(ObjectiveTrainingMixin, MeanScoreMixin, DensityMixin, Bas
         check_is_fitted(self)
         check_positive_integer(n_samples, "n_samples")
         grid = self._time_grid(step)
-        a = self.alphas_cumprod_
         with torch_seed(check_random_state(random_state)), frozen(self.module_):
             x = torch.randn(n_samples, self.n_features_in_, dtype=torch.float64,
                             device=self.device_)
-            for s, t in zip(grid[-2::-1], grid[:0:-1]):
-                a_st = a[t] / a[s]
-                x = (x - (1 - a_st) / math.sqrt(1 - a[t]) * self._eps(x, t)) / math.sqrt(a_st)
-                if s > 0:
-                    x = x + math.sqrt(self._reverse_var(s, t)) * torch.randn_like(x)
+            x = ancestral_sample(self._eps, x, self.alphas_cumprod_, grid,
+                                 self.reverse_variance)
         return x.cpu().numpy() * self.scale_ + self.mean_

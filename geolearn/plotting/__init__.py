@@ -9,7 +9,11 @@ Display draws (the ``plot`` extra).
 
 from ._base import check_matplotlib
 from ._diffeo import DeformationGridDisplay, StabilityCurveDisplay
-from ._generative import LatentGridDisplay, LatentTraversalDisplay
+from ._generative import (
+    GeneratedSamplesDisplay,
+    LatentGridDisplay,
+    LatentTraversalDisplay,
+)
 from ._invariance import InvarianceReportDisplay, SaliencyOrbitDisplay
 from ._manifold import DiffusionEmbeddingDisplay, NystromProjectionDisplay
 from ._polytopes import PolytopePartitionDisplay, SegmentRegionsDisplay
@@ -23,6 +27,7 @@ __all__ = [
     "DeformationGridDisplay",
     "DetectionScoreDisplay",
     "DiffusionEmbeddingDisplay",
+    "GeneratedSamplesDisplay",
     "GeometrySliceDisplay",
     "InvarianceReportDisplay",
     "LatentGridDisplay",

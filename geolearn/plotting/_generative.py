@@ -1,8 +1,8 @@
-"""Displays of the generative family: decoded latent grids and latent traversals."""
+"""Displays of the generative family: latent grids and traversals, generated samples."""
 
 import numpy as np
 
-from ._base import axes_or_new
+from ._base import axes_or_new, check_matplotlib
 
 
 def _mosaic(tiles, pad=1.0):
@@ -197,3 +197,144 @@ class LatentTraversalDisplay(_MosaicDisplay):
     def _labels(self, rows, cols):
         col_labels = [f"{v:.2g}" for v in self.values]
         return [f"z{m}" for m in range(rows)], col_labels, "latent value", None
+
+
+# -- topology generators ---------------------------------------------------------------------
+
+def _grid_tiles(X, image_shape, n_images):
+    """The first ``n_images`` rows as grey ``(rows, cols, H, W)`` tiles (NaN where none)."""
+    images = np.asarray(X, dtype=float)[:n_images].reshape(-1, *image_shape)
+    images = images.mean(axis=1)  # channel mean
+    cols = int(np.ceil(np.sqrt(len(images))))
+    rows = int(np.ceil(len(images) / cols))
+    tiles = np.full((rows * cols, *images.shape[1:]), np.nan)
+    tiles[:len(images)] = images
+    return tiles.reshape(rows, cols, *images.shape[1:])
+
+
+class GeneratedSamplesDisplay:
+    """Generated samples beside the data they imitate (Jin et al. 2024, Figs. 3, 10).
+
+    Two panels: point clouds as scatter plots (2-D data as is; other vectors on the
+    data's first two principal axes, as the paper's Fig. 10; 1-D data against a zero
+    line), or images as two grids.
+
+    Parameters
+    ----------
+    data, samples : ndarray of shape (n, n_features)
+    image_shape : tuple of int, default=None
+        ``(C, H, W)`` (or ``(H, W)``): draw image grids instead of point clouds.
+    name : str, default='samples'
+        Title of the samples' panel.
+
+    Attributes
+    ----------
+    axes_ : ndarray of 2 matplotlib Axes
+    figure_ : matplotlib Figure
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> from geolearn.datasets import make_circle_points
+    >>> from geolearn.generative import VAEGenerator
+    >>> from geolearn.plotting import GeneratedSamplesDisplay
+    >>> X = make_circle_points(100, noise=0.05, random_state=0)
+    >>> vae = VAEGenerator(hidden_sizes=(8,), max_epochs=1, random_state=0).fit(X)
+    >>> disp = GeneratedSamplesDisplay.from_estimator(vae, X, random_state=0)
+    >>> disp.samples.shape, len(disp.axes_)
+    ((100, 2), 2)
+    """
+
+    def __init__(self, data, samples, image_shape=None, name="samples"):
+        self.data = data
+        self.samples = samples
+        self.image_shape = image_shape
+        self.name = name
+
+    @classmethod
+    def from_estimator(cls, estimator, X, n_samples=None, random_state=None, image_shape=None,
+                       axes=None):
+        """Draw ``n_samples`` from ``estimator.sample`` and plot them beside ``X``.
+
+        Parameters
+        ----------
+        estimator : fitted generator with ``sample(n_samples, random_state=...)``
+            A tuple returned by ``sample`` (samples, labels) gives its first element.
+        X : array-like of shape (n, n_features) or image array
+            The data.
+        n_samples : int, default=None
+            Defaults to ``len(X)``.
+        random_state : int, RandomState instance or None, default=None
+        image_shape : tuple of int, default=None
+            Defaults to the estimator's ``image_shape_`` (None: point clouds).
+        axes : sequence of 2 matplotlib Axes, default=None
+
+        Returns
+        -------
+        display : GeneratedSamplesDisplay
+        """
+        X = np.asarray(X, dtype=float)
+        X = X.reshape(len(X), -1)
+        out = estimator.sample(len(X) if n_samples is None else n_samples,
+                               random_state=random_state)
+        samples = np.asarray(out[0] if isinstance(out, tuple) else out, dtype=float)
+        if image_shape is None:
+            image_shape = getattr(estimator, "image_shape_", None)
+        return cls(X, samples, image_shape, type(estimator).__name__).plot(axes=axes)
+
+    def _coordinates(self):
+        """Both clouds in 2-D: as is, on the data's principal axes, or against zero."""
+        data, samples = self.data, self.samples
+        d = data.shape[1]
+        if d == 1:
+            return (np.c_[data, np.zeros(len(data))], np.c_[samples, np.zeros(len(samples))],
+                    ("x", ""))
+        if d == 2:
+            return data, samples, ("x0", "x1")
+        mean = data.mean(axis=0)
+        axes = np.linalg.svd(data - mean, full_matrices=False)[2][:2]
+        return (data - mean) @ axes.T, (samples - mean) @ axes.T, ("PC 1", "PC 2")
+
+    def plot(self, axes=None, n_images=16, **scatter_kw):
+        """Draw the data (left) and the samples (right).
+
+        Parameters
+        ----------
+        axes : sequence of 2 matplotlib Axes, default=None
+        n_images : int, default=16
+            Images per grid (image data only).
+        **scatter_kw
+            Passed to ``Axes.scatter`` (point clouds only).
+
+        Returns
+        -------
+        self
+        """
+        plt = check_matplotlib("GeneratedSamplesDisplay")
+        if axes is None:
+            _, axes = plt.subplots(1, 2, figsize=(8, 4))
+        self.axes_ = np.asarray(axes).ravel()
+        self.figure_ = self.axes_[0].figure
+        panels = (("data", self.data), (self.name, self.samples))
+        if self.image_shape is not None:
+            shape = tuple(self.image_shape)
+            shape = (1, *shape) if len(shape) == 2 else shape
+            for ax, (title, X) in zip(self.axes_, panels):
+                ax.imshow(_mosaic(_grid_tiles(X, shape, n_images)), cmap="gray", vmin=0,
+                          vmax=1)
+                ax.set(title=title, xticks=[], yticks=[])
+            return self
+        coords = self._coordinates()
+        scatter_kw = {"s": 4, "alpha": 0.6, **scatter_kw}
+        for ax, title, P in zip(self.axes_, (panels[0][0], panels[1][0]), coords[:2]):
+            ax.scatter(P[:, 0], P[:, 1], **scatter_kw)
+            ax.set(title=title, xlabel=coords[2][0], ylabel=coords[2][1])
+        lims = np.concatenate(coords[:2])
+        pad = np.maximum(0.05 * np.ptp(lims, axis=0), 0.5 * (np.ptp(lims, axis=0) == 0))
+        lo, hi = lims.min(axis=0) - pad, lims.max(axis=0) + pad
+        for ax in self.axes_:
+            ax.set_xlim(lo[0], hi[0])
+            ax.set_ylim(lo[1], hi[1])
+            ax.set_aspect("equal", adjustable="box")
+        return self

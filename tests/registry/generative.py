@@ -5,11 +5,14 @@ identity output.
 """
 
 from geolearn.generative import (
+    ChartAutoencoder,
     DiffusionDensity,
+    DiffusionGenerator,
     ELBOPurifier,
     FlowDensity,
     GridVAE,
     VAEClassifier,
+    VAEGenerator,
 )
 
 _TINY = dict(hidden_sizes=(8,), likelihood="gaussian", output_activation="identity",
@@ -24,4 +27,9 @@ ESTIMATORS = [
                 device="cpu"),
     DiffusionDensity(n_steps=50, hidden_sizes=(8,), max_iter=5, batch_size=32, n_rounds=2,
                      random_state=0, device="cpu"),
+    ChartAutoencoder(n_charts=2, hidden_sizes=(8,), max_epochs=2, batch_size=32, random_state=0,
+                     device="cpu"),
+    VAEGenerator(hidden_sizes=(8,), max_epochs=2, batch_size=32, random_state=0, device="cpu"),
+    DiffusionGenerator(n_timesteps=50, hidden_sizes=(8,), max_epochs=2, batch_size=32,
+                       random_state=0, device="cpu"),
 ]

@@ -1,0 +1,368 @@
+"""The family's one DDPM core (Ho et al. 2020), shared by every diffusion estimator.
+
+:class:`~geolearn.generative.DiffusionDensity` (chain log-likelihoods) and
+:class:`~geolearn.generative.DiffusionGenerator` (sampling, interpolation) are built on
+these pieces, and so is any later diffusion method (one core, not one per estimator):
+
+- the noise schedule: :func:`make_beta_schedule`, :func:`diffusion_schedule`
+  (``betas`` of shape ``(T,)``, ``alphas_cumprod`` of shape ``(T + 1,)`` with index 0 = 1);
+- noise predictors ``eps_theta(x_t, t)`` with ``t`` the integer step in ``1..T``:
+  :class:`NoisePredictor` (an MLP on ``[x_t, time features]``), :class:`UNetDenoiser`
+  for images, and :class:`DenoiserWrapper` for any module with ``forward(x, t)``; in
+  training mode each draws ``t ~ U{1..T}`` and the noise itself;
+- the denoising objective ``L_simple`` (:func:`denoising_objective`), for
+  :class:`geolearn.models.ObjectiveNet`;
+- the forward jump :func:`q_sample` and the ancestral sampler :func:`ancestral_sample`
+  on a time grid (:func:`time_grid`), with :func:`reverse_variance`.
+"""
+
+import math
+
+import numpy as np
+import torch
+from torch import nn
+
+#: Frequencies of the time features: 'octave' ``2^f pi / T``; 'geometric' ``10000^(-f/F)``.
+TIME_FREQUENCIES = ("octave", "geometric")
+
+
+def make_beta_schedule(n_steps, schedule="linear", beta_start=1e-4, beta_end=0.02):
+    """Noise schedule ``beta_1..beta_T`` (float64).
+
+    'linear': from ``beta_start * 1000 / T`` to ``beta_end * 1000 / T`` (DDPM's values
+    rescaled to T steps; T = 1000 gives DDPM's 1e-4 to 0.02). 'cosine':
+    ``alpha_bar(t) = cos^2(((t/T) + 0.008)/1.008 pi/2)`` normalised,
+    ``beta_t = 1 - alpha_bar(t)/alpha_bar(t-1)`` clipped to 0.999.
+
+    Parameters
+    ----------
+    n_steps : int
+        ``T``.
+    schedule : {'linear', 'cosine'}, default='linear'
+    beta_start, beta_end : float, default=1e-4, 0.02
+
+    Returns
+    -------
+    betas : ndarray of shape (n_steps,)
+
+    Examples
+    --------
+    >>> from geolearn.generative.ddpm import make_beta_schedule
+    >>> b = make_beta_schedule(100)
+    >>> round(float(b[0]), 6), round(float(b[-1]), 6)
+    (0.001, 0.2)
+    """
+    T = n_steps
+    if schedule == "linear":
+        return np.linspace(beta_start * 1000 / T, beta_end * 1000 / T, T)
+    f = np.cos(((np.arange(T + 1) / T) + 0.008) / 1.008 * np.pi / 2) ** 2
+    return np.clip(1 - f[1:] / f[:-1], 0, 0.999)
+
+
+def diffusion_schedule(n_steps, schedule="linear", beta_start=1e-4, beta_end=0.02):
+    """``(betas, alphas_cumprod)`` of a schedule; one that is not a diffusion raises.
+
+    Parameters
+    ----------
+    n_steps, schedule, beta_start, beta_end
+        As in :func:`make_beta_schedule`.
+
+    Returns
+    -------
+    betas : ndarray of shape (n_steps,)
+        ``betas[t - 1] = beta_t``.
+    alphas_cumprod : ndarray of shape (n_steps + 1,)
+        ``alpha_bar_t``, index 0 = 1.
+
+    Raises
+    ------
+    ValueError
+        When a ``beta_t`` reaches 1, or ``alpha_bar_T > 1e-2`` (the chain does not
+        reach noise).
+
+    Examples
+    --------
+    >>> from geolearn.generative.ddpm import diffusion_schedule
+    >>> betas, abar = diffusion_schedule(1000)
+    >>> betas.shape, abar.shape, float(abar[0]), bool(abar[-1] < 1e-4)
+    ((1000,), (1001,), 1.0, True)
+    """
+    betas = make_beta_schedule(n_steps, schedule, beta_start, beta_end)
+    if np.any(betas >= 1):
+        raise ValueError(f"beta_end * 1000 / n_steps = {betas.max():g} must be below 1; "
+                         "lower beta_end or raise n_steps.")
+    alphas_cumprod = np.concatenate([[1.0], np.cumprod(1 - betas)])
+    if alphas_cumprod[-1] > 1e-2:
+        raise ValueError(f"alpha_bar_T = {alphas_cumprod[-1]:.3g} > 1e-2: the schedule "
+                         "does not reach noise; raise beta_end or n_steps.")
+    return betas, alphas_cumprod
+
+
+def time_features(t, n_steps, n_freq=8, frequencies="octave"):
+    """``[sin(w_f t), cos(w_f t)]`` for ``f < n_freq``, shape ``(B, 2 n_freq)``.
+
+    'octave': ``w_f = 2^f pi / T``; 'geometric': ``w_f = 10000^(-f / n_freq)`` (the
+    sinusoidal embedding of DDPM and transformers, in steps).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from geolearn.generative.ddpm import time_features
+    >>> time_features(torch.tensor([1, 500]), 1000, n_freq=16, frequencies="geometric").shape
+    torch.Size([2, 32])
+    """
+    if frequencies == "octave":
+        freq = (2.0 ** torch.arange(n_freq, device=t.device)) * math.pi / n_steps
+    else:
+        freq = torch.exp(-math.log(10000.0) / n_freq
+                         * torch.arange(n_freq, device=t.device, dtype=torch.float32))
+    angle = t[:, None].float() * freq
+    return torch.cat([torch.sin(angle), torch.cos(angle)], dim=1)
+
+
+class _NoiseModel(nn.Module):
+    """``eps_theta`` on the schedule ``alphas_cumprod`` (a float32 buffer).
+
+    In training mode ``forward(x0)`` draws ``t ~ U{1..T}`` and the noise, and returns
+    ``(eps_theta(x_t, t), eps)``; subclasses define ``eps(x_t, t)``.
+    """
+
+    def __init__(self, alphas_cumprod):
+        super().__init__()
+        self.register_buffer("alphas_cumprod", torch.as_tensor(alphas_cumprod,
+                                                               dtype=torch.float32))
+        self.n_steps = len(alphas_cumprod) - 1
+
+    def eps(self, x_t, t):
+        raise NotImplementedError
+
+    def forward(self, x0):
+        t = torch.randint(1, self.n_steps + 1, (len(x0),), device=x0.device)
+        noise = torch.randn_like(x0)
+        a = self.alphas_cumprod[t][:, None]
+        return self.eps(a.sqrt() * x0 + (1 - a).sqrt() * noise, t), noise
+
+
+class NoisePredictor(_NoiseModel):
+    """``eps_theta(x_t, t)``: an MLP with SiLU on ``[x_t, time features]``.
+
+    Parameters
+    ----------
+    n_features : int
+    hidden_sizes : sequence of int
+    alphas_cumprod : array of shape (T + 1,)
+    n_freq : int, default=8
+        Time features ``2 n_freq`` (sines and cosines).
+    frequencies : {'octave', 'geometric'}, default='octave'
+        See :func:`time_features`.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from geolearn.generative.ddpm import NoisePredictor, diffusion_schedule
+    >>> model = NoisePredictor(2, (16,), diffusion_schedule(100)[1])
+    >>> eps_pred, eps = model(torch.zeros(5, 2))  # training draw of t and the noise
+    >>> eps_pred.shape, model.eps(torch.zeros(5, 2), torch.full((5,), 100)).shape
+    (torch.Size([5, 2]), torch.Size([5, 2]))
+    """
+
+    def __init__(self, n_features, hidden_sizes, alphas_cumprod, n_freq=8,
+                 frequencies="octave"):
+        super().__init__(alphas_cumprod)
+        self.n_freq, self.frequencies = n_freq, frequencies
+        layers, width = [], n_features + 2 * n_freq
+        for h in hidden_sizes:
+            layers += [nn.Linear(width, h), nn.SiLU()]
+            width = h
+        self.net = nn.Sequential(*layers, nn.Linear(width, n_features))
+
+    def eps(self, x_t, t):
+        tf = time_features(t, self.n_steps, self.n_freq, self.frequencies)
+        return self.net(torch.cat([x_t, tf], dim=1))
+
+
+class DenoiserWrapper(_NoiseModel):
+    """Any module ``denoiser(x_t, t) -> eps`` (``t`` an integer tensor) on a schedule.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from geolearn.generative.ddpm import DenoiserWrapper, UNetDenoiser, diffusion_schedule
+    >>> model = DenoiserWrapper(UNetDenoiser((1, 8, 8), (8, 16)), diffusion_schedule(100)[1])
+    >>> model.eps(torch.zeros(3, 64), torch.tensor([1, 50, 100])).shape
+    torch.Size([3, 64])
+    """
+
+    def __init__(self, denoiser, alphas_cumprod):
+        super().__init__(alphas_cumprod)
+        self.denoiser = denoiser
+
+    def eps(self, x_t, t):
+        return self.denoiser(x_t, t)
+
+
+class _TimeResBlock(nn.Module):
+    """GroupNorm-SiLU-conv twice, the time embedding added in between, and a skip."""
+
+    def __init__(self, c_in, c_out, t_dim):
+        super().__init__()
+        self.block1 = nn.Sequential(nn.GroupNorm(8, c_in), nn.SiLU(),
+                                    nn.Conv2d(c_in, c_out, 3, padding=1))
+        self.time = nn.Linear(t_dim, c_out)
+        self.block2 = nn.Sequential(nn.GroupNorm(8, c_out), nn.SiLU(),
+                                    nn.Conv2d(c_out, c_out, 3, padding=1))
+        self.skip = nn.Conv2d(c_in, c_out, 1) if c_in != c_out else nn.Identity()
+
+    def forward(self, x, temb):
+        h = self.block1(x) + self.time(temb)[:, :, None, None]
+        return self.block2(h) + self.skip(x)
+
+
+class UNetDenoiser(nn.Module):
+    """A 2-level UNet ``eps(x_t, t)`` on flat rows folded to ``image_shape``.
+
+    Residual blocks with GroupNorm(8) and the time embedding (32 sines and cosines,
+    geometric frequencies, then an MLP) added in each block; two stride-2 downsamplings,
+    so H and W must be divisible by 4, and ``channels`` by 8. See
+    :class:`DenoiserWrapper` for an example.
+    """
+
+    def __init__(self, image_shape, channels=(32, 64)):
+        super().__init__()
+        C, H, W = self.image_shape = tuple(image_shape)
+        c1, c2 = channels
+        if H % 4 or W % 4 or c1 % 8 or c2 % 8:
+            raise ValueError(f"denoiser='unet' needs H and W divisible by 4 and unet_channels "
+                             f"divisible by 8; got image_shape={image_shape}, "
+                             f"unet_channels={channels}.")
+        self.temb = nn.Sequential(nn.Linear(64, c2), nn.SiLU(), nn.Linear(c2, c2))
+        self.inp = nn.Conv2d(C, c1, 3, padding=1)
+        self.down1, self.pool1 = _TimeResBlock(c1, c1, c2), nn.Conv2d(c1, c1, 3, 2, 1)
+        self.down2, self.pool2 = _TimeResBlock(c1, c2, c2), nn.Conv2d(c2, c2, 3, 2, 1)
+        self.mid = _TimeResBlock(c2, c2, c2)
+        self.up2 = _TimeResBlock(2 * c2, c2, c2)
+        self.up1 = _TimeResBlock(c2 + c1, c1, c2)
+        self.out = nn.Sequential(nn.GroupNorm(8, c1), nn.SiLU(), nn.Conv2d(c1, C, 3, padding=1))
+
+    def forward(self, x, t):
+        temb = self.temb(time_features(t, 1, 32, "geometric"))
+        h0 = self.inp(x.reshape(len(x), *self.image_shape))
+        h1 = self.down1(h0, temb)
+        h2 = self.down2(self.pool1(h1), temb)
+        h = self.mid(self.pool2(h2), temb)
+        h = self.up2(torch.cat([nn.functional.interpolate(h, scale_factor=2.0), h2], 1), temb)
+        h = self.up1(torch.cat([nn.functional.interpolate(h, scale_factor=2.0), h1], 1), temb)
+        return self.out(h).reshape(len(x), -1)
+
+
+def denoising_objective(module, y_pred, x, y, epoch=0):
+    """``L_simple``: squared error of the noise prediction, summed over features.
+
+    For :class:`geolearn.models.ObjectiveNet`; ``y_pred = (eps_theta, eps)`` from a
+    noise model's training ``forward``. Returns ``(loss, {})``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from geolearn.generative.ddpm import denoising_objective
+    >>> loss, _ = denoising_objective(None, (torch.zeros(4, 2), torch.ones(4, 2)), None, None)
+    >>> loss.item()
+    2.0
+    """
+    eps_pred, eps = y_pred
+    return ((eps_pred - eps) ** 2).sum(-1).mean(), {}
+
+
+def time_grid(n_steps, step=1, stop=None):
+    """``0, h, 2h, ...`` up to ``stop`` (default ``T``), ``stop`` always included.
+
+    Examples
+    --------
+    >>> from geolearn.generative.ddpm import time_grid
+    >>> time_grid(10, 4), time_grid(1000, 1, stop=3)
+    ([0, 4, 8, 10], [0, 1, 2, 3])
+    """
+    stop = n_steps if stop is None else stop
+    grid = list(range(0, stop + 1, step))
+    return grid if grid[-1] == stop else [*grid, stop]
+
+
+def reverse_variance(alphas_cumprod, s, t, kind="forward"):
+    """``sigma_st^2`` of the reverse step ``t -> s``: 'forward' ``beta_bar_st`` or 'posterior'.
+
+    'posterior' is ``(1 - alpha_bar_s) beta_bar_st / (1 - alpha_bar_t)`` (0 at ``s = 0``,
+    where 'forward' is used instead).
+
+    Examples
+    --------
+    >>> from geolearn.generative.ddpm import diffusion_schedule, reverse_variance
+    >>> betas, abar = diffusion_schedule(1000)
+    >>> bool(abs(reverse_variance(abar, 9, 10) - betas[9]) < 1e-15)  # beta_10
+    True
+    """
+    a = alphas_cumprod
+    b_st = 1 - a[t] / a[s]
+    if kind == "posterior" and s > 0:
+        return (1 - a[s]) * b_st / (1 - a[t])
+    return b_st
+
+
+def q_sample(x0, t, alphas_cumprod, noise):
+    """Jump to step ``t`` of the forward chain: ``sqrt(abar_t) x0 + sqrt(1 - abar_t) noise``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from geolearn.generative.ddpm import diffusion_schedule, q_sample
+    >>> abar = diffusion_schedule(1000)[1]
+    >>> q_sample(torch.ones(2), 0, abar, torch.zeros(2))  # t = 0 is the data
+    tensor([1., 1.])
+    """
+    a = alphas_cumprod[t]
+    return math.sqrt(a) * x0 + math.sqrt(1 - a) * noise
+
+
+def ancestral_sample(eps, x, alphas_cumprod, grid, variance="forward"):
+    """Run the reverse chain from ``x`` at step ``grid[-1]`` down to 0 along ``grid``.
+
+    Each step ``t -> s`` takes the mean
+    ``(x - beta_bar_st / sqrt(1 - abar_t) eps(x, t)) / sqrt(abar_t / abar_s)`` and adds
+    ``sqrt(sigma_st^2)`` times fresh noise (:func:`reverse_variance`), except on the last
+    step. With ``grid = 0..T`` and 'forward' it is DDPM's Algorithm 2 (sigma_t^2 = beta_t).
+
+    Parameters
+    ----------
+    eps : callable ``(x_t, t) -> eps_theta``
+        ``t`` a Python int; returns a tensor like ``x_t``.
+    x : tensor of shape (n, n_features)
+        The state at ``grid[-1]`` (``N(0, I)`` draws for unconditional sampling).
+    alphas_cumprod : sequence of float of length T + 1
+    grid : list of int
+        Increasing steps starting at 0 (:func:`time_grid`).
+    variance : {'forward', 'posterior'}, default='forward'
+
+    Returns
+    -------
+    x0 : tensor like ``x``
+
+    Examples
+    --------
+    With the exact noise predictor of N(0, I) data, ``eps(x_t, t) = sqrt(1 - abar_t) x_t``,
+    the chain returns N(0, I) draws:
+
+    >>> import math, torch
+    >>> from geolearn.generative.ddpm import ancestral_sample, diffusion_schedule, time_grid
+    >>> abar = diffusion_schedule(1000)[1]
+    >>> eps = lambda x, t: math.sqrt(1 - abar[t]) * x
+    >>> _ = torch.manual_seed(0)
+    >>> x0 = ancestral_sample(eps, torch.randn(20000, 1), abar, time_grid(1000))
+    >>> round(x0.std().item(), 1)
+    1.0
+    """
+    a = alphas_cumprod
+    for s, t in zip(grid[-2::-1], grid[:0:-1]):
+        a_st = a[t] / a[s]
+        x = (x - (1 - a_st) / math.sqrt(1 - a[t]) * eps(x, t)) / math.sqrt(a_st)
+        if s > 0:
+            x = x + math.sqrt(reverse_variance(a, s, t, variance)) * torch.randn_like(x)
+    return x
