@@ -3,6 +3,8 @@
 from .torch import iter_batches, resolve_device, to_numpy, to_tensor, torch_seed
 from .validation import (
     check_choice,
+    check_diagram,
+    check_diagrams,
     check_hidden_sizes,
     check_image_shape,
     check_images,
@@ -17,6 +19,8 @@ from .validation import (
 
 __all__ = [
     "check_choice",
+    "check_diagram",
+    "check_diagrams",
     "check_hidden_sizes",
     "check_image_shape",
     "check_images",

@@ -1,4 +1,4 @@
-"""Input validation shared by the families (images, shapes, sample counts)."""
+"""Input validation shared by the families (images, shapes, sample counts, diagrams)."""
 
 import numbers
 
@@ -240,3 +240,36 @@ def check_positive(value, name, *, strict=True, integer=False):
         bound = "> 0" if strict else ">= 0"
         raise ValueError(f"{name} must be a finite {what} {bound}; got {value!r}.")
     return value
+
+
+def check_diagram(diagram, name="diagram"):
+    """Return a persistence diagram as a float64 ``(m, 2)`` array of (birth, death) rows.
+
+    Deaths may be ``+inf`` (essential classes); births must be finite and ``<= death``.
+    """
+    D = np.asarray(diagram, dtype=np.float64)
+    if D.size == 0:
+        return np.empty((0, 2))
+    if D.ndim != 2 or D.shape[1] != 2:
+        raise ValueError(f"{name} must be an array of (birth, death) rows of shape (m, 2); "
+                         f"got shape {D.shape}.")
+    if np.isnan(D).any() or not np.isfinite(D[:, 0]).all() or np.isneginf(D[:, 1]).any():
+        raise ValueError(f"{name} holds NaN, an infinite birth or a death of -inf; only deaths "
+                         "may be infinite (+inf).")
+    if (D[:, 0] > D[:, 1]).any():
+        row = int(np.argmax(D[:, 0] > D[:, 1]))
+        raise ValueError(f"{name} has a point with birth > death: row {row} = "
+                         f"({D[row, 0]:g}, {D[row, 1]:g}).")
+    return D
+
+
+def check_diagrams(diagrams, name="diagrams"):
+    """A list of diagrams (one per homology dimension); a single (m, 2) array is one diagram."""
+    if isinstance(diagrams, np.ndarray) and diagrams.ndim == 2:
+        diagrams = [diagrams]
+    try:
+        items = list(diagrams)
+    except TypeError:
+        raise ValueError(f"{name} must be a list of (m, 2) diagrams, one per homology "
+                         f"dimension; got {type(diagrams).__name__}.") from None
+    return [check_diagram(d, f"{name}[{k}]") for k, d in enumerate(items)]

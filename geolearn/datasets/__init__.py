@@ -12,10 +12,19 @@ from ._synthetic import (
     make_torus_points,
     make_xor,
 )
-from ._topology import (load_cyclooctane, make_cyclooctane, make_klein_bottle_points,
-                        make_sphere_images, make_torus_ellipse_images)
+from ._topology import (
+    CC_BOND,
+    bond_lengths,
+    load_cyclooctane,
+    make_cyclooctane,
+    make_klein_bottle_points,
+    make_sphere_images,
+    make_torus_ellipse_images,
+)
 
 __all__ = [
+    "CC_BOND",
+    "bond_lengths",
     "load_cyclooctane",
     "load_digits_images",
     "load_mnist_5k",

@@ -63,6 +63,26 @@ def render_ellipses(phi, theta, image_size, supersample, semi_axes, orbit_radius
     return X
 
 
+def _check_ellipse_params(image_size, supersample, semi_axes, orbit_radius):
+    """Validate the rendering parameters of the ellipse images; returns ``(a, b)`` as floats."""
+    _check_positive(image_size, "image_size", integer=True)
+    _check_positive(supersample, "supersample", integer=True)
+    try:
+        a, b = (float(s) for s in semi_axes)
+    except (TypeError, ValueError):
+        raise ValueError(f"semi_axes must be two numbers (a, b); got {semi_axes!r}.") from None
+    if not (np.isfinite(a) and np.isfinite(b) and a >= b > 0):
+        raise ValueError(f"semi_axes must satisfy a >= b > 0; got {semi_axes!r}.")
+    if not (np.isfinite(orbit_radius) and orbit_radius >= 0):
+        raise ValueError(f"orbit_radius must be a finite number >= 0; got {orbit_radius!r}.")
+    if orbit_radius + a > image_size / 2:
+        raise ValueError(
+            f"the ellipse leaves the image: orbit_radius + semi_axes[0] = {orbit_radius + a:g} "
+            f"> image_size / 2 = {image_size / 2:g}."
+        )
+    return a, b
+
+
 def make_torus_ellipse_images(n_samples=10000, image_size=32, supersample=2,
                               semi_axes=(8.0, 4.0), orbit_radius=7.0, random_state=None,
                               return_params=False):
@@ -109,21 +129,7 @@ def make_torus_ellipse_images(n_samples=10000, image_size=32, supersample=2,
     100.0
     """
     _check_n(n_samples)
-    _check_positive(image_size, "image_size", integer=True)
-    _check_positive(supersample, "supersample", integer=True)
-    try:
-        a, b = (float(s) for s in semi_axes)
-    except (TypeError, ValueError):
-        raise ValueError(f"semi_axes must be two numbers (a, b); got {semi_axes!r}.") from None
-    if not (np.isfinite(a) and np.isfinite(b) and a >= b > 0):
-        raise ValueError(f"semi_axes must satisfy a >= b > 0; got {semi_axes!r}.")
-    if not (np.isfinite(orbit_radius) and orbit_radius >= 0):
-        raise ValueError(f"orbit_radius must be a finite number >= 0; got {orbit_radius!r}.")
-    if orbit_radius + a > image_size / 2:
-        raise ValueError(
-            f"the ellipse leaves the image: orbit_radius + semi_axes[0] = {orbit_radius + a:g} "
-            f"> image_size / 2 = {image_size / 2:g}."
-        )
+    a, b = _check_ellipse_params(image_size, supersample, semi_axes, orbit_radius)
     rng = check_random_state(random_state)
     phi = rng.uniform(0, 2 * np.pi, n_samples)
     theta = rng.uniform(0, np.pi, n_samples)
@@ -241,7 +247,24 @@ def _ring_targets(bond, angle):
 
 
 def bond_lengths(X):
-    """The 8 ring bond lengths ``|c_{i+1} - c_i|`` (indices mod 8) of flattened conformations."""
+    """The 8 ring bond lengths ``|c_{i+1} - c_i|`` (indices mod 8) of flattened conformations.
+
+    Parameters
+    ----------
+    X : array-like of shape (n, 24)
+        The 8 carbon positions ``(x1, y1, z1, ..., x8, y8, z8)`` of each conformation.
+
+    Returns
+    -------
+    lengths : ndarray of shape (n, 8)
+
+    Examples
+    --------
+    >>> from geolearn.datasets import CC_BOND, bond_lengths, make_cyclooctane
+    >>> L = bond_lengths(make_cyclooctane(3, random_state=0))
+    >>> L.shape, bool(abs(L - CC_BOND).max() < 1e-8)
+    ((3, 8), True)
+    """
     C = np.asarray(X, dtype=float).reshape(len(X), 8, 3)
     return np.linalg.norm(np.roll(C, -1, axis=1) - C, axis=2)
 
@@ -332,6 +355,24 @@ def make_cyclooctane(n_samples=2000, random_state=None):
     return _kabsch_align(C, C[0]).reshape(n_samples, 24)
 
 
+def _read_array(path):
+    """The array in a ``.npy`` file, or in a ``.csv``/``.txt`` file (an optional header line skipped)."""
+    if path.suffix == ".npy":
+        X = np.load(path, allow_pickle=False)
+    elif path.suffix in (".csv", ".txt"):
+        with open(path) as fh:
+            first = fh.readline()
+        try:
+            [float(v) for v in first.replace(",", " ").split()]
+            skip = 0
+        except ValueError:
+            skip = 1
+        X = np.loadtxt(path, delimiter="," if "," in first else None, skiprows=skip, ndmin=2)
+    else:
+        raise ValueError(f"path must name a .npy, .csv or .txt file; got {str(path)!r}.")
+    return X
+
+
 def load_cyclooctane(path):
     """Read user-supplied cyclooctane conformations and check they are rings of 1.52 A bonds.
 
@@ -366,20 +407,7 @@ def load_cyclooctane(path):
     (10, 24)
     """
     path = Path(path)
-    if path.suffix == ".npy":
-        X = np.load(path, allow_pickle=False)
-    elif path.suffix in (".csv", ".txt"):
-        with open(path) as fh:
-            first = fh.readline()
-        try:
-            [float(v) for v in first.replace(",", " ").split()]
-            skip = 0
-        except ValueError:
-            skip = 1
-        X = np.loadtxt(path, delimiter="," if "," in first else None, skiprows=skip, ndmin=2)
-    else:
-        raise ValueError(f"path must name a .npy, .csv or .txt file; got {str(path)!r}.")
-    X = np.asarray(X, dtype=np.float64)
+    X = np.asarray(_read_array(path), dtype=np.float64)
     if X.ndim != 2 or X.shape[1] != 24 or len(X) == 0:
         raise ValueError(f"the cyclooctane file must hold an array of shape (n, 24); got shape "
                          f"{X.shape} from {str(path)!r}.")

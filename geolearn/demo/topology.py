@@ -4,13 +4,19 @@ import os
 
 import numpy as np
 
+from ._plots import headless_pyplot
+
 TITLE = "Topology: Betti numbers of a torus and a Klein bottle, a generator that fills a hole"
 
 
 def run(outdir=None):
     from sklearn.neighbors import KernelDensity
 
-    from geolearn.datasets import make_circle_points, make_klein_bottle_points, make_torus_points
+    from geolearn.datasets import (
+        make_circle_points,
+        make_klein_bottle_points,
+        make_torus_points,
+    )
     from geolearn.topology import (
         betti_numbers,
         empirical_wasserstein2,
@@ -35,14 +41,8 @@ def run(outdir=None):
         print(f"  KDE bandwidth {bw}: share of samples in the hole (|x| < 0.5) "
               f"{(np.linalg.norm(S, axis=1) < 0.5).mean():.3f}, H1 diagram distance "
               f"{-scorer(kde):.3f}, W2 {empirical_wasserstein2(X, S):.3f}")
-    if outdir is not None:
-        try:
-            import matplotlib
-
-            matplotlib.use("Agg")
-            import matplotlib.pyplot as plt
-        except ImportError:
-            return
+    plt = headless_pyplot(outdir)
+    if plt is not None:
         from geolearn.plotting import PersistenceDiagramDisplay
 
         fig, axes = plt.subplots(1, 2, figsize=(9, 4))

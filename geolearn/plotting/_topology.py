@@ -43,7 +43,8 @@ class PersistenceDiagramDisplay:
     """
 
     def __init__(self, diagrams, homology_dimensions=None):
-        from geolearn.topology._validation import check_diagrams
+        # imported here: geolearn._utils imports torch, geolearn.plotting does not
+        from geolearn._utils.validation import check_diagrams
 
         self.diagrams = check_diagrams(diagrams)
         dims = range(len(self.diagrams)) if homology_dimensions is None else homology_dimensions

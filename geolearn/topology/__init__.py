@@ -9,7 +9,8 @@ transformer turning point clouds into topological features
 of their samples to the data, and the paper's distribution metrics
 (:mod:`geolearn.topology.metrics`: empirical W2 and its protocol, Frechet distance,
 density/coverage, cyclooctane bond-length error). Data sets with known topology live in
-:mod:`geolearn.datasets`.
+:mod:`geolearn.datasets`; the bond-length error is built on its public
+:func:`~geolearn.datasets.bond_lengths` and ``CC_BOND``.
 """
 
 from ._betti import betti_curve, betti_numbers

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from ._validation import check_diagram, check_diagrams
+from .._utils.validation import check_diagram, check_diagrams
 
 
 def betti_numbers(diagrams, min_persistence=0.0):

@@ -7,7 +7,7 @@ from scipy.optimize import linear_sum_assignment
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import maximum_bipartite_matching
 
-from ._validation import check_diagram
+from .._utils.validation import check_diagram
 
 _WARN_SIZE = 5000
 
@@ -81,6 +81,17 @@ def _bottleneck_value(A, B, q):
     return float(values[lo])
 
 
+def _finite_cost(A, B, p, q):
+    """Optimal matching of the finite points: its sum of costs^p, or bottleneck if p = inf."""
+    if len(A) + len(B) == 0:
+        return 0.0
+    if np.isinf(p):
+        return _bottleneck_value(A, B, q)
+    C = _augmented(A, B, q) ** p
+    rows, cols = linear_sum_assignment(C)
+    return float(C[rows, cols].sum())
+
+
 def diagram_wasserstein(D1, D2, p=2, internal_p=np.inf):
     """p-Wasserstein distance W_{p,q} between two persistence diagrams.
 
@@ -131,14 +142,7 @@ def diagram_wasserstein(D1, D2, p=2, internal_p=np.inf):
                       "assignment costs O((m1 + m2)^3) time and O((m1 + m2)^2) memory.",
                       UserWarning, stacklevel=2)
     ess = np.abs(ea - eb)
-    if len(A) + len(B) == 0:
-        finite = 0.0
-    elif np.isinf(p):
-        finite = _bottleneck_value(A, B, q)
-    else:
-        C = _augmented(A, B, q) ** p
-        rows, cols = linear_sum_assignment(C)
-        finite = float(C[rows, cols].sum())
+    finite = _finite_cost(A, B, p, q)
     if np.isinf(p):
         return float(max(finite, ess.max(initial=0.0)))
     return float((finite + (ess**p).sum()) ** (1.0 / p))

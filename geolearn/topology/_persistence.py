@@ -125,75 +125,9 @@ def _sorted(dgm):
     return dgm[np.lexsort((dgm[:, 1], dgm[:, 0]))]
 
 
-def persistence_diagrams(X, maxdim=1, thresh=np.inf, coeff=2, metric="euclidean",
-                         n_subsample=None, subsample="uniform", n_jobs=None, backend="auto",
-                         random_state=None):
-    """Vietoris-Rips persistence diagrams of a point cloud or a distance matrix.
-
-    The filtration value of a simplex is its diameter (longest edge). H0 is computed
-    exactly from the minimum spanning tree (``n - 1`` finite points ``(0, w_e)`` for the
-    tree's edge weights, zero-length bars of duplicate points dropped, and one
-    ``(0, inf)``); dimensions ``1..maxdim`` by giotto-ph's ``ripser_parallel`` when it is
-    installed, or by the built-in exact reduction on small inputs. giotto-ph works in
-    float32; its values are mapped back to the float64 pairwise distance they round from,
-    so births and deaths are exact distances.
-
-    Parameters
-    ----------
-    X : array-like of shape (n_points, n_features), or (n_points, n_points)
-        Points, or a distance matrix with ``metric="precomputed"`` (square, symmetric,
-        zero diagonal).
-    maxdim : int, default=1
-        Largest homology dimension computed.
-    thresh : float, default=np.inf
-        Largest filtration value; classes still alive there get death ``np.inf``.
-        Pass it (or ``n_subsample``) for ``maxdim >= 2``: the Rips complex grows like
-        ``n^(maxdim + 2)``.
-    coeff : int, default=2
-        Prime p of the coefficient field Z/p.
-    metric : str or callable, default="euclidean"
-        Any metric of :func:`sklearn.metrics.pairwise_distances`, or ``"precomputed"``.
-    n_subsample : int or None, default=None
-        Use at most this many points.
-    subsample : {"uniform", "maxmin"}, default="uniform"
-        Uniform without replacement, or greedy farthest-point (max-min) landmarks.
-    n_jobs : int or None, default=None
-        Threads of giotto-ph (None: 1, -1: all cores) and jobs of the distance matrix.
-    backend : {"auto", "giotto-ph", "exact"}, default="auto"
-        ``"auto"``: giotto-ph when installed, else the exact reduction, which refuses
-        (ImportError naming ``pip install "geolearn[tda]"``) complexes with more than
-        200,000 ``(maxdim + 1)``-simplices (about n = 110 for maxdim 1, n = 50 for
-        maxdim 2). ``"exact"``: the built-in reduction (ValueError past that size).
-    random_state : int, RandomState instance or None, default=None
-        Used by the subsampling.
-
-    Returns
-    -------
-    diagrams : list of maxdim + 1 ndarrays of shape (m_k, 2), float64
-        ``diagrams[k]`` holds the (birth, death) pairs of dimension k, sorted by birth,
-        zero-length pairs left out.
-
-    Raises
-    ------
-    ValueError
-        NaN/inf in X, fewer than 2 points, maxdim < 0, a coeff that is not prime, a
-        negative thresh, or an invalid precomputed matrix.
-    ImportError
-        ``backend="giotto-ph"`` without giotto-ph, or ``"auto"`` without it on an input
-        too large for the exact reduction.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from geolearn.topology import persistence_diagrams
-    >>> t = 2 * np.pi * np.arange(12) / 12
-    >>> X = np.c_[np.cos(t), np.sin(t)]
-    >>> h0, h1 = persistence_diagrams(X, maxdim=1)
-    >>> len(h0), h0[-1].tolist()
-    (12, [0.0, inf])
-    >>> np.round(h1, 4).tolist()  # one loop: born at the chord 2 sin(pi/12), dies at sqrt(3)
-    [[0.5176, 1.7321]]
-    """
+def _prepare(X, metric, maxdim, thresh, coeff, n_subsample, subsample, backend, random_state,
+             n_jobs):
+    """Validate the parameters and the points (or distance matrix); subsample the points."""
     maxdim, thresh, coeff = check_persistence_params(maxdim, thresh, coeff, n_subsample,
                                                      subsample, backend)
     if not (callable(metric) or isinstance(metric, str)):
@@ -205,6 +139,72 @@ def persistence_diagrams(X, maxdim=1, thresh=np.inf, coeff=2, metric="euclidean"
     if len(X) < 2:
         raise ValueError(f"X has {len(X)} point(s); persistence needs at least 2.")
     X = _subsample(X, metric, n_subsample, subsample, random_state, n_jobs)
+    return X, maxdim, thresh, coeff
+
+
+def persistence_diagrams(X, maxdim=1, thresh=np.inf, coeff=2, metric="euclidean", n_subsample=None,
+                         subsample="uniform", n_jobs=None, backend="auto", random_state=None):
+    """Vietoris-Rips persistence diagrams of a point cloud or a distance matrix.
+
+    A simplex enters at its diameter. H0 is exact (``(0, w)`` per minimum-spanning-tree
+    edge of length ``w > 0``, and ``(0, inf)``); higher dimensions come from giotto-ph, its
+    float32 values mapped back to the float64 distances they round from, or an exact reduction.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_points, n_features), or (n_points, n_points)
+        At least 2 finite points, or a distance matrix with ``metric="precomputed"``
+        (square, symmetric, zero diagonal, non-negative).
+    maxdim : int >= 0, default=1
+        Largest homology dimension computed.
+    thresh : float >= 0, default=np.inf
+        Largest filtration value (classes alive there die at ``np.inf``); pass it or
+        ``n_subsample`` for ``maxdim >= 2``: the complex grows like ``n^(maxdim + 2)``.
+    coeff : int, default=2
+        Prime p of the coefficient field Z/p.
+    metric : str or callable, default="euclidean"
+        Any metric of :func:`sklearn.metrics.pairwise_distances`, or ``"precomputed"``.
+    n_subsample : int or None, default=None
+        Use at most this many points: uniformly without replacement, or greedy
+        farthest-point (max-min) landmarks with ``subsample="maxmin"``.
+    subsample : {"uniform", "maxmin"}, default="uniform"
+    n_jobs : int or None, default=None
+        Threads of giotto-ph (None: 1, -1: all cores) and jobs of the distance matrix.
+    backend : {"auto", "giotto-ph", "exact"}, default="auto"
+        ``"exact"``: the built-in reduction, which refuses complexes of more than 200,000
+        ``(maxdim + 1)``-simplices (about n = 110 for maxdim 1, n = 50 for maxdim 2).
+        ``"auto"``: giotto-ph when installed (``pip install "geolearn[tda]"``), else exact.
+    random_state : int, RandomState instance or None, default=None
+        Used by the subsampling.
+
+    Returns
+    -------
+    diagrams : list of maxdim + 1 float64 ndarrays of shape (m_k, 2)
+        ``diagrams[k]``: the (birth, death) pairs of dimension k by birth, none of length 0.
+
+    Raises
+    ------
+    ValueError
+        X or a parameter outside the ranges above; a too large complex with "exact".
+    ImportError
+        No giotto-ph with "giotto-ph", or with "auto" on a too large complex.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geolearn.topology import persistence_diagrams
+    >>> t = 2 * np.pi * np.arange(12) / 12
+    >>> h0, h1 = persistence_diagrams(np.c_[np.cos(t), np.sin(t)], maxdim=1)
+    >>> len(h0), h0[-1].tolist(), np.round(h1, 4).tolist()  # h1: chord 2 sin(pi/12), sqrt(3)
+    (12, [0.0, inf], [[0.5176, 1.7321]])
+    """
+    X, maxdim, thresh, coeff = _prepare(X, metric, maxdim, thresh, coeff, n_subsample,
+                                        subsample, backend, random_state, n_jobs)
+    return _rips_diagrams(X, metric, maxdim, thresh, coeff, n_jobs, backend)
+
+
+def _rips_diagrams(X, metric, maxdim, thresh, coeff, n_jobs, backend):
+    """The sorted diagrams of dimensions 0..maxdim of validated, subsampled points."""
     D, exact = _distances(X, metric, n_jobs)
     diagrams = [_h0(X, D, thresh, remeasure=metric == "euclidean" and not exact)]
     if maxdim >= 1:

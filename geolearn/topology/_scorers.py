@@ -48,6 +48,24 @@ class DiagramDistanceScorer:
                 f"homology_dimensions={tuple(self.homology_dimensions)})")
 
 
+def _check_scorer_params(homology_dimensions, distance, p, n_samples, persistence_params):
+    """Validate the scorer's parameters; returns the homology dimensions as a list of int."""
+    unknown = set(persistence_params) - {"thresh", "coeff", "metric", "n_subsample",
+                                         "subsample", "n_jobs", "backend"}
+    if unknown:
+        raise TypeError(f"unexpected keyword arguments {sorted(unknown)}.")
+    if distance not in _DISTANCES:
+        raise ValueError(f"distance must be one of {_DISTANCES}; got {distance!r}.")
+    if p is None or np.isnan(p) or p < 1:
+        raise ValueError(f"p must be a number >= 1; got {p!r}.")
+    dims = [int(k) for k in np.atleast_1d(homology_dimensions)]
+    if not dims or min(dims) < 0:
+        raise ValueError(f"homology_dimensions must be integers >= 0; got {homology_dimensions!r}.")
+    if n_samples is not None and (int(n_samples) != n_samples or n_samples < 2):
+        raise ValueError(f"n_samples must be an integer >= 2 or None; got {n_samples!r}.")
+    return dims
+
+
 def make_diagram_distance_scorer(X_ref=None, *, homology_dimensions=(1,), distance="wasserstein",
                                  p=2, n_samples=None, random_state=0, **persistence_params):
     """A scorer ranking generators by the diagram distance of their samples to the data.
@@ -92,19 +110,7 @@ def make_diagram_distance_scorer(X_ref=None, *, homology_dimensions=(1,), distan
     >>> search.fit(X).best_params_   # a wide kernel fills the circle's hole
     {'bandwidth': 0.05}
     """
-    unknown = set(persistence_params) - {"thresh", "coeff", "metric", "n_subsample",
-                                         "subsample", "n_jobs", "backend"}
-    if unknown:
-        raise TypeError(f"unexpected keyword arguments {sorted(unknown)}.")
-    if distance not in _DISTANCES:
-        raise ValueError(f"distance must be one of {_DISTANCES}; got {distance!r}.")
-    if p is None or np.isnan(p) or p < 1:
-        raise ValueError(f"p must be a number >= 1; got {p!r}.")
-    dims = [int(k) for k in np.atleast_1d(homology_dimensions)]
-    if not dims or min(dims) < 0:
-        raise ValueError(f"homology_dimensions must be integers >= 0; got {homology_dimensions!r}.")
-    if n_samples is not None and (int(n_samples) != n_samples or n_samples < 2):
-        raise ValueError(f"n_samples must be an integer >= 2 or None; got {n_samples!r}.")
+    dims = _check_scorer_params(homology_dimensions, distance, p, n_samples, persistence_params)
     ref = None if X_ref is None else np.asarray(X_ref, dtype=np.float64)
     return DiagramDistanceScorer(ref, dims, n_samples, distance, p, persistence_params,
                                  random_state)

@@ -1,4 +1,7 @@
-"""Parameter and diagram validation shared by the topology functions."""
+"""Parameter validation shared by the topology functions.
+
+The diagram validators, used by the plotting too, are in :mod:`geolearn._utils.validation`.
+"""
 
 import numbers
 
@@ -34,36 +37,3 @@ def check_persistence_params(maxdim, thresh, coeff, n_subsample, subsample, back
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}; got {backend!r}.")
     return maxdim, float(thresh), int(coeff)
-
-
-def check_diagram(diagram, name="diagram"):
-    """Return a persistence diagram as a float64 ``(m, 2)`` array of (birth, death) rows.
-
-    Deaths may be ``+inf`` (essential classes); births must be finite and ``<= death``.
-    """
-    D = np.asarray(diagram, dtype=np.float64)
-    if D.size == 0:
-        return np.empty((0, 2))
-    if D.ndim != 2 or D.shape[1] != 2:
-        raise ValueError(f"{name} must be an array of (birth, death) rows of shape (m, 2); "
-                         f"got shape {D.shape}.")
-    if np.isnan(D).any() or not np.isfinite(D[:, 0]).all() or np.isneginf(D[:, 1]).any():
-        raise ValueError(f"{name} holds NaN, an infinite birth or a death of -inf; only deaths "
-                         "may be infinite (+inf).")
-    if (D[:, 0] > D[:, 1]).any():
-        row = int(np.argmax(D[:, 0] > D[:, 1]))
-        raise ValueError(f"{name} has a point with birth > death: row {row} = "
-                         f"({D[row, 0]:g}, {D[row, 1]:g}).")
-    return D
-
-
-def check_diagrams(diagrams, name="diagrams"):
-    """A list of diagrams (one per homology dimension); a single (m, 2) array is one diagram."""
-    if isinstance(diagrams, np.ndarray) and diagrams.ndim == 2:
-        diagrams = [diagrams]
-    try:
-        items = list(diagrams)
-    except TypeError:
-        raise ValueError(f"{name} must be a list of (m, 2) diagrams, one per homology "
-                         f"dimension; got {type(diagrams).__name__}.") from None
-    return [check_diagram(d, f"{name}[{k}]") for k, d in enumerate(items)]

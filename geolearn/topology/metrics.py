@@ -17,7 +17,7 @@ from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_array
 
-from ..datasets._topology import CC_BOND, bond_lengths
+from ..datasets import CC_BOND, bond_lengths
 from ._sampling import draw_samples
 
 __all__ = [
