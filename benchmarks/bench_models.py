@@ -52,7 +52,7 @@ def main(busy=False):
 
     np.testing.assert_allclose(m.forward(X), peer_forward(), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(m.jacobian(X[:256]), peer_jacobian(), rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(m.input_gradient(X, targets=y, batch_size=None), peer_gradient(),
+    np.testing.assert_allclose(m.input_gradient(X, targets=y, batch_size=len(X)), peer_gradient(),
                                rtol=1e-5, atol=1e-6)
     with contended(busy):
         compare("forward, 4,096 x 784 -> 10, batches of 1,024", lambda: m.forward(X),
@@ -60,7 +60,7 @@ def main(busy=False):
         compare("jacobian, 256 samples (10 x 784 each)", lambda: m.jacobian(X[:256]),
                 peer_jacobian, repeat=7)
         compare("input_gradient, 4,096 samples, one pass",
-                lambda: m.input_gradient(X, targets=y, batch_size=None), peer_gradient, repeat=7)
+                lambda: m.input_gradient(X, targets=y, batch_size=len(X)), peer_gradient, repeat=7)
 
 
 if __name__ == "__main__":
