@@ -44,6 +44,8 @@ def _solve_highspy(cost, A_ub, b_ub, A_eq, b_eq, bounds, what):
     if h is None:
         h = _local.highs = highspy.Highs()
         h.setOptionValue("output_flag", False)
+        # HiGHS' parallel simplex makes the outcome of hard LPs vary from run to run
+        h.setOptionValue("parallel", "off")
     h.clearModel()
     n = len(cost)
     M = np.vstack([A_ub, A_eq]) if A_eq is not None else np.asarray(A_ub).reshape(-1, n)
@@ -81,7 +83,10 @@ def _solve_highspy(cost, A_ub, b_ub, A_eq, b_eq, bounds, what):
         return "infeasible", None
     if status == highspy.HighsModelStatus.kUnbounded:
         return "unbounded", None
-    raise RuntimeError(f"{what}: HiGHS returned {h.modelStatusToString(status)}.")
+    # HiGHS could not decide even so: an interior-point conic solver (Clarabel, through
+    # cvxpy) settles the badly scaled LPs of regions far from the origin
+    return _solve_cvxpy(cost, A_ub, b_ub, A_eq, b_eq, bounds,
+                        f"{what} (HiGHS returned {h.modelStatusToString(status)})")
 
 
 def solve_lp(cost, A_ub, b_ub, *, A_eq=None, b_eq=None, bounds=None, solver="highs", what="LP"):
@@ -227,7 +232,7 @@ def _ray_hits(An, cn, candidates, interior, directions):
 
 
 def facets_clarkson(An, cn, interior, *, box=None, tol=1e-7, solver="highs", n_rays=None,
-                    random_state=None, return_points=False, what="facet LP"):
+                    random_state=0, return_points=False, what="facet LP"):
     """Non-redundant rows by Clarkson's output-sensitive algorithm.
 
     A ray pre-pass first marks the rows hit first by rays from the interior
@@ -236,7 +241,8 @@ def facets_clarkson(An, cn, interior, *, box=None, tol=1e-7, solver="highs", n_r
     ``i`` is not yet proven redundant, a ray from the interior point to the
     LP's maximiser exits the polyhedron through a facet, which joins the set.
     Ties along a ray (the ray meets a lower-dimensional face) fall back to the
-    full test.
+    full test. The random directions come from ``random_state`` (fixed by
+    default), so a region's facets never vary from run to run.
 
     Parameters
     ----------

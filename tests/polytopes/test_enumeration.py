@@ -104,3 +104,20 @@ def test_traversal_in_the_whole_plane_is_complete_on_a_wide_grid():
     found = {p.tobytes() for p in result.patterns.astype(bool)}
     assert met <= found
     assert result.n_regions > len(met)  # the traversal also finds regions the grid misses
+
+
+def test_facet_search_is_reproducible():
+    """Regression: Clarkson's random rays were drawn from fresh OS entropy on every call, so
+    the traversal of the same network found 458 or 460 regions (or stopped on an undecided
+    LP) from one run to the next. The rays now come from a fixed seed."""
+    from geolearn.polytopes._lp import facets_clarkson
+
+    rng = np.random.default_rng(3)
+    An = rng.standard_normal((40, 2))
+    cn = np.abs(rng.standard_normal(40)) + 0.1
+    a = facets_clarkson(An, cn, np.zeros(2), return_points=True)
+    b = facets_clarkson(An, cn, np.zeros(2), return_points=True)
+    np.testing.assert_array_equal(a[0], b[0])
+    assert a[1].keys() == b[1].keys()
+    for k in a[1]:
+        np.testing.assert_array_equal(a[1][k], b[1][k])
