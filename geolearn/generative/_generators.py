@@ -75,3 +75,12 @@ class ReconstructionScoreMixin:
         check_is_fitted(self)
         X = self._validate_X(X, reset=False)
         return -float(np.mean((X - self._decode(self._encode(X))) ** 2))
+
+
+class ImageOutputMixin:
+    """The decoders' output activation, fixed by the data: a sigmoid for images, else none."""
+
+    @property
+    def output_activation(self):
+        """'sigmoid' for images (the conv decoders' output), else 'identity'."""
+        return "identity" if getattr(self, "image_shape_", None) is None else "sigmoid"

@@ -14,7 +14,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._utils import check_hidden_sizes, check_positive_integer, to_numpy
 from ..models import frozen
 from ._base import LatentModel
-from ._generators import LatentInterpolationMixin, ReconstructionScoreMixin
+from ._generators import ImageOutputMixin, LatentInterpolationMixin, ReconstructionScoreMixin
 from ._losses import decoded_mean, kl_normal
 from ._modules import ChartModule
 from ._torch_estimator import EPOCH_CONSTRAINTS, NET_CONSTRAINTS
@@ -58,7 +58,8 @@ class ChartObjective:
         return loss.mean(), parts
 
 
-class ChartAutoencoder(LatentInterpolationMixin, ReconstructionScoreMixin, LatentModel):
+class ChartAutoencoder(ImageOutputMixin, LatentInterpolationMixin, ReconstructionScoreMixin,
+                       LatentModel):
     """Chart autoencoder (CAE): ``k`` latent charts glued by a chart predictor.
 
     Each chart ``i`` has an encoder ``E_i: x -> (mu_i, log sigma_i^2)`` in ``R^d`` and a
@@ -146,11 +147,6 @@ class ChartAutoencoder(LatentInterpolationMixin, ReconstructionScoreMixin, Laten
     @property
     def n_latent(self):
         return self.n_charts * self.chart_dim
-
-    @property
-    def output_activation(self):
-        """'sigmoid' for images (the conv decoders' output), else 'identity'."""
-        return "identity" if getattr(self, "image_shape_", None) is None else "sigmoid"
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):

@@ -11,12 +11,12 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._utils import check_hidden_sizes, check_positive_integer
 from ._base import BaseVAE, VAEObjective
-from ._generators import LatentInterpolationMixin, ReconstructionScoreMixin
+from ._generators import ImageOutputMixin, LatentInterpolationMixin, ReconstructionScoreMixin
 from ._modules import build_generator_module
 from ._torch_estimator import EPOCH_CONSTRAINTS, NET_CONSTRAINTS
 
 
-class VAEGenerator(LatentInterpolationMixin, ReconstructionScoreMixin, BaseVAE):
+class VAEGenerator(ImageOutputMixin, LatentInterpolationMixin, ReconstructionScoreMixin, BaseVAE):
     """Variational autoencoder with a standard normal prior, as a sampler (the baseline).
 
     The latent-variable generator of "Implications of data topology for deep generative
@@ -107,11 +107,6 @@ class VAEGenerator(LatentInterpolationMixin, ReconstructionScoreMixin, BaseVAE):
     @property
     def n_latent(self):
         return self.latent_dim
-
-    @property
-    def output_activation(self):
-        """'sigmoid' for images (the conv decoder's output), else 'identity'."""
-        return "identity" if getattr(self, "image_shape_", None) is None else "sigmoid"
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
