@@ -1,6 +1,6 @@
 """Internal helpers shared by every family: input validation and torch plumbing."""
 
-from .torch import iter_batches, resolve_device, to_numpy, to_tensor, torch_seed
+from .torch import iter_batches, resolve_device, to_numpy, to_tensor, torch_seed, torch_threads
 from .validation import (
     check_choice,
     check_diagram,
@@ -36,4 +36,5 @@ __all__ = [
     "to_numpy",
     "to_tensor",
     "torch_seed",
+    "torch_threads",
 ]

@@ -93,3 +93,22 @@ def torch_seed(random_state):
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         yield seed
+
+
+@contextmanager
+def torch_threads(n_threads):
+    """Run a block with ``n_threads`` torch intra-op threads, restoring the setting after.
+
+    Many small torch ops (small MLPs, per-chunk work) run fastest on one thread and
+    collapse when two threads compete with another process; large GEMM-bound steps
+    want the default. ``None`` leaves the setting unchanged.
+    """
+    if n_threads is None:
+        yield
+        return
+    previous = torch.get_num_threads()
+    torch.set_num_threads(n_threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)

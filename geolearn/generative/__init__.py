@@ -26,8 +26,10 @@ from .attacks import patch_attack, rectangular_patch_mask
 from .chart_autoencoder import ChartAutoencoder
 from .diffusion import DiffusionDensity
 from .diffusion_generator import DiffusionGenerator
+from .episodes import EpisodicSampler, NeighborhoodHoldout
 from .flow import FlowDensity
 from .gridvae import GridVAE
+from .meta_autoencoder import MetaManifoldAutoencoder, MLDGNet
 from .purification import ELBOPurifier
 from .vae_classifier import VAEClassifier
 from .vae_generator import VAEGenerator
@@ -37,8 +39,12 @@ __all__ = [
     "DiffusionDensity",
     "DiffusionGenerator",
     "ELBOPurifier",
+    "EpisodicSampler",
     "FlowDensity",
     "GridVAE",
+    "MLDGNet",
+    "MetaManifoldAutoencoder",
+    "NeighborhoodHoldout",
     "VAEClassifier",
     "VAEGenerator",
     "grid_codes",

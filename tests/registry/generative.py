@@ -1,7 +1,7 @@
 """Small, fast instances of the generative family for sklearn's estimator checks.
 
 The checks feed data outside [0, 1], so the VAEs use a Gaussian likelihood with an
-identity output.
+identity output, and the meta-learned autoencoder a squared-error loss.
 """
 
 from geolearn.generative import (
@@ -9,8 +9,10 @@ from geolearn.generative import (
     DiffusionDensity,
     DiffusionGenerator,
     ELBOPurifier,
+    EpisodicSampler,
     FlowDensity,
     GridVAE,
+    MetaManifoldAutoencoder,
     VAEClassifier,
     VAEGenerator,
 )
@@ -32,4 +34,7 @@ ESTIMATORS = [
     VAEGenerator(hidden_sizes=(8,), max_epochs=2, batch_size=32, random_state=0, device="cpu"),
     DiffusionGenerator(n_timesteps=50, hidden_sizes=(8,), max_epochs=2, batch_size=32,
                        random_state=0, device="cpu"),
+    MetaManifoldAutoencoder(loss="mse", hidden_sizes=(8,), latent_dim=2, n_iter=4, batch_size=4,
+                            log_every=2, random_state=0, device="cpu"),
+    EpisodicSampler(batch_size=2, random_state=0),
 ]
