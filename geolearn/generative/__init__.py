@@ -29,7 +29,7 @@ from .diffusion_generator import DiffusionGenerator
 from .episodes import EpisodicSampler, NeighborhoodHoldout
 from .flow import FlowDensity
 from .gridvae import GridVAE
-from .meta_autoencoder import MetaManifoldAutoencoder, MLDGNet
+from .meta_autoencoder import MetaManifoldAutoencoder, MLDGNet, ReconstructionMetrics
 from .purification import ELBOPurifier
 from .vae_classifier import VAEClassifier
 from .vae_generator import VAEGenerator
@@ -45,6 +45,7 @@ __all__ = [
     "MLDGNet",
     "MetaManifoldAutoencoder",
     "NeighborhoodHoldout",
+    "ReconstructionMetrics",
     "VAEClassifier",
     "VAEGenerator",
     "grid_codes",

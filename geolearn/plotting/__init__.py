@@ -16,6 +16,7 @@ from ._generative import (
 )
 from ._invariance import InvarianceReportDisplay, SaliencyOrbitDisplay
 from ._manifold import DiffusionEmbeddingDisplay, NystromProjectionDisplay
+from ._meta_learning import ReconstructionDisplay, TrainingCurvesDisplay
 from ._polytopes import PolytopePartitionDisplay, SegmentRegionsDisplay
 from ._representations import CanonicalSpaceDisplay, DetectionScoreDisplay
 from ._riemannian import GeometrySliceDisplay
@@ -36,9 +37,11 @@ __all__ = [
     "PersistenceDiagramDisplay",
     "PolytopePartitionDisplay",
     "PrincipalAnglesDisplay",
+    "ReconstructionDisplay",
     "SVBFConvergenceDisplay",
     "SaliencyOrbitDisplay",
     "SegmentRegionsDisplay",
     "StabilityCurveDisplay",
+    "TrainingCurvesDisplay",
     "check_matplotlib",
 ]

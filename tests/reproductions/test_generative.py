@@ -1,7 +1,7 @@
 """Reproductions of "Probabilistic and semantic descriptions of image manifolds and their
 applications" (Frontiers in Computer Science 5:1253682, 2023) at reduced scale.
 
-Thresholds are those of the spec (/work/shared/specs/gridvae.md, section 6.2), set from
+Thresholds are those of the spec (the GridVAE family's spec, section 6.2), set from
 calibration runs where the paper gives no number. Measured figures are printed.
 """
 

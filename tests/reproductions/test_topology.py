@@ -2,7 +2,7 @@
 Frontiers in Computer Science 6:1260604, 2024): the topology of the data sets and the
 analytic checks of its metrics.
 
-Acceptance experiments 1-3 of the spec (/work/shared/specs/topology-generative.md,
+Acceptance experiments 1-3 of the spec (the topology family's spec,
 section 6), tolerances as written there; measured figures are printed. Experiment 4
 (VAE and DDPM fill the hole of a circle) needs the neural generators and is not here.
 """

@@ -1,7 +1,7 @@
 """Reproduction of "Implications of data topology for deep generative models" (Jin et al.,
 Front. Comput. Sci. 6:1260604, 2024) at reduced scale: the generators.
 
-Spec /work/shared/specs/topology-generative.md, section 6, experiment 4 ("latent models
+The topology family's spec, section 6, experiment 4 ("latent models
 fill the hole"), gates unchanged: hole(DDPM) < 0.02, hole(VAE) > 0.03,
 loop(DDPM) > loop(VAE). Spec's measurement (seed 0): data 0.000 / 1.50, VAE 0.085 / 0.29,
 DDPM 0.005 / 0.49. Run with one torch thread (``OMP_NUM_THREADS=1``); measured figures

@@ -1,0 +1,228 @@
+"""Displays of manifold meta-learning: reconstructions side by side, metric curves over training."""
+
+import numpy as np
+
+from ._base import check_matplotlib
+from ._generative import _mosaic
+
+
+def _as_named(estimators):
+    """``{name: estimator}`` from a dict, or from a sequence (named by class and position)."""
+    if isinstance(estimators, dict):
+        return dict(estimators)
+    return {f"{type(e).__name__} {i}": e for i, e in enumerate(estimators)}
+
+
+def _colour_mosaic(images):
+    """Images ``(rows, cols, C, H, W)`` as one ``(H', W', 3)`` picture (grey for C != 3)."""
+    rows, cols, C, H, W = images.shape
+    channels = images if C == 3 else np.repeat(images.mean(axis=2, keepdims=True), 3, axis=2)
+    planes = [_mosaic(channels[:, :, c]) for c in range(3)]
+    return np.nan_to_num(np.stack(planes, axis=-1), nan=1.0)  # white gaps
+
+
+class ReconstructionDisplay:
+    """The data and each model's reconstructions of it, side by side.
+
+    Images: one row of tiles for the data and one per model (colour for three
+    channels). Vectors: one panel per model, data and reconstructions on the data's
+    first two principal axes, each reconstruction joined to its original.
+
+    Parameters
+    ----------
+    data : ndarray of shape (n_samples, n_features)
+    reconstructions : dict of str to ndarray of shape (n_samples, n_features)
+    image_shape : tuple of int, default=None
+        ``(C, H, W)`` (or ``(H, W)``): draw images.
+
+    Attributes
+    ----------
+    axes_ : ndarray of matplotlib Axes
+    figure_ : matplotlib Figure
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import numpy as np
+    >>> from geolearn.generative import MetaManifoldAutoencoder
+    >>> from geolearn.plotting import ReconstructionDisplay
+    >>> X = np.random.default_rng(0).random((60, 8))
+    >>> ae = MetaManifoldAutoencoder(hidden_sizes=(8,), n_iter=5, batch_size=8,
+    ...                              random_state=0).fit(X)
+    >>> disp = ReconstructionDisplay.from_estimators({"meta": ae}, X[:10])
+    >>> sorted(disp.reconstructions), len(disp.axes_)
+    (['meta'], 1)
+    """
+
+    def __init__(self, data, reconstructions, image_shape=None):
+        self.data = data
+        self.reconstructions = reconstructions
+        self.image_shape = image_shape
+
+    @classmethod
+    def from_estimators(cls, estimators, X, image_shape=None, n_images=8, axes=None):
+        """Reconstruct ``X`` with each fitted estimator (``reconstruct``) and draw.
+
+        Parameters
+        ----------
+        estimators : dict of str to estimator, or sequence of estimators
+            Fitted estimators with ``reconstruct(X)``.
+        X : array-like of shape (n_samples, n_features), or images (n, C, H, W)
+        image_shape : tuple of int, default=None
+            Defaults to the first estimator's ``image_shape_``.
+        n_images : int, default=8
+            Tiles per row (images only).
+        axes : matplotlib Axes or array of them, default=None
+
+        Returns
+        -------
+        display : ReconstructionDisplay
+        """
+        estimators = _as_named(estimators)
+        recs = {name: est.reconstruct(X) for name, est in estimators.items()}
+        X = np.asarray(X, dtype=float)
+        if image_shape is None:
+            image_shape = getattr(next(iter(estimators.values())), "image_shape_", None)
+        return cls(X.reshape(len(X), -1), recs, image_shape).plot(axes=axes, n_images=n_images)
+
+    def plot(self, axes=None, n_images=8):
+        """Draw the images' rows or the point panels.
+
+        Parameters
+        ----------
+        axes : matplotlib Axes or array of them, default=None
+            One Axes for images, one per model for vectors.
+        n_images : int, default=8
+
+        Returns
+        -------
+        self
+        """
+        plt = check_matplotlib("ReconstructionDisplay")
+        n_panels = 1 if self.image_shape is not None else len(self.reconstructions)
+        if axes is None:
+            _, axes = plt.subplots(1, n_panels, figsize=(4 * n_panels, 4), squeeze=False)
+        self.axes_ = np.asarray(axes, dtype=object).ravel()
+        self.figure_ = self.axes_[0].figure
+        if self.image_shape is not None:
+            self._plot_images(n_images)
+        else:
+            self._plot_points()
+        return self
+
+    def _plot_images(self, n_images):
+        shape = tuple(self.image_shape)
+        shape = (1, *shape) if len(shape) == 2 else shape
+        rows = [self.data, *self.reconstructions.values()]
+        tiles = np.stack([np.asarray(r, dtype=float)[:n_images].reshape(-1, *shape)
+                          for r in rows])
+        ax = self.axes_[0]
+        ax.imshow(np.clip(_colour_mosaic(tiles), 0, 1))
+        H = shape[1]
+        ax.set_yticks([i * (H + 1) + H / 2 - 0.5 for i in range(len(rows))],
+                      ["data", *self.reconstructions])
+        ax.set_xticks([])
+
+    def _plot_points(self):
+        mean = self.data.mean(axis=0)
+        axes = np.linalg.svd(self.data - mean, full_matrices=False)[2][:2]
+        project = lambda X: (np.asarray(X, dtype=float) - mean) @ axes.T  # noqa: E731
+        P = project(self.data)
+        for ax, (name, rec) in zip(self.axes_, self.reconstructions.items()):
+            Q = project(rec)
+            ax.plot(np.c_[P[:, 0], Q[:, 0]].T, np.c_[P[:, 1], Q[:, 1]].T, color="0.7", lw=0.5)
+            ax.scatter(*P.T[:2], s=6, label="data")
+            ax.scatter(*Q.T[:2], s=6, label="reconstruction")
+            ax.set(title=name, xlabel="PC 1", ylabel="PC 2")
+            ax.legend(loc="best", fontsize="small")
+
+
+class TrainingCurvesDisplay:
+    """Curves of ``history_`` entries over the training iterations, one panel per entry.
+
+    Parameters
+    ----------
+    histories : dict of str to list of dict
+        Each a ``history_``: records with ``"iteration"`` and the entries to draw.
+    keys : sequence of str
+        The entries, e.g. ``"loss"`` or those of
+        :class:`~geolearn.generative.ReconstructionMetrics` (``"holdout_persistence"``).
+
+    Attributes
+    ----------
+    axes_ : ndarray of matplotlib Axes
+    lines_ : dict of (key, name) to matplotlib Line2D
+    figure_ : matplotlib Figure
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import numpy as np
+    >>> from geolearn.generative import MetaManifoldAutoencoder
+    >>> from geolearn.plotting import TrainingCurvesDisplay
+    >>> X = np.random.default_rng(0).random((60, 8))
+    >>> ae = MetaManifoldAutoencoder(hidden_sizes=(8,), n_iter=20, log_every=5, batch_size=8,
+    ...                              random_state=0).fit(X)
+    >>> disp = TrainingCurvesDisplay.from_estimators({"meta": ae}, keys=["loss"])
+    >>> disp.lines_["loss", "meta"].get_xdata().tolist()
+    [5, 10, 15, 20]
+    """
+
+    def __init__(self, histories, keys):
+        self.histories = histories
+        self.keys = keys
+
+    @classmethod
+    def from_estimators(cls, estimators, keys=None, axes=None):
+        """Draw the ``history_`` of each fitted estimator.
+
+        Parameters
+        ----------
+        estimators : dict of str to estimator, or sequence of estimators
+        keys : sequence of str, default=None
+            Defaults to every entry the histories share, except ``"iteration"``.
+        axes : array of matplotlib Axes, default=None
+
+        Returns
+        -------
+        display : TrainingCurvesDisplay
+        """
+        histories = {name: est.history_ for name, est in _as_named(estimators).items()}
+        if keys is None:
+            shared = set.intersection(*(set(h[-1]) for h in histories.values()))
+            keys = sorted(shared - {"iteration"})
+        for name, history in histories.items():
+            missing = [k for k in keys if k not in history[-1]]
+            if missing:
+                raise ValueError(f"the history of {name!r} has no {missing}; it holds "
+                                 f"{sorted(history[-1])}.")
+        return cls(histories, list(keys)).plot(axes=axes)
+
+    def plot(self, axes=None):
+        """Draw one panel per key, one line per history.
+
+        Parameters
+        ----------
+        axes : array of matplotlib Axes, default=None
+
+        Returns
+        -------
+        self
+        """
+        plt = check_matplotlib("TrainingCurvesDisplay")
+        if axes is None:
+            _, axes = plt.subplots(1, len(self.keys), figsize=(4 * len(self.keys), 3.5),
+                                   squeeze=False)
+        self.axes_ = np.asarray(axes, dtype=object).ravel()
+        self.figure_ = self.axes_[0].figure
+        self.lines_ = {}
+        for ax, key in zip(self.axes_, self.keys):
+            for name, history in self.histories.items():
+                rows = [h for h in history if key in h]
+                (self.lines_[key, name],) = ax.plot([h["iteration"] for h in rows],
+                                                    [h[key] for h in rows], label=name)
+            ax.set(xlabel="iteration", title=key)
+            ax.legend(loc="best", fontsize="small")
+        return self
