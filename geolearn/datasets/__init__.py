@@ -1,6 +1,10 @@
 """Bundled-data loaders and generators with known geometry. Nothing is downloaded."""
 
-from ._generative import make_point_shapes, make_two_digit_composites
+from ._generative import (
+    make_point_shapes,
+    make_rotating_shape_images,
+    make_two_digit_composites,
+)
 from ._images import load_digits_images, load_mnist_5k
 from ._invariance import make_transforming_mnist
 from ._subspaces import make_planted_variety
@@ -33,6 +37,7 @@ __all__ = [
     "make_klein_bottle_points",
     "make_planted_variety",
     "make_point_shapes",
+    "make_rotating_shape_images",
     "make_sinusoid_boundary",
     "make_sphere_images",
     "make_sphere_points",

@@ -1,4 +1,5 @@
-"""Data of the GridVAE study: two-digit composites and 2-D point shapes."""
+"""Data of the generative family: two-digit composites and 2-D point shapes (GridVAE study),
+rotating-glyph images (manifold representation meta-learning)."""
 
 import numpy as np
 from sklearn.utils import check_random_state
@@ -114,3 +115,123 @@ def make_point_shapes(n_samples=10000, shapes=("swiss_roll", "circles", "moons",
         X -= X.mean(axis=0)
         out[name] = X / np.sqrt((X ** 2).sum(axis=1).mean() / 2)
     return out
+
+
+# --------------------------------------------------------------- rotating-glyph images
+#: Glyph in units of the image side, about the centre, y pointing down (spec section 4).
+_TRIANGLE = np.array([[0.0, -0.42], [0.36, 0.30], [-0.36, 0.30]])
+_DISC_CENTRE, _DISC_RADIUS = np.array([0.0, -0.15]), 0.1
+_ORANGE, _BLUE = np.array([1.0, 0.5, 0.0]), np.array([0.0, 0.0, 1.0])
+#: ITU-R BT.601 luma weights: what ``n_channels=1`` renders.
+_LUMA = np.array([0.299, 0.587, 0.114])
+_SUPERSAMPLE = 4
+_GLYPH_RADIUS = float(np.linalg.norm(_TRIANGLE, axis=1).max())
+# sub-pixels held at once by the renderer (a few arrays of this many float64 each)
+_CHUNK_SUBPIXELS = 2**21
+
+
+def _glyph_fractions(theta, scale, image_size):
+    """Fractions of each pixel covered by the triangle (disc removed) and by the disc.
+
+    A sub-pixel centre ``q`` (image-side units about the centre) is inside the glyph rotated
+    by ``theta`` and scaled by ``s`` iff ``R(-theta) q / s`` is inside the base glyph; ``R``
+    is counter-clockwise as displayed with y down, so ``R(-theta) q = (c x - s y, s x + c y)``,
+    separable in the column x and the row y.
+    """
+    S = image_size * _SUPERSAMPLE
+    k = (np.arange(S) + 0.5) / S - 0.5
+    c, s = (np.cos(theta) / scale)[:, None, None], (np.sin(theta) / scale)[:, None, None]
+    u = c * k[None, None, :] - s * k[None, :, None]               # (m, rows, columns)
+    v = s * k[None, None, :] + c * k[None, :, None]
+    disc = (u - _DISC_CENTRE[0]) ** 2 + (v - _DISC_CENTRE[1]) ** 2 <= _DISC_RADIUS**2
+    inside = ~disc
+    for a, b in zip(_TRIANGLE, np.roll(_TRIANGLE, -1, axis=0)):  # vertices run clockwise on screen
+        inside &= (b[0] - a[0]) * (v - a[1]) - (b[1] - a[1]) * (u - a[0]) >= 0
+    shape = (len(theta), image_size, _SUPERSAMPLE, image_size, _SUPERSAMPLE)
+    return (inside.reshape(shape).mean(axis=(2, 4)), disc.reshape(shape).mean(axis=(2, 4)))
+
+
+def _render_glyphs(theta, scale, image_size, n_channels):
+    """``(n, n_channels, image_size, image_size)`` float64 images of the rotated glyph."""
+    colours = np.stack([_ORANGE, _BLUE]) if n_channels == 3 else np.stack(
+        [_ORANGE, _BLUE]) @ _LUMA[:, None]
+    X = np.empty((len(theta), n_channels, image_size, image_size))
+    step = max(1, _CHUNK_SUBPIXELS // (image_size * _SUPERSAMPLE) ** 2)
+    for lo in range(0, len(theta), step):
+        tri, disc = _glyph_fractions(theta[lo:lo + step], scale[lo:lo + step], image_size)
+        # colours mix linearly, so pooling the two masks pools the colour image
+        X[lo:lo + step] = (tri[:, None] * colours[0][None, :, None, None]
+                           + disc[:, None] * colours[1][None, :, None, None])
+    return X
+
+
+def _check_scale_range(scale_range):
+    try:
+        low, high = (float(v) for v in scale_range)
+    except (TypeError, ValueError):
+        raise ValueError(f"scale_range must be two numbers (low, high); got {scale_range!r}."
+                         ) from None
+    largest = 0.5 / _GLYPH_RADIUS
+    if not (np.isfinite(low) and np.isfinite(high) and 0 < low <= high <= largest):
+        raise ValueError(f"scale_range must satisfy 0 < low <= high <= {largest:.4f} (larger "
+                         f"glyphs leave the image); got {scale_range!r}.")
+    return low, high
+
+
+def make_rotating_shape_images(n_samples=1313, image_size=32, n_channels=3,
+                               scale_range=(0.7, 1.0), random_state=None, return_params=False):
+    """Images of an asymmetric coloured glyph, rotated and scaled: an annulus of images.
+
+    Surrogate for LineMOD's view-sphere images (manifold representation meta-learning,
+    not available offline). On black, a filled triangle with vertices ``s (0, -0.42)``,
+    ``s (0.36, 0.30)``, ``s (-0.36, 0.30)`` in colour ``(R, G, B) = (1, 0.5, 0)`` and,
+    drawn on top, a disc of radius ``0.1 s`` centred at ``s (0, -0.15)`` in blue
+    ``(0, 0, 1)``; coordinates in units of the image side, about the image centre, y
+    pointing down (at ``theta = 0`` the disc is above the triangle's centroid). The glyph
+    is rotated by ``theta ~ U[0, 2 pi)`` counter-clockwise as displayed and scaled by
+    ``s ~ U(scale_range)``, rendered on a 4x finer grid (a sub-pixel is in a shape iff
+    its centre is) and 4 x 4 average-pooled. Rotation by pi changes the image, so
+    ``theta -> image`` is injective and the images form an annulus (H1 = 1).
+
+    Parameters
+    ----------
+    n_samples : int, default=1313
+    image_size : int, default=32
+        Side H = W of the images in pixels.
+    n_channels : {1, 3}, default=3
+        3: RGB. 1: grey luminance ``0.299 R + 0.587 G + 0.114 B`` of the RGB image
+        (triangle 0.5925, disc 0.114).
+    scale_range : (float, float), default=(0.7, 1.0)
+        ``0 < low <= high <= 1.067`` (beyond, the rotated glyph leaves the image);
+        ``low == high`` fixes the scale (a circle of images).
+    random_state : int, RandomState instance or None, default=None
+        Draws theta, then the scales.
+    return_params : bool, default=False
+        Also return the parameters of each image.
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_channels, image_size, image_size), float64 in [0, 1]
+    params : dict, only when ``return_params``
+        ``{"theta": (n_samples,) angles in [0, 2 pi), "scale": (n_samples,) scales}``.
+
+    Examples
+    --------
+    >>> from geolearn.datasets import make_rotating_shape_images
+    >>> X, params = make_rotating_shape_images(4, image_size=16, random_state=0,
+    ...                                        return_params=True)
+    >>> X.shape, X.dtype, sorted(params)
+    ((4, 3, 16, 16), dtype('float64'), ['scale', 'theta'])
+    >>> bool(X.min() >= 0 and X.max() <= 1)
+    True
+    """
+    check_positive_integer(n_samples, "n_samples")
+    check_positive_integer(image_size, "image_size")
+    if n_channels not in (1, 3) or isinstance(n_channels, bool):
+        raise ValueError(f"n_channels must be 1 (grey) or 3 (RGB); got {n_channels!r}.")
+    low, high = _check_scale_range(scale_range)
+    rng = check_random_state(random_state)
+    theta = rng.uniform(0, 2 * np.pi, n_samples)
+    scale = rng.uniform(low, high, n_samples)
+    X = _render_glyphs(theta, scale, image_size, int(n_channels))
+    return (X, {"theta": theta, "scale": scale}) if return_params else X

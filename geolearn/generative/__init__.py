@@ -14,6 +14,18 @@ each with ``sample``: the Gaussian-prior :class:`VAEGenerator`, the
 (a DDPM). Every diffusion estimator is built on the one DDPM core,
 :mod:`geolearn.generative.ddpm`.
 
+From "Recovering manifold representations via unsupervised meta-learning" (MRML): the
+manifold-reconstruction metrics of :mod:`geolearn.generative.metrics`
+(:func:`~geolearn.generative.metrics.persistence_wasserstein`,
+:func:`~geolearn.generative.metrics.knn_spectral_distance`,
+:func:`~geolearn.generative.metrics.make_manifold_scorer`), usable as GridSearchCV
+scorers of any estimator with ``reconstruct``.
+
+Built on :mod:`geolearn.topology` (one way): the manifold-reconstruction metrics take
+their persistence diagrams and diagram distances from its public
+:func:`~geolearn.topology.persistence_diagrams` and
+:func:`~geolearn.topology.diagram_wasserstein`.
+
 Built on :mod:`geolearn.adversarial` (one way): :func:`patch_attack` is implemented
 there and re-exported here. Like the attacks, :class:`ELBOPurifier` reaches the VAE
 through :func:`geolearn.models.as_model` (its ``frozen`` context and input

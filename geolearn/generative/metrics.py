@@ -1,4 +1,11 @@
-"""Clustering and emergent-language metrics of a discrete latent code (plug-in estimates, nats)."""
+"""Metrics of the generative family.
+
+Clustering and emergent-language metrics of a discrete latent code (plug-in estimates,
+nats), and the manifold-reconstruction metrics of MRML ("Recovering manifold
+representations via unsupervised meta-learning"): :func:`persistence_wasserstein`,
+:func:`knn_spectral_distance`, :func:`relative_reduction` and
+:func:`make_manifold_scorer` (built on :mod:`geolearn.topology`).
+"""
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
@@ -9,6 +16,26 @@ from sklearn.metrics.cluster import contingency_matrix
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_array, check_consistent_length
+
+from ._manifold_metrics import (
+    knn_spectral_distance,
+    make_manifold_scorer,
+    persistence_wasserstein,
+    relative_reduction,
+)
+
+__all__ = [
+    "attribute_neighbor_kl",
+    "cluster_accuracy",
+    "cluster_purity",
+    "disentangled_accuracy",
+    "knn_spectral_distance",
+    "make_manifold_scorer",
+    "persistence_wasserstein",
+    "positional_disentanglement",
+    "relative_reduction",
+    "topographic_similarity",
+]
 
 
 def _check_labels(y_true, y_pred):

@@ -29,21 +29,6 @@ def _pairwise(A, B, q):
     return diff.max(axis=2) if np.isinf(q) else (diff**q).sum(axis=2) ** (1.0 / q)
 
 
-def _augmented(A, B, q):
-    """The (m1 + m2)-square ground-distance matrix of A + diagonal versus B + diagonal.
-
-    Point i of A goes to B's point j (top left) or to the diagonal (top right: any of
-    the m1 diagonal copies, all at its distance to the diagonal); the diagonal copies
-    absorb B's unmatched points (bottom left) and each other at no cost (bottom right).
-    """
-    m1, m2 = len(A), len(B)
-    C = np.zeros((m1 + m2, m1 + m2))
-    C[:m1, :m2] = _pairwise(A, B, q)
-    C[:m1, m2:] = _to_diagonal(A, q)[:, None]
-    C[m1:, :m2] = _to_diagonal(B, q)[None, :]
-    return C
-
-
 def _split(D):
     inf = np.isinf(D[:, 1])
     return D[~inf], np.sort(D[inf, 0])
@@ -82,14 +67,33 @@ def _bottleneck_value(A, B, q):
 
 
 def _finite_cost(A, B, p, q):
-    """Optimal matching of the finite points: its sum of costs^p, or bottleneck if p = inf."""
+    """Optimal matching of the finite points: its sum of costs^p, or bottleneck if p = inf.
+
+    A rectangular assignment: each point a of the smaller diagram (rows) goes to a point
+    b of the other (cost ``c(a, b)^p - d(b)^p``) or to a diagonal copy of its own
+    (``d(a)^p``; the other copies are forbidden), and every b pays ``d(b)^p`` up front, so
+    an unmatched b costs ``d(b)^p``. The same optimum as the augmented (m1 + m2)-square
+    problem without its constant blocks, whose ties make the assignment about 10x slower
+    (2,600 H0 points: 5.7 s against 0.4 s). The sum is taken over the original costs of
+    the matching found, so equal diagrams give exactly 0.
+    """
     if len(A) + len(B) == 0:
         return 0.0
     if np.isinf(p):
         return _bottleneck_value(A, B, q)
-    C = _augmented(A, B, q) ** p
+    A, B = (A, B) if len(A) <= len(B) else (B, A)
+    m1, m2 = len(A), len(B)
+    da, db = _to_diagonal(A, q) ** p, _to_diagonal(B, q) ** p
+    pair = _pairwise(A, B, q) ** p
+    C = np.full((m1, m2 + m1), np.inf)
+    C[:, :m2] = pair - db
+    C[np.arange(m1), m2 + np.arange(m1)] = da
     rows, cols = linear_sum_assignment(C)
-    return float(C[rows, cols].sum())
+    matched = cols < m2
+    free_b = np.ones(m2, dtype=bool)
+    free_b[cols[matched]] = False
+    return float(pair[rows[matched], cols[matched]].sum() + da[rows[~matched]].sum()
+                 + db[free_b].sum())
 
 
 def diagram_wasserstein(D1, D2, p=2, internal_p=np.inf):
@@ -97,10 +101,11 @@ def diagram_wasserstein(D1, D2, p=2, internal_p=np.inf):
 
     ``W_{p,q}(D1, D2) = (inf_M sum_x ||x - M(x)||_q^p)^(1/p)`` over bijections ``M``
     between ``D1`` plus the diagonal and ``D2`` plus the diagonal (each with infinite
-    multiplicity), solved exactly by ``scipy.optimize.linear_sum_assignment`` on the
-    augmented ``(m1 + m2)``-square cost matrix. With ``internal_p = inf`` the cost of
-    sending ``(b, d)`` to the diagonal is ``(d - b) / 2``. ``p = inf`` gives the
-    bottleneck distance.
+    multiplicity), solved exactly by ``scipy.optimize.linear_sum_assignment`` (each point
+    of the smaller diagram to a point of the other or to the diagonal: the augmented
+    ``(m1 + m2)``-square problem without its constant blocks). With ``internal_p = inf``
+    the cost of sending ``(b, d)`` to the diagonal is ``(d - b) / 2``. ``p = inf`` gives
+    the bottleneck distance.
 
     Essential points (death ``inf``) of the two diagrams are matched among themselves
     by sorted birth (cost ``|b1 - b2|^p``) and left out of the finite matching; when the
