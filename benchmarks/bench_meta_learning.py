@@ -97,9 +97,12 @@ def conv(busy):
 
 
 def peer_persistence(X, Y):
+    import warnings
+
     import gudhi.hera
     from ripser import ripser
 
+    warnings.filterwarnings("ignore", message="The input point cloud has more columns")
     total = 0.0
     for k, (a, b) in enumerate(zip(ripser(X, maxdim=1)["dgms"], ripser(Y, maxdim=1)["dgms"])):
         if k == 0:  # leave the essential class out, as persistence_wasserstein does
@@ -122,7 +125,8 @@ def metrics(busy):
     X = make_rotating_shape_images(1313, image_size=64, random_state=0).reshape(1313, -1)
     Y = np.clip(X + np.random.default_rng(0).normal(0, 0.02, X.shape), 0, 1)
     ours = persistence_wasserstein(X, Y)["total"]
-    assert np.isclose(ours, peer_persistence(X, Y), rtol=1e-6), "the peers disagree"
+    # ripser measures distances in float32: agreement to 1e-3, not to rounding
+    assert np.isclose(ours, peer_persistence(X, Y), rtol=1e-3), "the peers disagree"
     assert np.isclose(knn_spectral_distance(X, Y), peer_spectral(X, Y), rtol=1e-9)
     with contended(busy):
         t, _, _ = compare("persistence_wasserstein, 1,313 points in R^12288 (H0 + H1) vs "

@@ -47,7 +47,7 @@ models = {name: MetaManifoldAutoencoder(
               callbacks=[ReconstructionMetrics(X[test])], random_state=0).fit(X[train])
           for name, strategy in (("plain", None), ("meta-learned", "neighborhood"))}
 
-fig = plt.figure(figsize=(13, 7))
+fig = plt.figure(figsize=(13, 7), layout="constrained")
 top, bottom = fig.subfigures(2, 1)
 ReconstructionDisplay.from_estimators(models, X[test], image_shape=(3, 16, 16), n_images=12,
                                       axes=top.subplots())

@@ -35,7 +35,7 @@ def run(outdir=None):
     if plt is not None:
         from geolearn.plotting import ReconstructionDisplay, TrainingCurvesDisplay
 
-        fig = plt.figure(figsize=(12, 6.5))
+        fig = plt.figure(figsize=(12, 6.5), layout="constrained")
         top, bottom = fig.subfigures(2, 1, height_ratios=(1, 1.1))
         ax = top.subplots()
         ReconstructionDisplay.from_estimators(models, X[test], n_images=12, axes=ax)

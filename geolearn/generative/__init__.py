@@ -15,7 +15,10 @@ each with ``sample``: the Gaussian-prior :class:`VAEGenerator`, the
 :mod:`geolearn.generative.ddpm`.
 
 From "Recovering manifold representations via unsupervised meta-learning" (MRML): the
-manifold-reconstruction metrics of :mod:`geolearn.generative.metrics`
+:class:`MetaManifoldAutoencoder`, trained by MLDG episodes (:class:`EpisodicSampler`,
+skorch's :class:`MLDGNet`), the CV splitter :class:`NeighborhoodHoldout`, the
+:class:`ReconstructionMetrics` callback, and the manifold-reconstruction metrics of
+:mod:`geolearn.generative.metrics`
 (:func:`~geolearn.generative.metrics.persistence_wasserstein`,
 :func:`~geolearn.generative.metrics.knn_spectral_distance`,
 :func:`~geolearn.generative.metrics.make_manifold_scorer`), usable as GridSearchCV

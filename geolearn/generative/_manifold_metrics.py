@@ -283,7 +283,7 @@ def relative_reduction(baseline, value):
 
 
 class _ManifoldScorer:
-    """Greater-is-better ``-metric(X, estimator.reconstruct(X))``; see make_manifold_scorer."""
+    """Greater-is-better ``-metric(X, reconstruction of X)``; see make_manifold_scorer."""
 
     def __init__(self, metric, params):
         self.metric = metric
@@ -291,7 +291,9 @@ class _ManifoldScorer:
 
     def __call__(self, estimator, X, y=None):
         X = np.asarray(X)
-        R = np.asarray(estimator.reconstruct(X))
+        # a Pipeline (scaler, autoencoder) has no reconstruct: map there and back
+        R = np.asarray(estimator.reconstruct(X) if hasattr(estimator, "reconstruct")
+                       else estimator.inverse_transform(estimator.transform(X)))
         # reconstruct returns flat rows; images given as (n, C, H, W) are compared flat
         X, R = X.reshape(len(X), -1), R.reshape(len(R), -1)
         if self.metric == "persistence":
@@ -307,7 +309,8 @@ def make_manifold_scorer(metric="persistence", **kwargs):
     """A scorer ``-metric(X, estimator.reconstruct(X))`` for GridSearchCV and cross-validation.
 
     Scores how well a fitted autoencoder (any estimator with ``reconstruct(X)``, e.g.
-    ``MetaManifoldAutoencoder``) keeps the manifold of held-out data: minus the
+    ``MetaManifoldAutoencoder``, or else with ``transform`` and ``inverse_transform``, as
+    a Pipeline of a scaler and an autoencoder) keeps the manifold of held-out data: minus the
     ``"total"`` of :func:`persistence_wasserstein`, or minus
     :func:`knn_spectral_distance`, so greater is better as scikit-learn expects.
 

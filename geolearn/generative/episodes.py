@@ -109,8 +109,11 @@ class EpisodicSampler(BaseEstimator):
         self._X = X
         # 2B neighbours always hold an unused one: at most 2B - 1 rows are excluded
         self._n_query = min(2 * B, len(X))
-        self._index = (NearestNeighbors(n_neighbors=self._n_query).fit(X)
-                       if self.strategy_ != "random" else None)
+        if self.strategy_ != "random":
+            self._index = NearestNeighbors(n_neighbors=self._n_query).fit(X)
+            # the neighbour lists of the rows queried so far (-1: not yet): the index is
+            # fixed, so each row is searched once however many episodes it appears in
+            self._knn = np.full((len(X), self._n_query), -1, dtype=np.intp)
         self._train_rng, self._test_rng = _stream_pair(self.random_state)
         return self
 
@@ -130,17 +133,23 @@ class EpisodicSampler(BaseEstimator):
             test = self._test_rng.choice(np.flatnonzero(~used), self.batch_size, replace=False)
         elif self.strategy_ == "neighborhood":
             anchor = self._test_rng.choice(np.flatnonzero(~used))
-            neighbours = self._index.kneighbors(self._X[anchor:anchor + 1],
-                                                return_distance=False)[0]
+            neighbours = self._neighbours(np.array([anchor]))[0]
             test = neighbours[~used[neighbours]][:self.batch_size]
         else:
             test = self._nearest_unused(train, used)
         return train, np.asarray(test, dtype=np.intp)
 
+    def _neighbours(self, rows):
+        """The ``2 B`` nearest rows of each of ``rows``, nearest first (searched once per row)."""
+        missing = np.unique(rows[self._knn[rows, 0] < 0])
+        if len(missing):
+            self._knn[missing] = self._index.kneighbors(self._X[missing], return_distance=False)
+        return self._knn[rows]
+
     def _nearest_unused(self, train, used):
         """Setting A: each train row's nearest neighbour not yet used, in a random row order."""
         order = self._test_rng.permutation(len(train))
-        neighbours = self._index.kneighbors(self._X[train[order]], return_distance=False)
+        neighbours = self._neighbours(train[order])
         test = np.empty(len(train), dtype=np.intp)
         for k, row in enumerate(neighbours):
             j = row[np.argmax(~used[row])]  # the first unused: one always is (see fit)

@@ -14,7 +14,12 @@ import numbers
 import numpy as np
 import torch
 import torch.nn.functional as F
-from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context
+from sklearn.base import (
+    BaseEstimator,
+    ClassNamePrefixFeaturesOutMixin,
+    TransformerMixin,
+    _fit_context,
+)
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
@@ -402,7 +407,8 @@ default="neighborhood"
             for key, value in loader.items():
                 setattr(self.net_, key, value)
         # the MLP's steps are many small ops: one thread is fastest, and holds under load
-        threads = 1 if self.architecture_ == "mlp" and resolve_device(self.device).type == "cpu" else None
+        cpu = resolve_device(self.device).type == "cpu"
+        threads = 1 if self.architecture_ == "mlp" and cpu else None
         with torch_threads(threads):
             self._fit_net(module, TensorDataset(torch.from_numpy(X)), None, seed=seed_torch,
                           max_epochs=-(-self.n_iter // self.log_every), train_split=None,

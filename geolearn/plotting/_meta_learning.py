@@ -15,7 +15,7 @@ def _as_named(estimators):
 
 def _colour_mosaic(images):
     """Images ``(rows, cols, C, H, W)`` as one ``(H', W', 3)`` picture (grey for C != 3)."""
-    rows, cols, C, H, W = images.shape
+    C = images.shape[2]
     channels = images if C == 3 else np.repeat(images.mean(axis=2, keepdims=True), 3, axis=2)
     planes = [_mosaic(channels[:, :, c]) for c in range(3)]
     return np.nan_to_num(np.stack(planes, axis=-1), nan=1.0)  # white gaps
@@ -127,10 +127,9 @@ class ReconstructionDisplay:
     def _plot_points(self):
         mean = self.data.mean(axis=0)
         axes = np.linalg.svd(self.data - mean, full_matrices=False)[2][:2]
-        project = lambda X: (np.asarray(X, dtype=float) - mean) @ axes.T  # noqa: E731
-        P = project(self.data)
+        P = (self.data - mean) @ axes.T
         for ax, (name, rec) in zip(self.axes_, self.reconstructions.items()):
-            Q = project(rec)
+            Q = (np.asarray(rec, dtype=float) - mean) @ axes.T
             ax.plot(np.c_[P[:, 0], Q[:, 0]].T, np.c_[P[:, 1], Q[:, 1]].T, color="0.7", lw=0.5)
             ax.scatter(*P.T[:2], s=6, label="data")
             ax.scatter(*Q.T[:2], s=6, label="reconstruction")

@@ -355,3 +355,16 @@ def test_reordering_both_clouds_changes_nothing(n, dim, k, seed):
     assert knn_spectral_distance(X[perm], Y[perm], n_neighbors=k,
                                  symmetrize=False) == pytest.approx(
         knn_spectral_distance(X, Y, n_neighbors=k, symmetrize=False), abs=5e-3)
+
+
+def test_scorer_reconstructs_through_a_pipeline():
+    from sklearn.decomposition import PCA
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X = np.random.default_rng(0).normal(size=(40, 5))
+    pipe = make_pipeline(StandardScaler(), PCA(2)).fit(X)
+    rec = pipe.inverse_transform(pipe.transform(X))
+    scorer = make_manifold_scorer("spectral", n_neighbors=3)
+    assert scorer(pipe, X) == -knn_spectral_distance(X, rec, n_neighbors=3)
+    assert scorer(make_pipeline(StandardScaler(), PCA(5)).fit(X), X) == pytest.approx(0, abs=1e-9)

@@ -13,8 +13,8 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from skorch.callbacks import Callback
 from sklearn.exceptions import NotFittedError
+from skorch.callbacks import Callback
 
 from geolearn.generative import MetaManifoldAutoencoder, NeighborhoodHoldout
 from geolearn.generative.meta_autoencoder import mldg_objective

@@ -1,0 +1,76 @@
+"""ReconstructionDisplay and TrainingCurvesDisplay: what they draw is what the models give."""
+
+import matplotlib
+import numpy as np
+import pytest
+
+from geolearn.generative import MetaManifoldAutoencoder, ReconstructionMetrics
+from geolearn.generative.metrics import persistence_wasserstein
+from geolearn.plotting import ReconstructionDisplay, TrainingCurvesDisplay
+
+matplotlib.use("Agg")
+
+SMALL = dict(architecture="mlp", hidden_sizes=(8,), n_iter=12, log_every=4, batch_size=6,
+             random_state=0, device="cpu")
+
+
+@pytest.fixture(scope="module")
+def images():
+    return np.random.default_rng(0).random((40, 3, 4, 4))
+
+
+def test_image_rows_are_the_data_and_each_reconstruction(images):
+    import matplotlib.pyplot as plt
+
+    models = {"plain": MetaManifoldAutoencoder(episodic_strategy=None, **SMALL).fit(images),
+              "meta": MetaManifoldAutoencoder(**SMALL).fit(images)}
+    disp = ReconstructionDisplay.from_estimators(models, images[:5], n_images=5)
+    picture = disp.axes_[0].images[0].get_array()
+    assert picture.shape == (3 * 5 - 1, 5 * 5 - 1, 3)  # 3 rows of 5 tiles of 4x4, 1 px gaps
+    # row 1, tile 2 is the plain model's reconstruction of image 2, channel-last
+    tile = np.asarray(picture[5:9, 10:14])
+    expected = models["plain"].reconstruct(images[2:3]).reshape(3, 4, 4).transpose(1, 2, 0)
+    np.testing.assert_allclose(tile, expected, rtol=1e-6)
+    labels = [t.get_text() for t in disp.axes_[0].get_yticklabels()]
+    assert labels == ["data", "plain", "meta"]
+    plt.close(disp.figure_)
+
+
+def test_vectors_are_drawn_on_the_datas_principal_axes():
+    import matplotlib.pyplot as plt
+
+    X = np.random.default_rng(1).random((30, 5))
+    ae = MetaManifoldAutoencoder(**SMALL).fit(X)
+    disp = ReconstructionDisplay.from_estimators([ae], X)
+    data = disp.axes_[0].collections[0].get_offsets()
+    centred = X - X.mean(0)
+    # a projection on orthonormal axes: lengths never grow, and the two PCs hold most of it
+    assert np.all(np.linalg.norm(data, axis=1) <= np.linalg.norm(centred, axis=1) + 1e-9)
+    assert disp.axes_[0].get_title() == "MetaManifoldAutoencoder 0"
+    plt.close(disp.figure_)
+
+
+def test_curves_are_the_history_and_the_callback_records_the_metrics(images):
+    import matplotlib.pyplot as plt
+
+    held = images[:12]
+    ae = MetaManifoldAutoencoder(callbacks=[ReconstructionMetrics(held)], **SMALL).fit(images)
+    assert [h["iteration"] for h in ae.history_] == [4, 8, 12]
+    last = ae.history_[-1]
+    rec = ae.reconstruct(held)
+    flat = held.reshape(12, -1)
+    assert last["holdout_mse"] == pytest.approx(np.mean((flat - rec) ** 2), rel=1e-5)
+    assert last["holdout_persistence"] == pytest.approx(
+        persistence_wasserstein(flat, rec)["total"], rel=1e-4)
+    disp = TrainingCurvesDisplay.from_estimators({"meta": ae},
+                                                 keys=["loss", "holdout_persistence"])
+    line = disp.lines_["holdout_persistence", "meta"]
+    np.testing.assert_array_equal(line.get_xdata(), [4, 8, 12])
+    np.testing.assert_allclose(line.get_ydata(),
+                               [h["holdout_persistence"] for h in ae.history_])
+    with pytest.raises(ValueError, match="has no"):
+        TrainingCurvesDisplay.from_estimators({"meta": ae}, keys=["holdout_spectral_x"])
+    with pytest.raises(ValueError, match="metrics"):
+        MetaManifoldAutoencoder(callbacks=[ReconstructionMetrics(held, metrics=("fid",))],
+                                **SMALL).fit(images)
+    plt.close("all")
