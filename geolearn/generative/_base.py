@@ -41,6 +41,16 @@ def check_unit_interval(X, bounds=(0.0, 1.0), what="likelihood='bernoulli'",
                          f"[{X.min():g}, {X.max():g}]. {advice}")
 
 
+def check_codes(Z, width, name):
+    """Latent codes as float32 ``(n, width)``; a clear error naming the parameter ``name``."""
+    Z = np.asarray(Z, dtype=np.float32)
+    if Z.ndim != 2 or Z.shape[1] != width:
+        raise ValueError(f"Z must have shape (n_samples, {width}) ({name}); got {Z.shape}.")
+    if not np.all(np.isfinite(Z)):
+        raise ValueError("Z contains NaN or infinity.")
+    return Z
+
+
 class VAEObjective:
     """Per-sample negative ELBO (+ guidance, + weighted cross-entropy) for training and scoring.
 
@@ -264,13 +274,7 @@ class LatentModel(ObjectiveTrainingMixin, ClassNamePrefixFeaturesOutMixin, Trans
         X : ndarray of shape (n_samples, n_features), float64
         """
         check_is_fitted(self)
-        Z = np.asarray(Z, dtype=np.float32)
-        if Z.ndim != 2 or Z.shape[1] != self.n_latent:
-            raise ValueError(f"Z must have shape (n_samples, {self.n_latent}) (n_latent); "
-                             f"got {Z.shape}.")
-        if not np.all(np.isfinite(Z)):
-            raise ValueError("Z contains NaN or infinity.")
-        return self._decode(Z)
+        return self._decode(check_codes(Z, self.n_latent, "n_latent"))
 
     def as_images(self, X):
         """Reshape flat rows to ``(n, *image_shape_)`` images.

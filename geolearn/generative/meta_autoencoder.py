@@ -37,7 +37,7 @@ from .._utils import (
     torch_threads,
 )
 from ..models import SkorchTrainingMixin, TensorDataset, frozen
-from ._base import check_unit_interval, validate_rows
+from ._base import check_codes, check_unit_interval, validate_rows
 from ._generators import ReconstructionScoreMixin
 from ._modules import Autoencoder
 from ._torch_estimator import NET_CONSTRAINTS
@@ -478,13 +478,7 @@ default="neighborhood"
         X : ndarray of shape (n_samples, n_features), float64
         """
         check_is_fitted(self)
-        Z = np.asarray(Z, dtype=np.float32)
-        if Z.ndim != 2 or Z.shape[1] != self.latent_dim:
-            raise ValueError(f"Z must have shape (n_samples, {self.latent_dim}) (latent_dim); "
-                             f"got {Z.shape}.")
-        if not np.all(np.isfinite(Z)):
-            raise ValueError("Z contains NaN or infinity.")
-        return self._decode(Z)
+        return self._decode(check_codes(Z, self.latent_dim, "latent_dim"))
 
     def reconstruct(self, X):
         """``inverse_transform(transform(X))``: flat rows in [0, 1].

@@ -254,3 +254,14 @@ def test_a_non_finite_loss_stops_with_the_iteration(X):
     with pytest.raises(RuntimeError) as exc:
         MetaManifoldAutoencoder(**{**SMALL, "inner_lr": 1e20, "meta_test_weight": 1.0}).fit(X)
     assert_message(exc, "non-finite at iteration 1;", "inner_lr")
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 11), st.sampled_from([np.nan, np.inf, -0.5, 1.5]))
+def test_one_bad_value_anywhere_is_refused_at_transform(position, value):
+    ae = _fitted()
+    X = ae._X_check.copy()
+    X.flat[position * X.shape[1] + position] = value
+    match = "NaN|infinity" if not np.isfinite(value) else "loss='bce'.*MinMaxScaler"
+    with pytest.raises(ValueError, match=match):
+        ae.transform(X)
