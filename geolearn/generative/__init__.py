@@ -39,11 +39,13 @@ gradients); the torch estimators train through
 from ._grid import grid_codes
 from .attacks import patch_attack, rectangular_patch_mask
 from .chart_autoencoder import ChartAutoencoder
+from .dae import DisentangledAttributeAutoencoder
 from .diffusion import DiffusionDensity
 from .diffusion_generator import DiffusionGenerator
 from .episodes import EpisodicSampler, NeighborhoodHoldout
 from .flow import FlowDensity
 from .gridvae import GridVAE
+from .latent_regularizers import LatentRegularizerMixin, latent_regularization
 from .meta_autoencoder import MetaManifoldAutoencoder, MLDGNet, ReconstructionMetrics
 from .purification import ELBOPurifier
 from .vae_classifier import VAEClassifier
@@ -53,10 +55,12 @@ __all__ = [
     "ChartAutoencoder",
     "DiffusionDensity",
     "DiffusionGenerator",
+    "DisentangledAttributeAutoencoder",
     "ELBOPurifier",
     "EpisodicSampler",
     "FlowDensity",
     "GridVAE",
+    "LatentRegularizerMixin",
     "MLDGNet",
     "MetaManifoldAutoencoder",
     "NeighborhoodHoldout",
@@ -64,6 +68,7 @@ __all__ = [
     "VAEClassifier",
     "VAEGenerator",
     "grid_codes",
+    "latent_regularization",
     "patch_attack",
     "rectangular_patch_mask",
 ]

@@ -9,6 +9,7 @@ Display draws (the ``plot`` extra).
 
 from ._base import check_matplotlib
 from ._diffeo import DeformationGridDisplay, StabilityCurveDisplay
+from ._disentanglement import AttributeTraversalDisplay, BlockOrthogonalityDisplay
 from ._generative import (
     GeneratedSamplesDisplay,
     LatentGridDisplay,
@@ -24,6 +25,8 @@ from ._subspaces import PrincipalAnglesDisplay, SVBFConvergenceDisplay
 from ._topology import PersistenceDiagramDisplay
 
 __all__ = [
+    "AttributeTraversalDisplay",
+    "BlockOrthogonalityDisplay",
     "CanonicalSpaceDisplay",
     "DeformationGridDisplay",
     "DetectionScoreDisplay",

@@ -15,6 +15,14 @@ def _mosaic(tiles, pad=1.0):
     return out
 
 
+def colour_mosaic(images):
+    """Images ``(rows, cols, C, H, W)`` as one ``(H', W', 3)`` picture (grey for C != 3)."""
+    C = images.shape[2]
+    channels = images if C == 3 else np.repeat(images.mean(axis=2, keepdims=True), 3, axis=2)
+    planes = [_mosaic(channels[:, :, c]) for c in range(3)]
+    return np.nan_to_num(np.stack(planes, axis=-1), nan=1.0)  # white gaps
+
+
 def _check_images(estimator, display):
     """Raise before any decoding when the GridVAE cannot fold its outputs into images."""
     if estimator.image_shape_ is None:

@@ -3,7 +3,7 @@
 import numpy as np
 
 from ._base import check_matplotlib
-from ._generative import _mosaic
+from ._generative import colour_mosaic
 
 
 def _as_named(estimators):
@@ -11,14 +11,6 @@ def _as_named(estimators):
     if isinstance(estimators, dict):
         return dict(estimators)
     return {f"{type(e).__name__} {i}": e for i, e in enumerate(estimators)}
-
-
-def _colour_mosaic(images):
-    """Images ``(rows, cols, C, H, W)`` as one ``(H', W', 3)`` picture (grey for C != 3)."""
-    C = images.shape[2]
-    channels = images if C == 3 else np.repeat(images.mean(axis=2, keepdims=True), 3, axis=2)
-    planes = [_mosaic(channels[:, :, c]) for c in range(3)]
-    return np.nan_to_num(np.stack(planes, axis=-1), nan=1.0)  # white gaps
 
 
 class ReconstructionDisplay:
@@ -118,7 +110,7 @@ class ReconstructionDisplay:
         tiles = np.stack([np.asarray(r, dtype=float)[:n_images].reshape(-1, *shape)
                           for r in rows])
         ax = self.axes_[0]
-        ax.imshow(np.clip(_colour_mosaic(tiles), 0, 1))
+        ax.imshow(np.clip(colour_mosaic(tiles), 0, 1))
         H = shape[1]
         ax.set_yticks([i * (H + 1) + H / 2 - 0.5 for i in range(len(rows))],
                       ["data", *self.reconstructions])
