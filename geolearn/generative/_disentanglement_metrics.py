@@ -33,6 +33,8 @@ __all__ = [
 _METRICS = ("mig", "mig_sup", "dcimig", "jemmig")
 # combined indices held at once by the contingency counting (int64 each)
 _CHUNK_ENTRIES = 2**23
+# mutual informations closer than this (bits) count as tied
+_TIE_TOL = 1e-12
 
 
 class ConstantFactorWarning(UserWarning):
@@ -202,10 +204,12 @@ def _dcimig(MI, H_factor):
 
 
 def _jemmig(MI, H_factor, H_joint, constant, n_bins):
-    order = np.argsort(MI, axis=1, kind="stable")
-    rows = np.arange(MI.shape[0])
-    best, runner_up = order[:, -1], order[:, -2]
-    gap = H_joint[rows, best] - MI[rows, best] + MI[rows, runner_up]
+    first, second = _top_two(MI, axis=1)
+    # j* = the code of largest MI; among codes tied for it (to rounding), the one of least
+    # joint entropy, so that the score does not depend on the order of the codes
+    tied = MI >= first[:, None] - _TIE_TOL
+    joint_best = np.where(tied, H_joint, np.inf).min(axis=1)
+    gap = joint_best - first + second
     score = 1.0 - gap / (H_factor + np.log2(n_bins))
     return float(np.mean(score[~constant]))
 
@@ -366,8 +370,10 @@ def jemmig(factors, codes, n_bins=10, continuous_factors=False):
 
     ``JEMMIG = (1/K) sum_i [1 - (H(v_i, c_j*) - I(v_i; c_j*) + I(v_i; c_j')) /
     (H(v_i) + log2 n_bins)]`` where ``j*`` and ``j'`` are the codes with the largest and
-    second largest ``I(v_i; c_j)``. Unlike MIG it also penalises a best code that carries
-    more than its factor (``H(c_j* | v_i) > 0``).
+    second largest ``I(v_i; c_j)`` (among codes tied for the largest, ``j*`` is the one of
+    least joint entropy, so the score does not depend on the order of the codes). Unlike
+    MIG it also penalises a best code that carries more than its factor
+    (``H(c_j* | v_i) > 0``).
 
     Parameters
     ----------
