@@ -89,9 +89,8 @@ def _check_factors(factors, continuous_factors, n_bins):
     if V.dtype.kind not in "biuf":
         raise ValueError(f"factors must be numeric (integer levels, or continuous values "
                          f"with continuous_factors=True); got dtype {V.dtype}.")
-    if V.dtype.kind == "f":
-        if np.isnan(V).any() or not np.isfinite(V).all():
-            raise ValueError("factors contain NaN or infinity.")
+    if V.dtype.kind == "f" and not np.isfinite(V).all():
+        raise ValueError("factors contain NaN or infinity.")
     if continuous_factors:
         return _bin_columns(V.astype(np.float64), n_bins)
     if V.dtype.kind == "f" and np.any(V != np.round(V)):

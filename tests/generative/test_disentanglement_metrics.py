@@ -227,7 +227,7 @@ def test_mutual_information_matches_loops_and_sklearn():
     C = np.c_[V[:, 0] + rng.normal(0, 0.7, 80), rng.normal(size=80), rng.uniform(size=80)]
     for n_bins in (2, 7, 10):
         Cb = dm._bin_columns(C, n_bins)
-        MI, Hv, Hc, Hj = dm._information_tables(V, Cb, n_bins)
+        MI, _, Hc, Hj = dm._information_tables(V, Cb, n_bins)
         for i, j in itertools.product(range(2), range(3)):
             assert MI[i, j] == pytest.approx(_mi_loops(V[:, i], Cb[:, j]), abs=1e-12)
             # sklearn's plug-in estimate is in nats

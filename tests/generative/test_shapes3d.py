@@ -145,7 +145,7 @@ def test_orientation_rotates_the_object():
 def test_chunking_does_not_change_images(monkeypatch):
     from geolearn.datasets import _generative
 
-    X, factors = make_shapes3d_like(SMALL, image_size=16)
+    X, _ = make_shapes3d_like(SMALL, image_size=16)
     monkeypatch.setattr(_generative, "_CHUNK_SUBPIXELS", 5000)
     X2, _ = make_shapes3d_like(SMALL, image_size=16)
     np.testing.assert_array_equal(X, X2)
