@@ -1,8 +1,11 @@
 """Bundled-data loaders and generators with known geometry. Nothing is downloaded."""
 
 from ._generative import (
+    SHAPES3D_FACTORS,
+    load_3dshapes,
     make_point_shapes,
     make_rotating_shape_images,
+    make_shapes3d_like,
     make_two_digit_composites,
 )
 from ._images import load_digits_images, load_mnist_5k
@@ -28,7 +31,9 @@ from ._topology import (
 
 __all__ = [
     "CC_BOND",
+    "SHAPES3D_FACTORS",
     "bond_lengths",
+    "load_3dshapes",
     "load_cyclooctane",
     "load_digits_images",
     "load_mnist_5k",
@@ -38,6 +43,7 @@ __all__ = [
     "make_planted_variety",
     "make_point_shapes",
     "make_rotating_shape_images",
+    "make_shapes3d_like",
     "make_sinusoid_boundary",
     "make_sphere_images",
     "make_sphere_points",

@@ -1,5 +1,6 @@
 """Data of the generative family: two-digit composites and 2-D point shapes (GridVAE study),
-rotating-glyph images (manifold representation meta-learning)."""
+rotating-glyph images (manifold representation meta-learning), 3D-Shapes-like scenes and
+the 3D Shapes reader (disentangling autoencoders, DAE-OG)."""
 
 import numpy as np
 from sklearn.utils import check_random_state
@@ -235,3 +236,246 @@ def make_rotating_shape_images(n_samples=1313, image_size=32, n_channels=3,
     scale = rng.uniform(low, high, n_samples)
     X = _render_glyphs(theta, scale, image_size, int(n_channels))
     return (X, {"theta": theta, "scale": scale}) if return_params else X
+
+
+# ------------------------------------------------------------------- 3D-Shapes-like images
+#: Factors of ``make_shapes3d_like`` (and of DeepMind's 3D Shapes), in column order.
+SHAPES3D_FACTORS = ("floor_hue", "wall_hue", "object_hue", "scale", "shape", "orientation")
+_SHAPES3D_SIZES = (10, 10, 10, 8, 4, 15)
+_SHAPES3D_SHAPES = ("square", "disc", "triangle", "cross")
+_WALL_FRACTION = 0.6                      # the wall fills the top 60 % of the image
+_OBJECT_CENTRE = (0.5, 0.62)              # (x, y) in units of the side, y pointing down
+_OBJECT_BASE = 0.25                       # base size (side of the bounding box) / image side
+_SHAPES3D_SUPERSAMPLE = 4
+
+
+def _hue_to_rgb(hue):
+    """RGB of hues in [0, 1) on the HSV circle with S = V = 1, shape ``(..., 3)``."""
+    h6 = (np.asarray(hue, dtype=np.float64) % 1.0) * 6.0
+    return np.clip(np.stack([np.abs(h6 - 3) - 1, 2 - np.abs(h6 - 2), 2 - np.abs(h6 - 4)],
+                            axis=-1), 0.0, 1.0)
+
+
+def _inside_shape(shape, u, v, half):
+    """Sub-pixel ``(u, v)`` (object frame, y down) inside the shape of half-size ``half``."""
+    if shape == 0:                                               # square
+        return np.maximum(np.abs(u), np.abs(v)) <= half
+    if shape == 1:                                               # disc
+        return u * u + v * v <= half * half
+    if shape == 2:                                               # triangle, apex up
+        return (v <= half) & (2 * np.abs(u) <= v + half)
+    arm = half / 3.0                                             # cross (plus sign)
+    au, av = np.abs(u), np.abs(v)
+    return ((au <= arm) & (av <= half)) | ((av <= arm) & (au <= half))
+
+
+def _object_coverage(shape, theta, half, dx, dy):
+    """Fraction of each window pixel covered by the rotated object, ``(m, rows, cols)``.
+
+    A sub-pixel at offset ``q = (dx, dy)`` from the object's centre is inside the object
+    rotated by ``theta`` (counter-clockwise as displayed, y down) iff ``R(-theta) q`` is
+    inside the upright shape: ``u = c dx - s dy``, ``v = s dx + c dy``.
+    """
+    c, s = np.cos(theta)[:, None, None], np.sin(theta)[:, None, None]
+    u = c * dx[None, None, :] - s * dy[None, :, None]
+    v = s * dx[None, None, :] + c * dy[None, :, None]
+    inside = _inside_shape(shape, u, v, half[:, None, None])
+    ss = _SHAPES3D_SUPERSAMPLE
+    m, rows, cols = inside.shape
+    return inside.reshape(m, rows // ss, ss, cols // ss, ss).mean(axis=(2, 4))
+
+
+def _render_shapes3d(factors, sizes, image_size):
+    """``(n, 3, s, s)`` float32 images of the scenes of ``factors``; chunked over images."""
+    s, ss = image_size, _SHAPES3D_SUPERSAMPLE
+    floor_rgb = _hue_to_rgb(factors[:, 0] / sizes[0])
+    wall_rgb = _hue_to_rgb(factors[:, 1] / sizes[1])
+    object_rgb = _hue_to_rgb(factors[:, 2] / sizes[2])
+    half = 0.5 * _OBJECT_BASE * np.linspace(0.75, 1.25, sizes[3])[factors[:, 3]]
+    theta = np.deg2rad(np.linspace(-30.0, 30.0, sizes[5])[factors[:, 5]])
+    # the rows and columns the object can reach (its circumscribed circle), plus a pixel
+    reach = half.max() * np.sqrt(2.0) if len(half) else 0.0
+    cx, cy = _OBJECT_CENTRE
+    r0, r1 = max(0, int(np.floor((cy - reach) * s)) - 1), min(s, int(np.ceil((cy + reach) * s)) + 1)
+    c0, c1 = max(0, int(np.floor((cx - reach) * s)) - 1), min(s, int(np.ceil((cx + reach) * s)) + 1)
+    dy = (r0 + (np.arange((r1 - r0) * ss) + 0.5) / ss) / s - cy
+    dx = (c0 + (np.arange((c1 - c0) * ss) + 0.5) / ss) / s - cx
+    # background: each row's exact fraction of wall (the horizon can cut a row)
+    wall = np.clip(_WALL_FRACTION * s - np.arange(s), 0.0, 1.0)[None, None, :, None]
+    X = np.empty((len(factors), 3, s, s), dtype=np.float32)
+    step = max(1, _CHUNK_SUBPIXELS // max(1, len(dx) * len(dy)))
+    for lo in range(0, len(factors), step):
+        sl = slice(lo, lo + step)
+        img = (wall * wall_rgb[sl, :, None, None]
+               + (1.0 - wall) * floor_rgb[sl, :, None, None]) * np.ones((1, 1, 1, s))
+        cover = np.zeros((len(img), r1 - r0, c1 - c0))
+        shapes = factors[sl, 4]
+        for k in np.unique(shapes):
+            rows = np.flatnonzero(shapes == k)
+            cover[rows] = _object_coverage(int(k), theta[sl][rows], half[sl][rows], dx, dy)
+        a = cover[:, None]
+        window = img[:, :, r0:r1, c0:c1]
+        img[:, :, r0:r1, c0:c1] = (1.0 - a) * window + a * object_rgb[sl, :, None, None]
+        X[sl] = img
+    return X
+
+
+def _check_factor_sizes(factor_sizes):
+    if factor_sizes is None:
+        return _SHAPES3D_SIZES
+    try:
+        sizes = tuple(factor_sizes)
+    except TypeError:
+        sizes = None
+    if sizes is None or len(sizes) != 6:
+        raise ValueError(f"factor_sizes must be 6 positive integers (floor hue, wall hue, "
+                         f"object hue, scale, shape, orientation); got {factor_sizes!r}.")
+    for name, size in zip(SHAPES3D_FACTORS, sizes):
+        check_positive_integer(size, f"factor_sizes[{name}]")
+    if sizes[4] > len(_SHAPES3D_SHAPES):
+        raise ValueError(f"factor_sizes[shape] must be at most {len(_SHAPES3D_SHAPES)} "
+                         f"({', '.join(_SHAPES3D_SHAPES)}); got {sizes[4]}.")
+    return tuple(int(v) for v in sizes)
+
+
+def make_shapes3d_like(factor_sizes=None, image_size=64, n_samples=None, random_state=None):
+    """Offline 3D-Shapes-like scenes: a coloured object in front of a wall, on a floor.
+
+    A flat 2-D stand-in for DeepMind's 3D Shapes (same six factors, same default
+    number of values). The wall fills the top 60 % of the image and the floor the rest;
+    the object is centred at half width and 62 % of the height (from the top), with a
+    bounding box of side ``image_size / 4 x scale``, rotated about its centre by the
+    orientation, counter-clockwise as displayed for positive angles. Factors, in column
+    order (``SHAPES3D_FACTORS``), value ``k`` of a factor with ``m`` values meaning:
+
+    - floor hue, wall hue, object hue: hue ``k / m`` on the HSV circle, S = V = 1
+      (0 is red);
+    - scale: ``np.linspace(0.75, 1.25, m)[k]``;
+    - shape: square, disc, triangle (apex up), cross (a plus sign), the first ``m``;
+    - orientation: ``np.linspace(-30, 30, m)[k]`` degrees.
+
+    A factor with one value takes the first of its list (hue 0, scale 0.75, -30 degrees).
+    The object is rendered on a 4x finer grid inside its reach and averaged (anti-aliased
+    edges); the row that the horizon cuts mixes wall and floor by its covered fraction.
+
+    Parameters
+    ----------
+    factor_sizes : sequence of 6 int, default=None
+        Number of values of each factor; None is 3D Shapes' ``(10, 10, 10, 8, 4, 15)``.
+        The shape factor has at most 4 values.
+    image_size : int, default=64
+        Side of the square images in pixels (at least 8).
+    n_samples : int, default=None
+        None: every combination of the factor values once, in C order (the last factor
+        varies fastest; 480,000 images, about 24 GB of float32, at the default sizes:
+        pass ``n_samples`` or smaller ``factor_sizes`` for less). An int: that many
+        distinct combinations drawn without replacement, in the order drawn.
+    random_state : int, RandomState instance or None, default=None
+        Draws the combinations when ``n_samples`` is given.
+
+    Returns
+    -------
+    X : ndarray of shape (n, 3 * image_size * image_size), float32 in [0, 1]
+        Flat images, each a C-order ``(3, image_size, image_size)`` RGB array.
+    factors : ndarray of shape (n, 6), int64
+        The value index of each factor.
+
+    Examples
+    --------
+    >>> from geolearn.datasets import make_shapes3d_like
+    >>> X, factors = make_shapes3d_like((1, 5, 5, 4, 3, 5), image_size=32)
+    >>> X.shape, X.dtype, factors.shape
+    ((1500, 3072), dtype('float32'), (1500, 6))
+    >>> X, factors = make_shapes3d_like(image_size=16, n_samples=10, random_state=0)
+    >>> X.shape, bool(X.min() >= 0 and X.max() <= 1)
+    ((10, 768), True)
+    """
+    sizes = _check_factor_sizes(factor_sizes)
+    image_size = check_positive_integer(image_size, "image_size")
+    if image_size < 8:
+        raise ValueError(f"image_size must be at least 8; got {image_size}.")
+    total = int(np.prod(sizes))
+    if n_samples is None:
+        index = np.arange(total)
+    else:
+        check_positive_integer(n_samples, "n_samples")
+        if n_samples > total:
+            raise ValueError(f"n_samples must be at most the number of factor combinations "
+                             f"{total} (drawn without replacement); got {n_samples}.")
+        index = check_random_state(random_state).choice(total, n_samples, replace=False)
+    factors = np.stack(np.unravel_index(index, sizes), axis=1).astype(np.int64)
+    X = _render_shapes3d(factors, sizes, image_size)
+    return X.reshape(len(X), -1), factors
+
+
+def load_3dshapes(path, n_samples=None, random_state=None):
+    """Read DeepMind's ``3dshapes.h5`` (user-provided; nothing is downloaded). Needs h5py.
+
+    The file holds ``images`` (480,000 x 64 x 64 x 3 uint8) and ``labels`` (480,000 x 6
+    float: floor hue, wall hue, object hue, scale, shape, orientation). The output has the
+    layout of :func:`make_shapes3d_like`, so the two are interchangeable.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The HDF5 file (from https://github.com/deepmind/3d-shapes).
+    n_samples : int, default=None
+        None: every image (about 24 GB as float32). An int: that many images drawn
+        without replacement, returned in file order.
+    random_state : int, RandomState instance or None, default=None
+        Draws the images when ``n_samples`` is given.
+
+    Returns
+    -------
+    X : ndarray of shape (n, 3 * H * W), float32 in [0, 1]
+        Flat images, each a C-order ``(3, H, W)`` array (channels first).
+    factors : ndarray of shape (n, 6), int64
+        Index of each label among the sorted distinct values of its column in the whole
+        file (e.g. orientation -30 degrees is 0).
+
+    Raises
+    ------
+    ImportError
+        h5py is not installed (it is not a dependency of geolearn: ``pip install h5py``).
+    ValueError
+        The file lacks ``images`` or ``labels``, or they do not match.
+
+    Examples
+    --------
+    >>> from geolearn.datasets import load_3dshapes
+    >>> X, factors = load_3dshapes("3dshapes.h5", n_samples=1000)  # doctest: +SKIP
+    """
+    try:
+        import h5py
+    except ImportError as exc:
+        raise ImportError("load_3dshapes needs h5py to read the HDF5 file, and h5py is not "
+                          "installed: pip install h5py (geolearn does not depend on it). "
+                          "make_shapes3d_like generates similar images offline.") from exc
+    with h5py.File(path, "r") as f:
+        if "images" not in f or "labels" not in f:
+            raise ValueError(f"{path!s} must hold the datasets 'images' and 'labels' of "
+                             f"3dshapes.h5; found {sorted(f.keys())}.")
+        images, labels = f["images"], np.asarray(f["labels"][:])
+        if labels.ndim != 2 or len(images.shape) != 4 or images.shape[0] != len(labels):
+            raise ValueError(f"expected images (n, H, W, C) and labels (n, n_factors); got "
+                             f"{tuple(images.shape)} and {labels.shape}.")
+        n_total = len(labels)
+        factors = np.stack([np.unique(labels[:, i], return_inverse=True)[1].ravel()
+                            for i in range(labels.shape[1])], axis=1).astype(np.int64)
+        if n_samples is None:
+            index = np.arange(n_total)
+        else:
+            check_positive_integer(n_samples, "n_samples")
+            if n_samples > n_total:
+                raise ValueError(f"n_samples must be at most the {n_total} images of the "
+                                 f"file; got {n_samples}.")
+            index = np.sort(check_random_state(random_state).choice(n_total, n_samples,
+                                                                    replace=False))
+        _, H, W, C = images.shape
+        X = np.empty((len(index), C, H, W), dtype=np.float32)
+        scale = 1.0 / 255.0 if np.dtype(images.dtype) == np.uint8 else 1.0
+        step = 10_000
+        for lo in range(0, len(index), step):
+            block = np.asarray(images[index[lo:lo + step]])  # increasing: h5py fancy index
+            X[lo:lo + step] = np.moveaxis(block, -1, 1) * scale
+    return X.reshape(len(X), -1), factors[index]

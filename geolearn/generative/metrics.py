@@ -4,7 +4,11 @@ Clustering and emergent-language metrics of a discrete latent code (plug-in esti
 nats), and the manifold-reconstruction metrics of MRML ("Recovering manifold
 representations via unsupervised meta-learning"): :func:`persistence_wasserstein`,
 :func:`knn_spectral_distance`, :func:`relative_reduction` and
-:func:`make_manifold_scorer` (built on :mod:`geolearn.topology`).
+:func:`make_manifold_scorer` (built on :mod:`geolearn.topology`), and the supervised
+disentanglement metrics of DAE-OG ("Orthogonality and graph divergence losses promote
+disentanglement in generative models"; plug-in estimates, bits): :func:`mig`,
+:func:`mig_sup`, :func:`dcimig`, :func:`jemmig`, :func:`disentanglement_report`,
+:func:`make_disentanglement_scorer`, and the image metric :func:`psnr`.
 """
 
 import numpy as np
@@ -17,6 +21,16 @@ from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_array, check_consistent_length
 
+from ._disentanglement_metrics import (
+    ConstantFactorWarning,
+    dcimig,
+    disentanglement_report,
+    jemmig,
+    make_disentanglement_scorer,
+    mig,
+    mig_sup,
+    psnr,
+)
 from ._manifold_metrics import (
     knn_spectral_distance,
     make_manifold_scorer,
@@ -25,14 +39,22 @@ from ._manifold_metrics import (
 )
 
 __all__ = [
+    "ConstantFactorWarning",
     "attribute_neighbor_kl",
     "cluster_accuracy",
     "cluster_purity",
+    "dcimig",
     "disentangled_accuracy",
+    "disentanglement_report",
+    "jemmig",
     "knn_spectral_distance",
+    "make_disentanglement_scorer",
     "make_manifold_scorer",
+    "mig",
+    "mig_sup",
     "persistence_wasserstein",
     "positional_disentanglement",
+    "psnr",
     "relative_reduction",
     "topographic_similarity",
 ]
