@@ -10,6 +10,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+from geolearn._utils import torch_threads
 from geolearn.generative.graph_divergence import (
     GraphDivergenceLoss,
     _edge_marginals,
@@ -19,7 +20,6 @@ from geolearn.generative.graph_divergence import (
     knn_permutation_pvalue,
     smoothed_knn_statistic,
 )
-from geolearn._utils import torch_threads
 from geolearn.generative.orthogonality import OrthogonalityLoss
 from tests.helpers import assert_message
 

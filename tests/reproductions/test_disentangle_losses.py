@@ -10,7 +10,10 @@ import torch
 from torch import nn
 
 from geolearn._utils import torch_threads
-from geolearn.generative.graph_divergence import GraphDivergenceLoss, knn_graph_statistic
+from geolearn.generative.graph_divergence import (
+    GraphDivergenceLoss,
+    knn_graph_statistic,
+)
 
 
 def eight_gaussians(n, rng, radius=2.0, std=0.1):
