@@ -120,9 +120,15 @@ def _check_array_pair(X0, X1, names=("X0", "X1")):
 
 # ----------------------------------------------------------------------------- core (torch)
 def _pooled_distances(x0, x1):
-    """``d_ij = sqrt(||x_i - x_j||^2 + 1e-10)`` on the pooled sample (n, n)."""
-    X = torch.cat([x0, x1], dim=0)
-    sq = torch.cdist(X, X).pow(2)
+    """``d_ij = sqrt(||x_i - x_j||^2 + 1e-10)`` on the pooled sample (n, n).
+
+    Built from the three blocks ``(x0, x0)``, ``(x0, x1)``, ``(x1, x1)`` rather than from the
+    concatenated sample: when only the model sample needs gradients (the usual case) the
+    backward pass then costs half as much (no gradient through the target-target block).
+    """
+    d01 = torch.cdist(x0, x1)
+    sq = torch.cat([torch.cat([torch.cdist(x0, x0), d01], dim=1),
+                    torch.cat([d01.T, torch.cdist(x1, x1)], dim=1)], dim=0).pow(2)
     return torch.sqrt(sq + DISTANCE_FLOOR_SQ)
 
 
