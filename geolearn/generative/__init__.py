@@ -24,6 +24,14 @@ skorch's :class:`MLDGNet`), the CV splitter :class:`NeighborhoodHoldout`, the
 :func:`~geolearn.generative.metrics.make_manifold_scorer`), usable as GridSearchCV
 scorers of any estimator with ``reconstruct``.
 
+From "Orthogonality and graph divergence losses promote disentanglement in generative
+models": the torch losses :class:`OrthogonalityLoss` (orthogonal latent blocks) and
+:class:`GraphDivergenceLoss` (a smoothed 1-NN two-sample statistic, with the numpy tests
+:func:`knn_graph_statistic`, :func:`smoothed_knn_statistic`,
+:func:`knn_permutation_pvalue`), :class:`LatentRegularizerMixin` to add them to any
+skorch autoencoder net, the :class:`DisentangledAttributeAutoencoder` (DAE-OG), and the
+disentanglement metrics of :mod:`geolearn.generative.metrics`.
+
 Built on :mod:`geolearn.topology` (one way): the manifold-reconstruction metrics take
 their persistence diagrams and diagram distances from its public
 :func:`~geolearn.topology.persistence_diagrams` and
@@ -44,9 +52,16 @@ from .diffusion import DiffusionDensity
 from .diffusion_generator import DiffusionGenerator
 from .episodes import EpisodicSampler, NeighborhoodHoldout
 from .flow import FlowDensity
+from .graph_divergence import (
+    GraphDivergenceLoss,
+    knn_graph_statistic,
+    knn_permutation_pvalue,
+    smoothed_knn_statistic,
+)
 from .gridvae import GridVAE
 from .latent_regularizers import LatentRegularizerMixin, latent_regularization
 from .meta_autoencoder import MetaManifoldAutoencoder, MLDGNet, ReconstructionMetrics
+from .orthogonality import OrthogonalityLoss
 from .purification import ELBOPurifier
 from .vae_classifier import VAEClassifier
 from .vae_generator import VAEGenerator
@@ -59,16 +74,21 @@ __all__ = [
     "ELBOPurifier",
     "EpisodicSampler",
     "FlowDensity",
+    "GraphDivergenceLoss",
     "GridVAE",
     "LatentRegularizerMixin",
     "MLDGNet",
     "MetaManifoldAutoencoder",
     "NeighborhoodHoldout",
+    "OrthogonalityLoss",
     "ReconstructionMetrics",
     "VAEClassifier",
     "VAEGenerator",
     "grid_codes",
+    "knn_graph_statistic",
+    "knn_permutation_pvalue",
     "latent_regularization",
     "patch_attack",
     "rectangular_patch_mask",
+    "smoothed_knn_statistic",
 ]

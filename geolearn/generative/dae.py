@@ -424,3 +424,8 @@ class DisentangledAttributeAutoencoder(ObjectiveTrainingMixin, ReconstructionSco
             grid[c, :, start + c] = values
         out = self._apply(m.decode_attributes, grid.reshape(-1, len(code)).astype(np.float32))
         return out.reshape(dims[attribute], len(values), -1)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = False  # every draw comes from random_state
+        return tags

@@ -8,6 +8,7 @@ from geolearn.generative import (
     ChartAutoencoder,
     DiffusionDensity,
     DiffusionGenerator,
+    DisentangledAttributeAutoencoder,
     ELBOPurifier,
     EpisodicSampler,
     FlowDensity,
@@ -37,4 +38,6 @@ ESTIMATORS = [
     MetaManifoldAutoencoder(loss="mse", hidden_sizes=(8,), latent_dim=2, n_iter=4, batch_size=4,
                             log_every=2, random_state=0, device="cpu"),
     EpisodicSampler(batch_size=2, random_state=0),
+    DisentangledAttributeAutoencoder(image_shape=None, latent_dim=4, attribute_dims=(2, 2),
+                                     max_epochs=2, batch_size=8, random_state=0, device="cpu"),
 ]
