@@ -18,10 +18,13 @@ def _building_blocks():
 
     ``ObjectiveNet`` is the skorch net the torch estimators train with; it needs an
     objective function and is exercised through every estimator that uses it.
+    ``MLDGNet`` is MetaManifoldAutoencoder's net: it trains on episodes that the
+    estimator's sampler draws, and is exercised through that estimator.
     """
+    from geolearn.generative import MLDGNet
     from geolearn.models import ObjectiveNet
 
-    return {ObjectiveNet}
+    return {ObjectiveNet, MLDGNet}
 
 
 def public_estimator_classes():
