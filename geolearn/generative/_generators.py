@@ -1,9 +1,13 @@
-"""What the topology generators share: end points, interpolation weights, the score."""
+"""What the generators and autoencoders share: end points, interpolation weights, the
+score, and transform / inverse_transform / reconstruct in batches."""
 
 import numpy as np
+import torch
 from sklearn.utils.validation import check_is_fitted
 
-from .._utils import check_scalar_param
+from .._utils import check_scalar_param, iter_batches, to_numpy, to_tensor
+from ..models import frozen
+from ._base import check_codes
 
 
 def check_endpoints(x_a, x_b, n_features, validate):
@@ -84,3 +88,64 @@ class ImageOutputMixin:
     def output_activation(self):
         """'sigmoid' for images (the conv decoders' output), else 'identity'."""
         return "identity" if getattr(self, "image_shape_", None) is None else "sigmoid"
+
+
+class CodecMixin:
+    """``transform``, ``inverse_transform`` and ``reconstruct`` of a fitted autoencoder.
+
+    The estimator defines ``_encode(X) -> codes`` and ``_decode(codes) -> rows`` on
+    validated float32 arrays (both through :meth:`_apply`), ``_validate_X``,
+    ``_n_features_out`` and ``_codes_param``, the parameter that sets the codes' width
+    (named in errors). Work runs in chunks of ``batch_size`` rows on ``device_``, in
+    evaluation mode, so a row's result depends on that row only.
+    """
+
+    @torch.no_grad()
+    def _apply(self, fn, X):
+        """``fn`` on chunks of ``X`` (float32 rows) on ``device_``, as one float64 array."""
+        with frozen(self.module_):
+            return np.concatenate([to_numpy(fn(to_tensor(X[sl], device=self.device_)))
+                                   for sl in iter_batches(len(X), self.batch_size)]
+                                  ).astype(np.float64)
+
+    def transform(self, X):
+        """The codes of X.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), or images (n, C, H, W)
+
+        Returns
+        -------
+        codes : ndarray of shape (n_samples, n_features_out), float64
+        """
+        check_is_fitted(self)
+        return self._encode(self._validate_X(X, reset=False))
+
+    def inverse_transform(self, codes):
+        """Decode codes (as :meth:`transform` gives them) to flat rows.
+
+        Parameters
+        ----------
+        codes : array-like of shape (n_samples, n_features_out)
+
+        Returns
+        -------
+        X : ndarray of shape (n_samples, n_features), float64
+        """
+        check_is_fitted(self)
+        return self._decode(check_codes(codes, self._n_features_out, self._codes_param))
+
+    def reconstruct(self, X):
+        """``inverse_transform(transform(X))``: flat rows.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), or images (n, C, H, W)
+
+        Returns
+        -------
+        X_rec : ndarray of shape (n_samples, n_features), float64
+        """
+        check_is_fitted(self)
+        return self._decode(self._encode(self._validate_X(X, reset=False)))

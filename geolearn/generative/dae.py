@@ -18,15 +18,11 @@ from torch import nn
 
 from .._utils import (
     check_positive_integer,
-    iter_batches,
     resolve_device,
-    to_numpy,
-    to_tensor,
     torch_threads,
 )
-from ..models import frozen
-from ._base import check_codes, check_unit_interval, validate_rows
-from ._generators import ReconstructionScoreMixin
+from ._base import check_unit_interval, validate_rows
+from ._generators import CodecMixin, ReconstructionScoreMixin
 from ._torch_estimator import NET_CONSTRAINTS, ObjectiveTrainingMixin, history_records
 from .latent_regularizers import latent_regularization
 
@@ -118,7 +114,7 @@ class DAEObjective:
         return rec + penalty, {"recon": rec.detach(), **parts}
 
 
-class DisentangledAttributeAutoencoder(ObjectiveTrainingMixin, ReconstructionScoreMixin,
+class DisentangledAttributeAutoencoder(ObjectiveTrainingMixin, CodecMixin, ReconstructionScoreMixin,
                                        ClassNamePrefixFeaturesOutMixin, TransformerMixin,
                                        BaseEstimator):
     """Autoencoder with one latent block per attribute, orthogonal blocks and a graph loss.
@@ -296,12 +292,9 @@ class DisentangledAttributeAutoencoder(ObjectiveTrainingMixin, ReconstructionSco
         return (sum(self.attribute_dims) if self.transform_output == "attributes"
                 else self.latent_dim)
 
-    @torch.no_grad()
-    def _apply(self, fn, X):
-        with frozen(self.module_):
-            return np.concatenate([to_numpy(fn(to_tensor(X[sl], device=self.device_)))
-                                   for sl in iter_batches(len(X), self.batch_size)]
-                                  ).astype(np.float64)
+    @property
+    def _codes_param(self):
+        return "transform_output"
 
     def _encode(self, X):
         m = self.module_
@@ -313,48 +306,6 @@ class DisentangledAttributeAutoencoder(ObjectiveTrainingMixin, ReconstructionSco
         m = self.module_
         return self._apply(m.decode if self.transform_output == "latent" else m.decode_attributes,
                            codes)
-
-    def transform(self, X):
-        """Attribute codes (or ``z_e`` with ``transform_output="latent"``).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features), or images (n, C, H, W)
-
-        Returns
-        -------
-        codes : ndarray of shape (n_samples, sum(attribute_dims)) or (n_samples, latent_dim)
-        """
-        check_is_fitted(self)
-        return self._encode(self._validate_X(X, reset=False))
-
-    def inverse_transform(self, codes):
-        """Decode codes of :meth:`transform`'s kind to flat rows.
-
-        Parameters
-        ----------
-        codes : array-like of shape (n_samples, n_features_out)
-
-        Returns
-        -------
-        X : ndarray of shape (n_samples, n_features), float64
-        """
-        check_is_fitted(self)
-        return self._decode(check_codes(codes, self._n_features_out, "transform_output"))
-
-    def reconstruct(self, X):
-        """``g(e(X))``: flat rows.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features), or images (n, C, H, W)
-
-        Returns
-        -------
-        X_rec : ndarray of shape (n_samples, n_features), float64
-        """
-        check_is_fitted(self)
-        return self._apply(lambda x: self.module_(x)[0], self._validate_X(X, reset=False))
 
     def sample(self, n_samples=1, random_state=None):
         """``g(N)`` for ``N ~ N(0, I_latent_dim)``: the implicit generative model.

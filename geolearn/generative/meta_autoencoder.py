@@ -22,7 +22,6 @@ from sklearn.base import (
 )
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNet
 from skorch.callbacks import Callback, PassthroughScoring
 from torch.func import functional_call
@@ -30,15 +29,14 @@ from torch.func import functional_call
 from .._utils import (
     check_choice,
     check_hidden_sizes,
-    iter_batches,
     resolve_device,
     to_numpy,
     to_tensor,
     torch_threads,
 )
 from ..models import SkorchTrainingMixin, TensorDataset, frozen
-from ._base import check_codes, check_unit_interval, validate_rows
-from ._generators import ReconstructionScoreMixin
+from ._base import check_unit_interval, validate_rows
+from ._generators import CodecMixin, ReconstructionScoreMixin
 from ._modules import Autoencoder
 from ._torch_estimator import NET_CONSTRAINTS
 from .episodes import STRATEGIES, EpisodicSampler
@@ -193,7 +191,7 @@ class MLDGNet(NeuralNet):
         return {"loss": J, "y_pred": None}
 
 
-class MetaManifoldAutoencoder(SkorchTrainingMixin, ReconstructionScoreMixin,
+class MetaManifoldAutoencoder(SkorchTrainingMixin, CodecMixin, ReconstructionScoreMixin,
                               ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Autoencoder meta-learned to keep the data manifold's shape where samples are scarce.
 
@@ -439,60 +437,14 @@ default="neighborhood"
     def _n_features_out(self):
         return self.latent_dim
 
-    @torch.no_grad()
-    def _apply(self, fn, X):
-        with frozen(self.module_):
-            return np.concatenate([to_numpy(fn(to_tensor(X[sl], device=self.device_)))
-                                   for sl in iter_batches(len(X), self.batch_size)])
+    _codes_param = "latent_dim"
 
     def _encode(self, X):
-        return self._apply(self.module_.encode, X).astype(np.float64)
+        return self._apply(self.module_.encode, X)
 
     def _decode(self, Z):
         decode = self.module_.decode
-        return self._apply(lambda z: torch.sigmoid(decode(z)), Z).astype(np.float64)
-
-    def transform(self, X):
-        """Latent codes of X.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features), or images (n, C, H, W)
-
-        Returns
-        -------
-        Z : ndarray of shape (n_samples, latent_dim), float64
-        """
-        check_is_fitted(self)
-        return self._encode(self._validate_X(X, reset=False))
-
-    def inverse_transform(self, Z):
-        """Decode latent codes to flat rows in [0, 1].
-
-        Parameters
-        ----------
-        Z : array-like of shape (n_samples, latent_dim)
-
-        Returns
-        -------
-        X : ndarray of shape (n_samples, n_features), float64
-        """
-        check_is_fitted(self)
-        return self._decode(check_codes(Z, self.latent_dim, "latent_dim"))
-
-    def reconstruct(self, X):
-        """``inverse_transform(transform(X))``: flat rows in [0, 1].
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features), or images (n, C, H, W)
-
-        Returns
-        -------
-        X_rec : ndarray of shape (n_samples, n_features), float64
-        """
-        check_is_fitted(self)
-        return self._decode(self._encode(self._validate_X(X, reset=False)))
+        return self._apply(lambda z: torch.sigmoid(decode(z)), Z)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -93,7 +93,7 @@ def test_codes_decode_and_traverse_agree_with_the_module(fitted, images):
 
 def test_history_records_each_loss_and_weights_change_training(images):
     dae = DisentangledAttributeAutoencoder(**IMG).fit(images)
-    assert [set(h) for h in dae.history_][0] == {"epoch", "loss", "recon", "orth", "stat"}
+    assert set(dae.history_[0]) == {"epoch", "loss", "recon", "orth", "stat"}
     dae_g = DisentangledAttributeAutoencoder(**{**IMG, "alpha_orth": 0.0}).fit(images)
     assert "orth" not in dae_g.history_[0] and "stat" in dae_g.history_[0]
     plain = DisentangledAttributeAutoencoder(**{**IMG, "alpha_orth": 0.0, "alpha_graph": 0.0})
