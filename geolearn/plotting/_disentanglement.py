@@ -162,8 +162,9 @@ class BlockOrthogonalityDisplay:
             self.ax_.text(j, i, f"{v:.2f}", ha="center", va="center",
                           color="black" if v > 0.5 else "white", fontsize="small")
         ticks = range(len(C))
-        self.ax_.set_xticks(ticks, [f"block {i}" for i in ticks])
-        self.ax_.set_yticks(ticks, [f"block {i}" for i in ticks])
+        self.ax_.set_xticks(ticks, [str(i) for i in ticks])
+        self.ax_.set_yticks(ticks, [str(i) for i in ticks])
+        self.ax_.set(xlabel="latent block", ylabel="latent block")
         self.ax_.set_title(self.name or "mean |cos| between latent blocks")
         self.figure_.colorbar(self.image_, ax=self.ax_, label="mean |cos|")
         return self
