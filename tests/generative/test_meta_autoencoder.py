@@ -17,8 +17,11 @@ from sklearn.exceptions import NotFittedError
 from skorch.callbacks import Callback
 
 from geolearn.generative import MetaManifoldAutoencoder, NeighborhoodHoldout
-from geolearn.generative.meta_autoencoder import mldg_objective
-from tests.helpers import assert_message, check_bad_inputs, check_pipeline_gridsearch_pickle
+from tests.helpers import (
+    assert_message,
+    check_bad_inputs,
+    check_pipeline_gridsearch_pickle,
+)
 
 SMALL = dict(architecture="mlp", hidden_sizes=(16,), latent_dim=3, n_iter=30, batch_size=8,
              log_every=10, random_state=0, device="cpu")
@@ -27,106 +30,6 @@ SMALL = dict(architecture="mlp", hidden_sizes=(16,), latent_dim=3, n_iter=30, ba
 @pytest.fixture(scope="module")
 def X():
     return np.random.default_rng(0).random((80, 12)).astype(np.float32)
-
-
-# -- the MLDG step, float64 ----------------------------------------------------------------
-
-def _tiny():
-    torch.manual_seed(0)
-    return torch.nn.Sequential(torch.nn.Linear(4, 5), torch.nn.Tanh(),
-                               torch.nn.Linear(5, 4)).double()
-
-
-def _batches():
-    g = torch.Generator().manual_seed(1)
-    return torch.rand(6, 4, generator=g, dtype=torch.float64), \
-        torch.rand(6, 4, generator=g, dtype=torch.float64)
-
-
-def _mse(out, x):
-    return ((out - x) ** 2).sum()
-
-
-def _meta_grad(net, alpha, beta, first_order=False):
-    params = dict(net.named_parameters())
-    x_tr, x_te = _batches()
-    J, _, _ = mldg_objective(net, params, x_tr, x_te, inner_lr=alpha, meta_test_weight=beta,
-                             first_order=first_order, loss_fn=_mse)
-    return torch.autograd.grad(J, list(params.values()))
-
-
-def test_beta_zero_is_a_plain_adam_step():
-    nets = _tiny(), _tiny()
-    x_tr, x_te = _batches()
-    for net, beta in zip(nets, (0.0, None)):
-        opt = torch.optim.Adam(net.parameters(), lr=1e-2)
-        for _ in range(3):
-            opt.zero_grad()
-            params = dict(net.named_parameters())
-            if beta is None:
-                J = _mse(net(x_tr), x_tr)
-            else:
-                J = mldg_objective(net, params, x_tr, x_te, inner_lr=0.1, meta_test_weight=beta,
-                                   loss_fn=_mse)[0]
-            J.backward()
-            opt.step()
-    for p, q in zip(*(n.parameters() for n in nets)):
-        torch.testing.assert_close(p, q, rtol=0, atol=1e-12)
-
-
-def test_zero_inner_lr_gives_the_gradient_of_the_weighted_sum():
-    net = _tiny()
-    x_tr, x_te = _batches()
-    grads = _meta_grad(net, 0.0, 0.3)
-    expected = torch.autograd.grad(_mse(net(x_tr), x_tr) + 0.3 * _mse(net(x_te), x_te),
-                                   list(net.parameters()))
-    for g, e in zip(grads, expected):
-        torch.testing.assert_close(g, e, rtol=1e-12, atol=1e-12)
-
-
-def test_second_order_meta_gradient_matches_finite_differences():
-    net, alpha, beta = _tiny(), 0.05, 0.7
-    x_tr, x_te = _batches()
-    grads = _meta_grad(net, alpha, beta)
-    theta = torch.nn.utils.parameters_to_vector(net.parameters()).detach()
-    v = torch.randn(theta.shape, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
-
-    def J(vec):
-        params = dict(zip(dict(net.named_parameters()),
-                          _unflatten(vec.clone().requires_grad_(True), net)))
-        return mldg_objective(net, params, x_tr, x_te, inner_lr=alpha, meta_test_weight=beta,
-                              loss_fn=_mse)[0].item()
-
-    eps = 1e-5
-    fd = (J(theta + eps * v) - J(theta - eps * v)) / (2 * eps)
-    analytic = float(torch.dot(torch.cat([g.reshape(-1) for g in grads]), v))
-    assert abs(fd - analytic) <= 1e-5 * abs(analytic)
-
-
-def _unflatten(vec, net):
-    out, i = [], 0
-    for p in net.parameters():
-        out.append(vec[i:i + p.numel()].view_as(p))
-        i += p.numel()
-    return out
-
-
-def test_first_order_drops_exactly_the_hessian_term():
-    net, alpha, beta = _tiny(), 0.05, 0.7
-    x_tr, x_te = _batches()
-    second = _meta_grad(net, alpha, beta)
-    first = _meta_grad(net, alpha, beta, first_order=True)
-    # (I - alpha H_train) u with u = grad L_test(theta*): the difference is -alpha beta H u
-    params = list(net.parameters())
-    g = torch.autograd.grad(_mse(net(x_tr), x_tr), params, create_graph=True)
-    stepped = {n: (p - alpha * gi).detach().requires_grad_(True)
-               for (n, p), gi in zip(net.named_parameters(), g)}
-    out = torch.func.functional_call(net, stepped, (x_te,))
-    u = torch.autograd.grad(_mse(out, x_te), list(stepped.values()))
-    hu = torch.autograd.grad(g, params, grad_outputs=u)
-    for s, f, h in zip(second, first, hu):
-        assert torch.linalg.norm(h) > 1e-3  # the term is not negligible here
-        torch.testing.assert_close(s - f, -alpha * beta * h, rtol=1e-10, atol=1e-12)
 
 
 # -- the estimator -------------------------------------------------------------------------

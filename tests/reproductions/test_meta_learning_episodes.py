@@ -1,4 +1,5 @@
-"""EpisodicSampler and NeighborhoodHoldout against brute-force neighbour searches.
+"""Reproduction of MRML's episodes and meta split (paper Sec. 4.2): EpisodicSampler and
+NeighborhoodHoldout against brute-force neighbour searches.
 
 Spec acceptance experiment 2 (the splitter's and sampler's guarantees as hypothesis
 properties): disjoint batches of the right size, the brute-force nearest neighbours
