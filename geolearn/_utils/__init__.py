@@ -15,6 +15,7 @@ from .validation import (
     check_positive,
     check_positive_integer,
     check_scalar_param,
+    discard_fitted,
 )
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "check_positive",
     "check_positive_integer",
     "check_scalar_param",
+    "discard_fitted",
     "iter_batches",
     "resolve_device",
     "to_numpy",

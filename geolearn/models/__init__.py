@@ -24,6 +24,7 @@ from ._training import (
     RaiseOnNonFiniteLoss,
     SkorchTrainingMixin,
     TensorDataset,
+    TrainingInterruptedWarning,
     collate_batch,
 )
 
@@ -37,6 +38,7 @@ __all__ = [
     "RaiseOnNonFiniteLoss",
     "SkorchTrainingMixin",
     "TensorDataset",
+    "TrainingInterruptedWarning",
     "affine_to_torch",
     "as_model",
     "collate_batch",

@@ -7,13 +7,15 @@ estimator only supplies the module and, for objectives that are not a plain
 criterion, an :class:`ObjectiveNet`.
 """
 
+import warnings
+
 import numpy as np
 import torch
 from skorch import NeuralNet
-from skorch.callbacks import Callback, PassthroughScoring, ProgressBar
+from skorch.callbacks import Callback, EarlyStopping, PassthroughScoring, ProgressBar
 from skorch.utils import to_tensor
 
-from .._utils import resolve_device, torch_seed
+from .._utils import discard_fitted, resolve_device, torch_seed
 
 #: Prefixes of the skorch settings an estimator accepts as keyword arguments.
 NET_PARAM_PREFIXES = ("module__", "optimizer__", "criterion__", "iterator_train__",
@@ -62,6 +64,39 @@ class RaiseOnNonFiniteLoss(Callback):
             raise RuntimeError(
                 f"training loss became non-finite at epoch {len(losses)} (last finite loss: "
                 f"{last}); lower lr, or scale the input (e.g. MinMaxScaler).")
+
+
+class TrainingInterruptedWarning(UserWarning):
+    """Training stopped before its last epoch (a KeyboardInterrupt); the net keeps its weights."""
+
+
+class _EpochCounter(Callback):
+    """Counts the epochs a ``partial_fit`` completes, so an interrupted fit can say so."""
+
+    def initialize(self):
+        self.completed_ = 0
+        return self
+
+    def on_train_begin(self, net, **kwargs):
+        self.completed_ = 0
+
+    def on_epoch_end(self, net, **kwargs):
+        self.completed_ += 1
+
+
+def _warn_if_interrupted(estimator, net, planned):
+    """Warn when skorch swallowed a KeyboardInterrupt: fewer epochs than planned, no early stop."""
+    callbacks = dict(net.callbacks_)
+    if "epoch_counter" not in callbacks:  # a net built by an older geolearn
+        return
+    done = callbacks["epoch_counter"].completed_
+    stopped_early = any(isinstance(cb, EarlyStopping) and cb.misses_ >= cb.patience
+                        for cb in callbacks.values())
+    if done < planned and not stopped_early:
+        warnings.warn(f"{type(estimator).__name__}: training was interrupted during epoch "
+                      f"{done + 1} of {planned}; the estimator keeps the weights reached then "
+                      "(fit again, or continue with warm_start=True).",
+                      TrainingInterruptedWarning, stacklevel=4)
 
 
 class ObjectiveNet(NeuralNet):
@@ -190,13 +225,25 @@ class SkorchTrainingMixin:
         net : the fitted skorch net (also stored as ``net_``)
         """
         self._check_net_params()
+        try:
+            net = self._train_net(module, X, y, seed=seed, max_epochs=max_epochs,
+                                  default_callbacks=default_callbacks, **settings)
+        except BaseException:
+            # a fit that fails leaves no half-set fitted state behind
+            discard_fitted(self)
+            raise
+        _warn_if_interrupted(self, net, net.max_epochs if self._warm() else max_epochs)
+        self.net_ = net
+        return net
+
+    def _train_net(self, module, X, y, *, seed, max_epochs, default_callbacks, **settings):
         if self._warm():
             with torch_seed(seed):
                 self.net_.partial_fit(X, y)
             return self.net_
         self.device_ = resolve_device(self.device)
-        callbacks = [("finite_loss", RaiseOnNonFiniteLoss()), *default_callbacks,
-                     *(self.callbacks or ())]
+        callbacks = [("finite_loss", RaiseOnNonFiniteLoss()), ("epoch_counter", _EpochCounter()),
+                     *default_callbacks, *(self.callbacks or ())]
         if self.verbose >= 2:
             callbacks.append(("progress_bar", ProgressBar()))
         settings.setdefault("optimizer", torch.optim.Adam)
@@ -208,7 +255,6 @@ class SkorchTrainingMixin:
             net.initialize()
             if max_epochs:
                 net.partial_fit(X, y)
-        self.net_ = net
         return net
 
     @property
