@@ -1,5 +1,6 @@
 """Internal helpers shared by every family: input validation and torch plumbing."""
 
+from .fitting import discard_fitted, fitted_on_success
 from .torch import iter_batches, resolve_device, to_numpy, to_tensor, torch_seed, torch_threads
 from .validation import (
     check_choice,
@@ -15,7 +16,6 @@ from .validation import (
     check_positive,
     check_positive_integer,
     check_scalar_param,
-    discard_fitted,
 )
 
 __all__ = [
@@ -33,6 +33,7 @@ __all__ = [
     "check_positive_integer",
     "check_scalar_param",
     "discard_fitted",
+    "fitted_on_success",
     "iter_batches",
     "resolve_device",
     "to_numpy",

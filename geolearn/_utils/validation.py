@@ -273,13 +273,3 @@ def check_diagrams(diagrams, name="diagrams"):
         raise ValueError(f"{name} must be a list of (m, 2) diagrams, one per homology "
                          f"dimension; got {type(diagrams).__name__}.") from None
     return [check_diagram(d, f"{name}[{k}]") for k, d in enumerate(items)]
-
-
-def discard_fitted(estimator):
-    """Delete an estimator's fitted attributes (public names ending in ``_``).
-
-    Called when a ``fit`` fails, so that the estimator is unfitted (``check_is_fitted``
-    raises) rather than half fitted.
-    """
-    for name in [k for k in vars(estimator) if k.endswith("_") and not k.startswith("_")]:
-        delattr(estimator, name)

@@ -15,7 +15,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
-from .._utils import resolve_device
+from .._utils import fitted_on_success, resolve_device
 from ._kernel import (
     bandwidth_from_distances,
     bandwidth_gradient,
@@ -280,6 +280,7 @@ class CIDM(TransformerMixin, BaseEstimator):
         return k_b, k, k_d, K
 
     # ------------------------------------------------------------------ fit
+    @fitted_on_success
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Learn the manifold: kernel, eigenfunctions and the coefficients of the data.

@@ -13,7 +13,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
-from .._utils import resolve_device
+from .._utils import fitted_on_success, resolve_device
 from ._adam import adam_solve
 from ._grassmann import angles_kernel, check_metric, distance_from_angles, stacked_flag_mean
 from ._solvers import mm_solve, objective_and_gradient, polar
@@ -264,6 +264,7 @@ class SVBF(_SetsMixin, TransformerMixin, BaseEstimator):
         self.random_state = random_state
 
     # ----------------------------------------------------------------- fitting
+    @fitted_on_success
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, sample_weight=None):
         """Fit the variety to the sets ``X``.

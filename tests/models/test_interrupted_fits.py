@@ -91,3 +91,28 @@ def test_early_stopping_is_not_an_interruption():
         warnings.simplefilter("error", TrainingInterruptedWarning)
         est.fit(X)
     assert len(est.net_.history) < 50
+
+
+def _boom(*args, **kwargs):
+    raise RuntimeError("injected fault")
+
+
+@pytest.mark.parametrize("where", ["cidm", "svbf"])
+def test_fits_without_torch_training_are_transactions_too(where, monkeypatch):
+    """CIDM and SVBF failed midway left attributes set; predicting then raised AttributeError."""
+    rng = np.random.default_rng(0)
+    if where == "cidm":
+        from geolearn.manifold import CIDM
+
+        monkeypatch.setattr(CIDM, "_fit_eigenproblem", _boom)  # after the kernel is set
+        est, data = CIDM(n_eigenpairs=4), rng.normal(size=(60, 3))
+    else:
+        from geolearn.subspaces import SVBF
+
+        monkeypatch.setattr(SVBF, "_coordinates", _boom)  # the last step of fit
+        est, data = SVBF(n_components=1, input_type="data"), [rng.normal(size=(6, 2))
+                                                               for _ in range(5)]
+    with pytest.raises(RuntimeError, match="injected fault"):
+        est.fit(data)
+    with pytest.raises(NotFittedError):
+        check_is_fitted(est)
