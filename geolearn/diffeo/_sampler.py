@@ -222,6 +222,8 @@ def deform(X, fields, *, interp="bilinear"):
             f"fields must have shape (N, 2, n, n) = {expected} to match X; got "
             f"{tuple(fields.shape)}."
         )
+    if not torch.isfinite(fields).all():
+        raise ValueError("fields contain NaN or infinity: a displacement must be finite.")
     out = _remap(Xt if Xt.ndim == 4 else Xt[:, None], fields, interp)
     out = out.reshape(Xt.shape)
     return out if is_tensor else out.numpy()

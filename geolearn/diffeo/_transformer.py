@@ -369,6 +369,9 @@ def diffeo_augment(X, y=None, n_copies=1, include_original=True, **params):
     params.pop("apply_on", None)
     transformer = MaxEntropyDiffeo(apply_on="always", random_state=rng, **params).fit(X)
     X_valid = transformer._check_X(X, reset=False)[1]
+    if y is not None and len(y) != len(X_valid):
+        raise ValueError(f"y must have one label per image: X has {len(X_valid)} images, y has "
+                         f"{len(y)} labels.")
     parts = [X_valid] if include_original else []
     parts += [transformer.transform(X_valid) for _ in range(n_copies)]
     X_aug = np.concatenate(parts)

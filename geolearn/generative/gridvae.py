@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 import torch
 from sklearn.base import ClusterMixin, _fit_context
-from sklearn.utils._param_validation import StrOptions
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
@@ -151,8 +151,8 @@ class GridVAE(MeanScoreMixin, ClusterMixin, BaseVAE):
     _parameter_constraints = {
         **BaseVAE._parameter_constraints,
         "grid_values": ["array-like"],
-        "kl_weight": [numbers.Real],
-        "kl_warmup_epochs": [numbers.Integral],
+        "kl_weight": [Interval(numbers.Real, 0, None, closed="left")],
+        "kl_warmup_epochs": [Interval(numbers.Integral, 0, None, closed="left")],
         "guidance": [StrOptions({"none", "full", "partial"})],
         "guided_dims": ["array-like", None],
         "missing_guidance": [StrOptions({"raise", "round"})],

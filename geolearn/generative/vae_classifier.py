@@ -6,7 +6,7 @@ import numpy as np
 import torch
 from sklearn.base import ClassifierMixin, _fit_context
 from sklearn.preprocessing import LabelEncoder
-from sklearn.utils._param_validation import StrOptions
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_consistent_length, check_is_fitted, column_or_1d
 
@@ -90,7 +90,7 @@ class VAEClassifier(ClassifierMixin, BaseVAE):
 
     _parameter_constraints = {
         **BaseVAE._parameter_constraints,
-        "classification_weight": [numbers.Real],
+        "classification_weight": [Interval(numbers.Real, 0, None, closed="left")],
         "prior": [StrOptions({"normal", "grid"})],
         "grid_values": ["array-like"],
     }

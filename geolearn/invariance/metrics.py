@@ -242,9 +242,22 @@ def _target_indices(model, y, n):
     return y
 
 
+def _check_target_range(adapter, data, images, target):
+    """Refuse class indices outside the model's outputs (one forward pass of one row)."""
+    if not len(images):
+        return
+    n_out = adapter.forward(data.to_model(images[:1])).reshape(1, -1).shape[1]
+    bad = (target < 0) | (target >= n_out)
+    if bad.any():
+        raise ValueError(f"target holds class indices outside the model's {n_out} outputs "
+                         f"(0 to {n_out - 1}): {np.unique(target[bad])[:5].tolist()}.")
+
+
 def _ig_images(adapter, data, images, target, baseline, steps, batch_size):
     """IG of the model at ``images`` (tensor (n, C, H, W)), returned as (n, C, H, W)."""
     adapter.require_gradients("integrated gradients")
+    target = np.asarray(target)
+    _check_target_range(adapter, data, images, target)
     out = []
     b = baseline.reshape(1, *data.layout) if baseline.ndim else baseline
     b = b.to(adapter.device, adapter.dtype)
@@ -300,7 +313,14 @@ def integrated_gradients(model, X, target, *, steps=50, baseline="zeros", image_
     data = _Images(X, image_shape)
     if isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps < 1:
         raise ValueError(f"steps must be a positive integer; got {steps!r}.")
-    target = np.array(np.broadcast_to(np.asarray(target), (len(data.images),)))
+    target = np.asarray(target)
+    n = len(data.images)
+    if target.ndim > 1 or (target.ndim == 1 and len(target) != n):
+        raise ValueError(f"target must be one class index or one per sample, shape ({n},); "
+                         f"got shape {target.shape}.")
+    if not np.issubdtype(target.dtype, np.integer):
+        raise ValueError(f"target must hold integer class indices; got dtype {target.dtype}.")
+    target = np.array(np.broadcast_to(target, (n,)))
     ig = _ig_images(adapter, data, data.tensor, target,
                     _check_baseline(baseline, data, torch.float64), int(steps), batch_size)
     return data.to_model(ig)
@@ -347,7 +367,14 @@ def saliency_map(model, X, target, *, threshold=0.9, sigma=1.0, kernel_size=3, p
     check_saliency_params(threshold, sigma, kernel_size, padding, steps)
     adapter = as_model(model, device=device, batch_size=batch_size)
     data = _Images(X, image_shape)
-    target = np.array(np.broadcast_to(np.asarray(target), (len(data.images),)))
+    target = np.asarray(target)
+    n = len(data.images)
+    if target.ndim > 1 or (target.ndim == 1 and len(target) != n):
+        raise ValueError(f"target must be one class index or one per sample, shape ({n},); "
+                         f"got shape {target.shape}.")
+    if not np.issubdtype(target.dtype, np.integer):
+        raise ValueError(f"target must hold integer class indices; got dtype {target.dtype}.")
+    target = np.array(np.broadcast_to(target, (n,)))
     post = dict(threshold=threshold, sigma=sigma, kernel_size=kernel_size, padding=padding)
     return _maps(adapter, data, data.tensor, target,
                  _check_baseline(baseline, data, torch.float64), steps, batch_size, post).numpy()

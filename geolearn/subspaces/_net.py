@@ -6,7 +6,7 @@ from skorch import NeuralNetClassifier
 from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
-from .._utils import resolve_device, torch_seed
+from .._utils import check_scalar_param, resolve_device, torch_seed
 from ..models import RaiseOnNonFiniteLoss
 from ._node import SVBFNode, centroid_logits
 from ._validation import ZERO_SET_CHECKS, check_bases, check_labeled_bases, check_two_classes
@@ -174,6 +174,9 @@ class SVBFNetClassifier(NeuralNetClassifier):
         bases, _, y = check_labeled_bases(X, y, self, reset=reset)
         X = bases.astype(np.float32)
         if reset:
+            for name in ("alpha", "beta", "gamma"):
+                check_scalar_param(getattr(self, name), name, low=0)
+            check_scalar_param(self.T, "T", low=0, closed="neither")
             self.labels_ = np.unique(y if classes is None else classes)
             check_two_classes(self.labels_, self)
             if not 1 <= self.n_components <= X.shape[1]:

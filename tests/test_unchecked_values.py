@@ -1,0 +1,73 @@
+"""Values that used to be accepted silently, or to fail inside torch, now get clear errors.
+
+Each case is one the reliability audit found (negative loss weights, NaN temperatures,
+mismatched labels, non-finite displacement fields, class indices outside the model).
+"""
+
+import numpy as np
+import pytest
+import torch
+
+from geolearn.diffeo import deform, diffeo_augment
+from geolearn.generative import GridVAE, VAEClassifier
+from geolearn.invariance import integrated_gradients
+from geolearn.subspaces import SVBFNetClassifier
+from tests.helpers import assert_message
+
+X6 = np.random.default_rng(0).random((40, 6)).astype(np.float32)
+
+
+@pytest.mark.parametrize("make, fit_args, words", [
+    (lambda: VAEClassifier(classification_weight=-1, max_epochs=1), (X6, np.arange(40) % 2),
+     ("classification_weight", "[0.0, inf)")),
+    (lambda: GridVAE(kl_weight=-1, max_epochs=1), (X6,), ("kl_weight", "[0.0, inf)")),
+    (lambda: GridVAE(kl_warmup_epochs=-2, max_epochs=1), (X6,), ("kl_warmup_epochs",)),
+])
+def test_negative_loss_weights_are_refused(make, fit_args, words):
+    with pytest.raises(ValueError) as exc:
+        make().fit(*fit_args)
+    assert_message(exc, *words)
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"alpha": -1}, ("alpha", ">= 0")), ({"beta": "bad"}, ("beta", "'bad'")),
+    ({"gamma": np.inf}, ("gamma", "finite")), ({"T": np.nan}, ("T", "> 0")),
+    ({"T": 0.0}, ("T", "> 0")),
+])
+def test_svbf_net_loss_parameters(kwargs, words):
+    rng = np.random.default_rng(0)
+    X = np.stack([np.linalg.qr(rng.normal(size=(6, 2)))[0] for _ in range(20)])
+    with pytest.raises(ValueError) as exc:
+        SVBFNetClassifier(max_epochs=1, **kwargs).fit(X, np.arange(20) % 2)
+    assert_message(exc, *words)
+
+
+def test_augmentation_labels_must_match_the_images():
+    X = np.random.default_rng(0).random((20, 1, 8, 8))
+    with pytest.raises(ValueError) as exc:
+        diffeo_augment(X, np.arange(19), random_state=0)
+    assert_message(exc, "20 images", "19 labels")
+    X_aug, y_aug = diffeo_augment(X, np.arange(20), random_state=0)
+    assert len(X_aug) == len(y_aug) == 40
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_non_finite_displacements_are_refused(bad):
+    X = np.random.default_rng(0).random((3, 1, 8, 8))
+    fields = np.zeros((3, 2, 8, 8))
+    fields[0, 0, 2, 2] = bad
+    with pytest.raises(ValueError, match="fields contain NaN or infinity"):
+        deform(X, fields)
+
+
+@pytest.mark.parametrize("target, words", [
+    (5, ("outside the model's 3 outputs", "[5]")), (-1, ("outside", "[-1]")),
+    (np.array([0, 1]), ("one per sample", "(3,)")), (1.5, ("integer class indices",)),
+])
+def test_integrated_gradients_targets(target, words):
+    X = np.random.default_rng(0).random((3, 1, 8, 8)).astype(np.float32)
+    net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 3))
+    with pytest.raises(ValueError) as exc:
+        integrated_gradients(net, X, target, steps=4)
+    assert_message(exc, *words)
+    assert integrated_gradients(net, X, np.array([0, 1, 2]), steps=4).shape == X.shape
