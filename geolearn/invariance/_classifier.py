@@ -2,6 +2,7 @@
 
 import copy
 import functools
+import pickle
 from numbers import Integral, Real
 
 import numpy as np
@@ -33,6 +34,24 @@ _METRIC_BATCH = 1024
 _OPTIMIZERS = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW, "sgd": torch.optim.SGD}
 
 
+def _check_picklable_group(group):
+    """Refuse a group that pickle cannot save, before training rather than at save time.
+
+    The fitted estimator keeps the group (``group_`` and inside its network), so a group
+    of lambdas or local functions would fit and then make the estimator, or a
+    GridSearchCV's ``best_estimator_``, impossible to pickle.
+    """
+    try:
+        pickle.dumps(group)
+    except (pickle.PicklingError, AttributeError, TypeError) as exc:
+        raise TypeError(
+            "group cannot be pickled, so the fitted InvariantClassifier could not be saved "
+            f"({type(exc).__name__}: {exc}); define the group's transforms as module-level "
+            "functions (def at the top level of a module), not lambdas or local/nested "
+            "functions."
+        ) from exc
+
+
 class InvariantClassifier(SkorchTrainingMixin, ClassifierMixin, BaseEstimator):
     """An MLP image classifier made invariant to a finite group: by DA, IR or weight-tying.
 
@@ -61,7 +80,8 @@ class InvariantClassifier(SkorchTrainingMixin, ClassifierMixin, BaseEstimator):
         ``"rot4"``: rotations by multiples of 90 degrees (square images);
         ``"xtrans3"``: cyclic x-shifts by thirds of the width; or any finite
         group of callables on ``(N, C, H, W)`` tensors (identity included; use
-        module-level functions, not lambdas, to keep the estimator picklable).
+        module-level functions, not lambdas: ``fit`` raises a TypeError for a
+        group pickle cannot save).
         Flat ``X`` without ``image_shape`` is read as rows ``(1, 1, n_features)``,
         which only a user group may act on.
     image_shape : tuple of int, default=None
@@ -334,6 +354,7 @@ class InvariantClassifier(SkorchTrainingMixin, ClassifierMixin, BaseEstimator):
         y = self._encode_labels(y, images, reset=True)
         self.group_ = resolve_group(self.group, self.image_shape_)
         self._check_params(self.group_)
+        _check_picklable_group(self.group_)
         if self.normalize == "global":
             self.mean_ = float(images.mean(dtype=np.float64))
             std = float(images.std(dtype=np.float64))

@@ -8,6 +8,7 @@ import numpy as np
 import torch
 from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics.pairwise import (
     linear_kernel,
     polynomial_kernel,
@@ -23,6 +24,14 @@ from .._utils import check_scalar_param
 from ._kernels import KernelMetric
 
 _KERNELS = ("rbf", "poly", "sigmoid", "linear")
+# libsvm's own cap (upstream svm.cpp: max(10^7, 100 n)); scikit-learn's max_iter=-1 has none,
+# and on the ill-conditioned kernel of many conformal refits libsvm then never stops
+_LIBSVM_MAX_ITER = 10**7
+
+
+def _inner_budget(max_iter, n):
+    """The inner SVC's ``max_iter``: the user's, or libsvm's own cap for ``-1``."""
+    return max(_LIBSVM_MAX_ITER, 100 * n) if max_iter == -1 else max_iter
 
 
 def _log_factor(X, centers, tau):
@@ -82,8 +91,14 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
         other support vector. A list gives one value per iteration.
     n_iter : int, default=1
         Conformal refits; 0 is a plain SVC.
-    class_weight, probability, tol, max_iter, decision_function_shape, break_ties, random_state
+    class_weight, probability, tol, decision_function_shape, break_ties, random_state
         As in :class:`sklearn.svm.SVC`.
+    max_iter : int, default=-1
+        Iterations of each inner libsvm fit. ``-1`` is libsvm's own cap,
+        ``max(10^7, 100 n)``: a conformal refit that does not converge within it
+        has a numerically degenerate kernel (too many ``n_iter`` multiply the
+        factors into a huge dynamic range) and ``fit`` raises a ValueError. A
+        positive value accepts unconverged fits with a ConvergenceWarning.
     max_samples_precomputed : int, default=20000
         Refuse to build larger ``n × n`` Gram matrices.
 
@@ -124,8 +139,8 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
 
     _expected_failed_checks = {
         "check_class_weight_classifiers": "the check sets n_iter=100, read as optimiser "
-        "iterations; here it is 100 conformal refits, whose multiplied factors overflow "
-        "float64 (fit raises a clear ValueError).",
+        "iterations; here it is 100 conformal refits, whose multiplied factors make the "
+        "kernel numerically degenerate: fit raises a ValueError naming n_iter.",
     }
 
     def __init__(self, C=1.0, kernel="rbf", gamma="scale", degree=3, coef0=0.0, tau="auto",
@@ -200,12 +215,51 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
         np.fill_diagonal(sq, np.inf)
         return float(np.median(np.sqrt(sq.min(1))))
 
-    def _new_svc(self):
+    def _new_svc(self, max_iter):
         # only passed when asked: scikit-learn >= 1.9 deprecates the parameter itself
         extra = {"probability": True} if self.probability else {}
         return SVC(C=self.C, kernel="precomputed", class_weight=self.class_weight, tol=self.tol,
-                   max_iter=self.max_iter, decision_function_shape=self.decision_function_shape,
+                   max_iter=max_iter, decision_function_shape=self.decision_function_shape,
                    break_ties=self.break_ties, random_state=self.random_state, **extra)
+
+    def _fit_svc(self, K, y, iteration, L):
+        """The inner SVC fitted on ``K`` within a bounded libsvm budget.
+
+        Iteration 0 is the base kernel; ``L`` the log factors of the conformal one.
+        A degenerate conformal kernel (non-finite dual coefficients, or no convergence
+        within libsvm's own cap) raises a ValueError naming ``n_iter`` and the cure.
+        """
+        budget = _inner_budget(self.max_iter, len(K))
+
+        def degenerate(why, unbounded=False):
+            spread = 2 * (L.max() - L.min())
+            also = (", or a positive max_iter to accept an unconverged fit with a "
+                    "ConvergenceWarning" if unbounded else "")
+            return ValueError(
+                f"the conformal kernel of refit {iteration} (n_iter={self.n_iter}) is "
+                f"numerically degenerate: {why} (the factors c(x)c(y) span e^{spread:.0f}); "
+                f"use fewer refits (n_iter <= {iteration - 1} fitted here) or a smaller "
+                f"tau{also}.")
+
+        svc = self._new_svc(budget)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)  # re-raised below, clearer
+            try:
+                svc.fit(K, y)
+            except ValueError as exc:
+                if iteration == 0 or "not finite" not in str(exc):
+                    raise
+                raise degenerate("libsvm's dual coefficients are not finite") from exc
+        if svc.fit_status_ == 1:
+            if self.max_iter == -1 and iteration > 0:
+                raise degenerate(f"libsvm did not converge in {budget} iterations "
+                                 "(max_iter=-1 is libsvm's own cap)", unbounded=True)
+            which = "the base fit" if iteration == 0 else f"refit {iteration}"
+            warnings.warn(f"the inner SVC of {which} "
+                          f"stopped at max_iter={budget} without converging; raise max_iter, "
+                          "or use fewer n_iter or a smaller tau.", ConvergenceWarning,
+                          stacklevel=3)
+        return svc
 
     def fit(self, X, y):
         """Fit the SVC, then ``n_iter`` conformal refits.
@@ -234,11 +288,11 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
         self.gamma_ = self._check_params(X)
         self.sigma_ = (2 * self.gamma_) ** -0.5 if self.kernel == "rbf" else None
         K0 = self._base_kernel(X, X)
-        svc = self._new_svc().fit(K0, y)
+        L = np.zeros(n)
+        svc = self._fit_svc(K0, y, 0, L)
         taus = (self.tau if isinstance(self.tau, (list, tuple, np.ndarray))
                 else [self.tau] * self.n_iter)
         self.tau_, self.centers_, self.n_support_history_ = [], [], [len(svc.support_)]
-        L = np.zeros(n)
         for tau in taus:
             centers = X[svc.support_]
             tau = self._auto_tau(centers) if isinstance(tau, str) else float(tau)
@@ -250,7 +304,7 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
                 raise ValueError(f"the conformal kernel overflows float64 at iteration "
                                  f"{len(self.tau_)} (max L = {L.max():.0f}); use fewer n_iter "
                                  "or a smaller tau.")
-            svc = self._new_svc().fit(K, y)
+            svc = self._fit_svc(K, y, len(self.tau_), L)
             self.n_support_history_.append(len(svc.support_))
         self.svc_ = svc
         self.X_fit_ = X

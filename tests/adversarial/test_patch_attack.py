@@ -75,3 +75,23 @@ def test_patch_attack_rejects_a_model_without_logits():
     forest = RandomForestClassifier(n_estimators=2, random_state=0).fit(np.eye(4), [0, 1, 0, 1])
     with pytest.raises(GradientsUnavailableError, match="patch_attack needs gradients"):
         patch_attack(forest, np.zeros((2, 4)), [0, 1], np.ones(4, bool))
+
+
+@pytest.mark.parametrize("method", ["pgd", "nag"])
+def test_patch_attack_restores_every_submodule_mode_and_grad_flag(method):
+    # regression: a train-mode model with one Dropout in eval mode (and one frozen
+    # parameter) must come back exactly as it was, submodule by submodule
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.Dropout(0.5), torch.nn.ReLU(),
+                              torch.nn.Linear(8, 2), torch.nn.Dropout(0.2))
+    net.train()
+    net[1].eval()
+    net[3].bias.requires_grad_(False)
+    modes = [m.training for m in net.modules()]
+    flags = [p.requires_grad for p in net.parameters()]
+    X = np.random.default_rng(0).random((6, 16))
+    mask = np.zeros(16, dtype=bool)
+    mask[:4] = True
+    patch_attack(net, X, [0, 1, 0, 1, 0, 1], mask, method=method, n_iter=3, random_state=0)
+    assert [m.training for m in net.modules()] == modes
+    assert [p.requires_grad for p in net.parameters()] == flags

@@ -417,3 +417,17 @@ def test_named_parameters_are_stored_unchecked_and_unknown_keywords_refused():
     clf = InvariantClassifier(net_params=1)
     with pytest.raises(TypeError, match="'net_params'"):
         clf.fit(np.zeros((4, 1, 4, 4), np.float32), [0, 1, 0, 1])
+
+
+def test_unpicklable_user_group_is_refused_at_fit(data):
+    # regression: a group of lambdas used to pass fit and leave an estimator (e.g. a
+    # GridSearchCV's best_estimator_) that pickle could not save
+    X, y = data
+    clf = InvariantClassifier(group=[identity, lambda x: x.flip(-1)], **FAST)
+    with pytest.raises(TypeError) as info:
+        clf.fit(X[:40], y[:40])
+    assert_message(info, "group", "pickl", "module-level", "lambda")
+    # a module-level group still fits and survives pickling
+    fitted = InvariantClassifier(group=[identity, flip_lr], **FAST).fit(X[:40], y[:40])
+    loaded = pickle.loads(pickle.dumps(fitted))
+    np.testing.assert_array_equal(loaded.predict_proba(X[:10]), fitted.predict_proba(X[:10]))

@@ -132,3 +132,53 @@ def test_pipeline_gridsearch_pickle(data):
         ConformalKernelSVC(gamma=2.0), X, y,
         param_grid={"C": [1.0, 10.0], "n_iter": [0, 1, 2], "tau": ["auto", 0.3]})
     assert search.best_params_["n_iter"] in (0, 1, 2)
+
+
+
+_MANY_REFITS = """
+import time, warnings
+from geolearn.datasets import make_sinusoid_boundary
+from geolearn.riemannian import ConformalKernelSVC
+X, y = make_sinusoid_boundary(200, random_state=0)
+warnings.simplefilter("ignore")
+for n_iter, gamma in [(18, "scale"), (20, "scale"), (20, 2.0)]:
+    start = time.perf_counter()
+    try:
+        ConformalKernelSVC(n_iter=n_iter, gamma=gamma).fit(X, y).predict(X[:3])
+        outcome = "fitted"
+    except ValueError as exc:
+        outcome = "ValueError: " + str(exc)
+    print(n_iter, gamma, round(time.perf_counter() - start, 1), outcome, flush=True)
+"""
+
+
+def test_many_refits_on_a_degenerate_kernel_finish_quickly():
+    """Regression: libsvm with max_iter=-1 looped for minutes on the degenerate conformal
+    kernel of n_iter=18/20 refits (200-point sine data); now each fit ends in seconds,
+    fitted or with a ValueError naming n_iter and the cure. libsvm's C loop ignores
+    signals, hence a subprocess with a timeout."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONPATH=os.getcwd(), OMP_NUM_THREADS="1")
+    try:
+        run = subprocess.run([sys.executable, "-c", _MANY_REFITS], capture_output=True,
+                             text=True, timeout=60, env=env)
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"three ConformalKernelSVC fits did not finish in 60 s: {exc.stdout!r}")
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert len(lines) == 3, run.stdout
+    for line in lines:
+        n_iter, gamma, seconds, outcome = line.split(" ", 3)
+        assert float(seconds) < 20, line
+        assert outcome == "fitted" or all(w in outcome for w in ("n_iter", "max_iter", "tau")), line
+
+
+def test_a_positive_max_iter_warns_with_the_parameter_named(data):
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y = data
+    with pytest.warns(ConvergenceWarning, match="max_iter=2"):
+        ConformalKernelSVC(gamma=2.0, max_iter=2).fit(X, y)
