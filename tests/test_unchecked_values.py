@@ -71,3 +71,16 @@ def test_integrated_gradients_targets(target, words):
         integrated_gradients(net, X, target, steps=4)
     assert_message(exc, *words)
     assert integrated_gradients(net, X, np.array([0, 1, 2]), steps=4).shape == X.shape
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"degree": "bad"}, ("degree",)), ({"coef0": np.nan}, ("coef0", "finite")),
+    ({"probability": "yes"}, ("probability", "True or False")), ({"C": 0.0}, ("C", "> 0")),
+])
+def test_conformal_svc_checks_what_svc_would(kwargs, words):
+    from geolearn.riemannian import ConformalKernelSVC
+
+    X = np.random.default_rng(0).normal(size=(30, 2))
+    with pytest.raises(ValueError) as exc:
+        ConformalKernelSVC(kernel="poly", n_iter=1, **kwargs).fit(X, np.arange(30) % 2)
+    assert_message(exc, *words)

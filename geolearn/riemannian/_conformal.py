@@ -20,7 +20,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._utils import check_scalar_param
+from .._utils import check_scalar_param, fitted_on_success
 from ._kernels import KernelMetric
 
 _KERNELS = ("rbf", "poly", "sigmoid", "linear")
@@ -168,6 +168,12 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
             raise ValueError(f"kernel must be one of {_KERNELS} or a callable (X, Y) -> Gram; "
                              f"got {self.kernel!r}.")
         check_scalar_param(self.n_iter, "n_iter", kind="integer", low=0)
+        # what SVC itself would refuse: our kernels are computed before SVC sees them
+        check_scalar_param(self.degree, "degree", kind="integer", low=0)
+        check_scalar_param(self.coef0, "coef0")
+        check_scalar_param(self.C, "C", low=0, closed="neither")
+        if not isinstance(self.probability, (bool, np.bool_)):
+            raise ValueError(f"probability must be True or False; got {self.probability!r}.")
         if isinstance(self.gamma, str):
             if self.gamma == "scale":
                 var = X.var()
@@ -261,6 +267,7 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
                           stacklevel=3)
         return svc
 
+    @fitted_on_success
     def fit(self, X, y):
         """Fit the SVC, then ``n_iter`` conformal refits.
 
