@@ -84,3 +84,22 @@ def test_conformal_svc_checks_what_svc_would(kwargs, words):
     with pytest.raises(ValueError) as exc:
         ConformalKernelSVC(kernel="poly", n_iter=1, **kwargs).fit(X, np.arange(30) % 2)
     assert_message(exc, *words)
+
+
+class _NaNNet(torch.nn.Module):
+    """A model whose outputs are NaN (a broken model, or inputs far out of its range)."""
+
+    def forward(self, x):
+        return torch.nn.functional.linear(x.flatten(1), torch.ones(3, x[0].numel())) * np.nan
+
+
+def test_a_model_returning_nan_is_reported_not_averaged():
+    from geolearn.diffeo import relative_stability
+
+    X = np.random.default_rng(0).random((12, 1, 16, 16))
+    with pytest.raises(ValueError) as exc:
+        relative_stability(_NaNNet(), X, random_state=0)
+    assert_message(exc, "NaN or infinite for 12 of 12 images")
+    with pytest.raises(ValueError) as exc:
+        integrated_gradients(_NaNNet(), X.astype(np.float32), 0, steps=4)
+    assert_message(exc, "NaN or infinite for 12 of 12 samples")

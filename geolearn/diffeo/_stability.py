@@ -154,13 +154,23 @@ def _reference(X, interp, batches):
                              "gaussian") for sl in batches])
 
 
+def _check_finite(name, F):
+    """Refuse non-finite model outputs: R_f, D_f and G_f would be NaN without a word."""
+    bad = ~np.isfinite(F).reshape(len(F), -1).all(axis=1)
+    if bad.any():
+        what = "the model's output" if name == "output" else f"layer {name!r}"
+        raise ValueError(f"{what} is NaN or infinite for {int(bad.sum())} of {len(F)} images; "
+                         "the stabilities are undefined (check the model and the input scale).")
+    return F
+
+
 def _outputs(probe, X, batches):
     """``{layer: f(X)}``, probed batch by batch."""
     out = {}
     for sl in batches:
         for name, F in probe(X[sl]).items():
             out.setdefault(name, []).append(F)
-    return {name: np.concatenate(parts) for name, parts in out.items()}
+    return {name: _check_finite(name, np.concatenate(parts)) for name, parts in out.items()}
 
 
 def _changes(probe, F0, perturbed, per_unit):
@@ -171,7 +181,7 @@ def _changes(probe, F0, perturbed, per_unit):
     out = {name: [] for name in F0}
     for sl, X_p in perturbed:
         for name, F in probe(X_p).items():
-            diff2 = (F - F0[name][sl]) ** 2
+            diff2 = (_check_finite(name, F) - F0[name][sl]) ** 2
             out[name].append(diff2 if per_unit else diff2.sum(axis=1))
     return {name: np.concatenate(parts) for name, parts in out.items()}
 

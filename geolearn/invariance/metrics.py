@@ -267,7 +267,14 @@ def _ig_images(adapter, data, images, target, baseline, steps, batch_size):
             t = torch.as_tensor(target[sl], device=adapter.device, dtype=torch.long)
             ig = integrated_gradients_tensor(adapter.input_gradient, x, t, b, steps)
             out.append(ig.detach().to("cpu", torch.float64).reshape(len(x), *data.shape))
-    return torch.cat(out) if out else torch.empty((0, *data.shape), dtype=torch.float64)
+    ig = torch.cat(out) if out else torch.empty((0, *data.shape), dtype=torch.float64)
+    bad = ~torch.isfinite(ig.reshape(len(ig), -1)).all(1)
+    if bad.any():
+        raise ValueError(f"integrated gradients are NaN or infinite for {int(bad.sum())} of "
+                         f"{len(ig)} samples: the model's output or its gradient is not finite "
+                         "along the path from the baseline (check the model and the input "
+                         "scale).")
+    return ig
 
 
 def integrated_gradients(model, X, target, *, steps=50, baseline="zeros", image_shape=None,
