@@ -13,7 +13,7 @@
   ``warm_start``, ``net_class``).
 """
 
-from ._adapter import GradientsUnavailableError, ModelAdapter, as_model, frozen
+from ._adapter import GradientsUnavailableError, ModelAdapter, as_model, forward_ad_lock, frozen
 from ._fitting import fit_or_use, is_prefit
 from ._response import RESPONSES, resolve_response, respond
 from ._sklearn import BinaryProba, affine_to_torch, mlp_to_torch
@@ -41,6 +41,7 @@ __all__ = [
     "as_model",
     "collate_batch",
     "fit_or_use",
+    "forward_ad_lock",
     "frozen",
     "is_prefit",
     "mlp_to_torch",
