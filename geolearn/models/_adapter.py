@@ -4,7 +4,7 @@ import copy
 import numbers
 import threading
 from collections import OrderedDict
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 
 import numpy as np
 import torch
@@ -150,7 +150,7 @@ _LOCAL = threading.local()
 class _Capture:
     """What one call wants from its forward pass: the output (or input) of ``target``."""
 
-    __slots__ = ("target", "pre", "out")
+    __slots__ = ("out", "pre", "target")
 
     def __init__(self, target, pre):
         self.target, self.pre, self.out = target, pre, None
@@ -248,6 +248,33 @@ def forward_ad_lock():
     """
     with _FORWARD_AD_LOCK:
         yield
+
+
+def locked_jacfwd(func, *args, **kwargs):
+    """``torch.func.jacfwd(func, ...)`` whose every call holds :func:`forward_ad_lock`.
+
+    Same arguments and result as ``jacfwd``; use it (and :func:`locked_jvp`)
+    wherever geolearn differentiates in forward mode, so that one fitted
+    estimator can be used from several threads at once. Calls nested inside
+    one another (``jacfwd(jacfwd(f))``, ``vmap``) re-enter the lock freely.
+    """
+    from torch.func import jacfwd
+
+    jac = jacfwd(func, *args, **kwargs)
+
+    def locked(*a, **k):
+        with _FORWARD_AD_LOCK:
+            return jac(*a, **k)
+
+    return locked
+
+
+def locked_jvp(func, primals, tangents, *args, **kwargs):
+    """``torch.func.jvp`` holding :func:`forward_ad_lock` (see :func:`locked_jacfwd`)."""
+    from torch.func import jvp
+
+    with _FORWARD_AD_LOCK:
+        return jvp(func, primals, tangents, *args, **kwargs)
 
 
 class ModelAdapter:
@@ -518,7 +545,7 @@ class ModelAdapter:
         >>> J.dtype, bool(torch.equal(J, torch.eye(2, dtype=J.dtype).expand(3, 2, 2)))
         (torch.float64, True)
         """
-        from torch.func import jacfwd, jacrev, vmap
+        from torch.func import jacrev, vmap
 
         self.require_gradients("jacobian")
         if mode not in ("auto", "rev", "fwd"):
@@ -539,10 +566,9 @@ class ModelAdapter:
             if mode == "auto":
                 mode = "fwd" if in_numel < out_numel else "rev"
             chunk = _chunk_size(out_numel * in_numel * X0.element_size(), max_memory, batch_size)
-            jac = vmap((jacfwd if mode == "fwd" else jacrev)(single))
+            jac = vmap((locked_jacfwd if mode == "fwd" else jacrev)(single))
             for sl in iter_batches(len(X), chunk):
-                with forward_ad_lock() if mode == "fwd" else nullcontext():
-                    J = jac(convert(X[sl]))
+                J = jac(convert(X[sl]))
                 outs.append(J if is_tensor else to_numpy(J))
         return torch.cat(outs) if is_tensor else np.concatenate(outs)
 
