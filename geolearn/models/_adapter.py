@@ -132,18 +132,20 @@ def _unfreeze(objects):
 #
 # A layer is read by a forward hook that stores its output and stops the forward pass. Hooks
 # live on the (shared) module, so a hook registered for one call fires in every thread's
-# forward pass through that module. Here the hooks are one inert dispatcher per submodule, and
-# what a call wants is kept per thread: the dispatcher acts only for the innermost capture of
-# the thread running the forward pass (torch.func transforms run in the calling thread), and a
-# call catches only its own _StopForward. The dispatchers are installed on every submodule of
-# the model while at least one call on it is in flight and removed by the last one (counted
-# per submodule, under a lock), so the hook dicts torch iterates during a forward pass never
-# change while an adapter call is running, and the model carries no hooks afterwards. (A
-# forward pass the user runs directly, outside the adapter, while the first call starts or the
-# last one ends can still see the dict change: torch's hook dicts are not thread-safe.)
+# forward pass through that module. Here a hook is an inert dispatcher, and what a call wants
+# is kept per thread: the dispatcher acts only for the innermost capture of the thread running
+# the forward pass (torch.func transforms run in the calling thread), and a call catches only
+# its own _StopForward. A dispatcher is put on a layer when a call first reads it and stays
+# until no adapter call at all is in flight (one process-wide count, under a lock), when every
+# dispatcher is removed: torch iterates a module's hook dict during its forward pass, and that
+# dict must not change under a running adapter call; and the model carries no hooks once idle.
+# (torch's hook dicts are not thread-safe, so a forward pass the user runs directly, outside
+# the adapter, at the moment a dispatcher is added or the last call ends can still see one
+# change; as can a layer carrying the user's own hooks when its dispatcher is first added.)
 
 _HOOK_LOCK = threading.Lock()
-_HOOK_USERS = {}  # id(submodule) -> [submodule, users, forward handle, pre-hook handle]
+_HOOKS = {}  # (id(layer), pre) -> (layer, handle)
+_IN_FLIGHT = [0]  # adapter forward passes running, all threads
 _LOCAL = threading.local()
 
 
@@ -175,35 +177,31 @@ def _dispatch_pre(module, inputs):
         raise _StopForward(cap)
 
 
-def _hold_hooks(modules):
+def _start_pass(target, pre):
     with _HOOK_LOCK:
-        for m in modules:
-            entry = _HOOK_USERS.get(id(m))
-            if entry is None:
-                _HOOK_USERS[id(m)] = [m, 1, m.register_forward_hook(_dispatch_forward),
-                                      m.register_forward_pre_hook(_dispatch_pre)]
-            else:
-                entry[1] += 1
+        _IN_FLIGHT[0] += 1
+        if target is not None and (id(target), pre) not in _HOOKS:
+            handle = (target.register_forward_pre_hook(_dispatch_pre) if pre
+                      else target.register_forward_hook(_dispatch_forward))
+            _HOOKS[id(target), pre] = (target, handle)
 
 
-def _release_hooks(modules):
+def _end_pass():
     with _HOOK_LOCK:
-        for m in modules:
-            entry = _HOOK_USERS[id(m)]
-            entry[1] -= 1
-            if entry[1] == 0:
-                del _HOOK_USERS[id(m)]
-                entry[2].remove()
-                entry[3].remove()
+        _IN_FLIGHT[0] -= 1
+        if _IN_FLIGHT[0] == 0:
+            for _, handle in _HOOKS.values():
+                handle.remove()
+            _HOOKS.clear()
 
 
 def _run_capturing(module, x, target, pre=False):
-    """``module(x)``, stopped at ``target``: its output (its input when ``pre``); the model
-    output when ``target`` is None. Safe when other threads run the same module meanwhile.
+    """``module(x)``, stopped at ``target``: its output (its input when ``pre``), and whether
+    it was reached; the model output when ``target`` is None. Safe when other threads run the
+    same module meanwhile.
     """
-    modules = list(module.modules())
     cap = _Capture(target, pre)
-    _hold_hooks(modules)
+    _start_pass(target, pre)
     stack = getattr(_LOCAL, "captures", None)
     if stack is None:
         stack = _LOCAL.captures = []
@@ -216,7 +214,7 @@ def _run_capturing(module, x, target, pre=False):
         return cap.out, True
     finally:
         stack.pop()
-        _release_hooks(modules)
+        _end_pass()
     return _first(out), target is None
 
 
