@@ -84,3 +84,52 @@ def test_patch_attack_beside_features_leaves_the_model_as_it_was():
     expected = {name: fn() for name, fn in calls}
     check_all_equal(run_in_threads(calls, repeats=8), expected, rtol=1e-5, atol=1e-6)
     assert model_state(net) == before
+
+
+def test_no_hooks_are_left_and_other_errors_propagate():
+    net = small_net().eval()
+    m = as_model(net)
+    m.features(X, layer="2")
+    m.jacobian(X[:2], layer="4", mode="fwd")
+    assert not any(mod._forward_hooks or mod._forward_pre_hooks for mod in net.modules())
+
+    def explode(*args):
+        raise ValueError("boom")
+
+    handle = net[1].register_forward_hook(explode)
+    try:
+        for layer in ("4", None):
+            try:
+                m.features(X, layer=layer)
+            except ValueError as exc:
+                assert "boom" in str(exc)
+            else:
+                raise AssertionError("the model's own error was swallowed")
+    finally:
+        handle.remove()
+    assert not any(mod._forward_hooks or mod._forward_pre_hooks for mod in net.modules())
+
+
+def test_feature_fn_reads_a_layer_input_and_nested_calls_read_their_own_layer():
+    net = small_net().eval()
+    m = as_model(net)
+    x = torch.as_tensor(X[:5])
+    with torch.no_grad():
+        assert torch.equal(m.feature_fn("4", input=True)(x), net[:4](x))
+        inner = m.feature_fn("2")
+        seen = []
+        # a forward hook of the user's that runs another adapter call on the same model
+        handle = net[4].register_forward_hook(lambda *a: seen.append(inner(x)))
+        try:
+            out = m.feature_fn("5")(x)
+        finally:
+            handle.remove()
+        assert torch.equal(out, net[:6](x)) and torch.equal(seen[0], net[:3](x))
+
+
+def test_forward_ad_lock_is_reentrant():
+    from geolearn.models import forward_ad_lock, locked_jacfwd
+
+    J = locked_jacfwd(locked_jacfwd(torch.sin))(torch.zeros(3))
+    with forward_ad_lock(), forward_ad_lock():
+        assert J.shape == (3, 3, 3)
