@@ -13,7 +13,15 @@
   ``warm_start``, ``net_class``).
 """
 
-from ._adapter import GradientsUnavailableError, ModelAdapter, as_model, frozen
+from ._adapter import (
+    GradientsUnavailableError,
+    ModelAdapter,
+    as_model,
+    forward_ad_lock,
+    frozen,
+    locked_jacfwd,
+    locked_jvp,
+)
 from ._fitting import fit_or_use, is_prefit
 from ._response import RESPONSES, resolve_response, respond
 from ._sklearn import BinaryProba, affine_to_torch, mlp_to_torch
@@ -29,12 +37,12 @@ from ._training import (
 )
 
 __all__ = [
+    "NET_PARAM_PREFIXES",
+    "RESPONSES",
     "BinaryProba",
     "GradientsUnavailableError",
     "ModelAdapter",
-    "NET_PARAM_PREFIXES",
     "ObjectiveNet",
-    "RESPONSES",
     "RaiseOnNonFiniteLoss",
     "SkorchTrainingMixin",
     "TensorDataset",
@@ -43,8 +51,11 @@ __all__ = [
     "as_model",
     "collate_batch",
     "fit_or_use",
+    "forward_ad_lock",
     "frozen",
     "is_prefit",
+    "locked_jacfwd",
+    "locked_jvp",
     "mlp_to_torch",
     "resolve_response",
     "respond",

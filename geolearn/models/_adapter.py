@@ -2,6 +2,7 @@
 
 import copy
 import numbers
+import threading
 from collections import OrderedDict
 from contextlib import contextmanager
 
@@ -68,18 +69,210 @@ def frozen(module):
     if module is None:
         yield
         return
-    modes = [(m, m.training) for m in module.modules()]
-    flags = [(p, p.requires_grad) for p in module.parameters()]
-    module.eval()
-    for p, _ in flags:
-        p.requires_grad_(False)
+    held = _freeze(module)
     try:
         yield
     finally:
-        for p, flag in flags:
-            p.requires_grad_(flag)
-        for m, training in modes:
-            m.training = training
+        _unfreeze(held)
+
+
+# -- frozen(): reference-counted across concurrent users ---------------------------------------
+#
+# One fitted model is often shared by threads (a web service, joblib's threading backend), and
+# the mode flags and ``requires_grad`` that frozen() changes live on the shared module. Saving
+# and restoring them per call is wrong there: a call that leaves while another is still inside
+# would switch the model back to training mode under it, and a call that enters while another
+# is inside would save the *frozen* state and "restore" it for good. So every submodule and
+# every parameter is counted: the first user saves its flag and switches it, later users only
+# count, and the last user to leave restores the saved flag. A lock makes each enter and exit
+# atomic. Overlapping blocks on different parts of one model (the whole net and one layer)
+# share the counts of the objects they have in common.
+
+_FROZEN_LOCK = threading.Lock()
+_FROZEN_USERS = {}  # id(module or parameter) -> [object, users, saved flag]
+
+
+def _freeze(module):
+    """Enter a frozen block on ``module``; returns what :func:`_unfreeze` must release."""
+    objects = [*module.modules(), *module.parameters()]
+    with _FROZEN_LOCK:
+        first = []
+        for obj in objects:
+            entry = _FROZEN_USERS.get(id(obj))
+            if entry is None:
+                saved = obj.training if isinstance(obj, nn.Module) else obj.requires_grad
+                _FROZEN_USERS[id(obj)] = [obj, 1, saved]
+                first.append(obj)
+            else:
+                entry[1] += 1
+        for obj in first:
+            if isinstance(obj, nn.Module):
+                obj.training = False
+            else:
+                obj.requires_grad_(False)
+        if first and first[0] is module:
+            module.eval()  # modules overriding train() see the call they saw before
+    return objects
+
+
+def _unfreeze(objects):
+    with _FROZEN_LOCK:
+        for obj in objects:
+            entry = _FROZEN_USERS[id(obj)]
+            entry[1] -= 1
+            if entry[1] == 0:
+                del _FROZEN_USERS[id(obj)]
+                if isinstance(obj, nn.Module):
+                    obj.training = entry[2]
+                else:
+                    obj.requires_grad_(entry[2])
+
+
+# -- reading a layer: hooks that act only for the call that wants them ------------------------
+#
+# A layer is read by a forward hook that stores its output and stops the forward pass. Hooks
+# live on the (shared) module, so a hook registered for one call fires in every thread's
+# forward pass through that module. Here a hook is an inert dispatcher, and what a call wants
+# is kept per thread: the dispatcher acts only for the innermost capture of the thread running
+# the forward pass (torch.func transforms run in the calling thread), and a call catches only
+# its own _StopForward. A dispatcher is put on a layer when a call first reads it and stays
+# until no adapter call at all is in flight (one process-wide count, under a lock), when every
+# dispatcher is removed: torch iterates a module's hook dict during its forward pass, and that
+# dict must not change under a running adapter call; and the model carries no hooks once idle.
+# (torch's hook dicts are not thread-safe, so a forward pass the user runs directly, outside
+# the adapter, at the moment a dispatcher is added or the last call ends can still see one
+# change; as can a layer carrying the user's own hooks when its dispatcher is first added.)
+
+_HOOK_LOCK = threading.Lock()
+_HOOKS = {}  # (id(layer), pre) -> (layer, handle)
+_IN_FLIGHT = [0]  # adapter forward passes running, all threads
+_LOCAL = threading.local()
+
+
+class _Capture:
+    """What one call wants from its forward pass: the output (or input) of ``target``."""
+
+    __slots__ = ("out", "pre", "target")
+
+    def __init__(self, target, pre):
+        self.target, self.pre, self.out = target, pre, None
+
+
+def _active_capture():
+    stack = getattr(_LOCAL, "captures", None)
+    return stack[-1] if stack else None
+
+
+def _dispatch_forward(module, inputs, output):
+    cap = _active_capture()
+    if cap is not None and cap.target is module and not cap.pre:
+        cap.out = _first(output)
+        raise _StopForward(cap)
+
+
+def _dispatch_pre(module, inputs):
+    cap = _active_capture()
+    if cap is not None and cap.target is module and cap.pre:
+        cap.out = inputs[0]
+        raise _StopForward(cap)
+
+
+def _start_pass(target, pre):
+    with _HOOK_LOCK:
+        _IN_FLIGHT[0] += 1
+        if target is not None and (id(target), pre) not in _HOOKS:
+            handle = (target.register_forward_pre_hook(_dispatch_pre) if pre
+                      else target.register_forward_hook(_dispatch_forward))
+            _HOOKS[id(target), pre] = (target, handle)
+
+
+def _end_pass():
+    with _HOOK_LOCK:
+        _IN_FLIGHT[0] -= 1
+        if _IN_FLIGHT[0] == 0:
+            for _, handle in _HOOKS.values():
+                handle.remove()
+            _HOOKS.clear()
+
+
+def _run_capturing(module, x, target, pre=False):
+    """``module(x)``, stopped at ``target``: its output (its input when ``pre``), and whether
+    it was reached; the model output when ``target`` is None. Safe when other threads run the
+    same module meanwhile.
+    """
+    cap = _Capture(target, pre)
+    _start_pass(target, pre)
+    stack = getattr(_LOCAL, "captures", None)
+    if stack is None:
+        stack = _LOCAL.captures = []
+    stack.append(cap)  # also for target None: an outer call's target is not this pass's
+    try:
+        out = module(x)
+    except _StopForward as stop:
+        if not stop.args or stop.args[0] is not cap:
+            raise
+        return cap.out, True
+    finally:
+        stack.pop()
+        _end_pass()
+    return _first(out), target is None
+
+
+_FORWARD_AD_LOCK = threading.RLock()
+
+
+@contextmanager
+def forward_ad_lock():
+    """Hold the process-wide lock of torch's forward-mode AD (``torch.func.jacfwd``, ``jvp``).
+
+    torch keeps the forward-AD level in process-global state (the current dual
+    level and the ``jvp`` nesting depth are module globals, not per thread), so
+    two threads inside ``jacfwd`` at once corrupt each other's level ("dual
+    Tensor for forward AD but no level exists"). It cannot be made reentrant
+    from outside torch, so geolearn serialises its forward-mode passes with
+    this one reentrant lock: wrap every call of a ``jacfwd``/``jvp`` function
+    in it. Reverse mode (``jacrev``, ``autograd.grad``) is per thread and needs
+    no lock.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from torch.func import jacfwd
+    >>> from geolearn.models import forward_ad_lock
+    >>> with forward_ad_lock():
+    ...     J = jacfwd(torch.sin)(torch.zeros(2))
+    >>> bool(torch.equal(J, torch.eye(2)))
+    True
+    """
+    with _FORWARD_AD_LOCK:
+        yield
+
+
+def locked_jacfwd(func, *args, **kwargs):
+    """``torch.func.jacfwd(func, ...)`` whose every call holds :func:`forward_ad_lock`.
+
+    Same arguments and result as ``jacfwd``; use it (and :func:`locked_jvp`)
+    wherever geolearn differentiates in forward mode, so that one fitted
+    estimator can be used from several threads at once. Calls nested inside
+    one another (``jacfwd(jacfwd(f))``, ``vmap``) re-enter the lock freely.
+    """
+    from torch.func import jacfwd
+
+    jac = jacfwd(func, *args, **kwargs)
+
+    def locked(*a, **k):
+        with _FORWARD_AD_LOCK:
+            return jac(*a, **k)
+
+    return locked
+
+
+def locked_jvp(func, primals, tangents, *args, **kwargs):
+    """``torch.func.jvp`` holding :func:`forward_ad_lock` (see :func:`locked_jacfwd`)."""
+    from torch.func import jvp
+
+    with _FORWARD_AD_LOCK:
+        return jvp(func, primals, tangents, *args, **kwargs)
 
 
 class ModelAdapter:
@@ -178,37 +371,30 @@ class ModelAdapter:
         raise ValueError(f"layer={layer!r} is not a layer of {self.name}: give a name or an "
                          f"index into {names}, or a callable returning one of its submodules.")
 
-    def feature_fn(self, layer=None):
+    def feature_fn(self, layer=None, *, input=False):
         """A differentiable torch function ``x -> output of layer`` (``None``: the model output).
+
+        ``input=True`` gives the input of ``layer`` instead (its first positional
+        argument), read by a forward pre-hook.
 
         The forward pass stops at ``layer``, so reading an early layer costs
         only the layers before it. Call it inside :meth:`frozen` for
-        inference-time behaviour of dropout and batch norm.
+        inference-time behaviour of dropout and batch norm. Safe to call from
+        several threads at once on one model: each call reads only its own pass.
         """
         self.require_gradients("feature_fn")
         layer = self.resolve_layer(layer)
         module = self.module
-        if layer is None:
-            return lambda x: _first(module(x))
-        target = dict(module.named_modules())[layer]
+        target = None if layer is None else dict(module.named_modules())[layer]
+        if layer is None and input:
+            raise ValueError("input=True needs a layer: the model's input is x itself.")
 
         def f(x):
-            store = {}
-
-            def hook(mod, inputs, output):
-                store["out"] = _first(output)
-                raise _StopForward
-
-            handle = target.register_forward_hook(hook)
-            try:
-                module(x)
-            except _StopForward:
-                pass
-            finally:
-                handle.remove()
-            if "out" not in store:
-                raise RuntimeError(f"layer {layer!r} was not reached by the forward pass.")
-            return store["out"]
+            out, reached = _run_capturing(module, x, target, pre=input)
+            if not reached:
+                what = "the input of layer" if input else "layer"
+                raise RuntimeError(f"{what} {layer!r} was not reached by the forward pass.")
+            return out
 
         return f
 
@@ -357,7 +543,7 @@ class ModelAdapter:
         >>> J.dtype, bool(torch.equal(J, torch.eye(2, dtype=J.dtype).expand(3, 2, 2)))
         (torch.float64, True)
         """
-        from torch.func import jacfwd, jacrev, vmap
+        from torch.func import jacrev, vmap
 
         self.require_gradients("jacobian")
         if mode not in ("auto", "rev", "fwd"):
@@ -378,7 +564,7 @@ class ModelAdapter:
             if mode == "auto":
                 mode = "fwd" if in_numel < out_numel else "rev"
             chunk = _chunk_size(out_numel * in_numel * X0.element_size(), max_memory, batch_size)
-            jac = vmap((jacfwd if mode == "fwd" else jacrev)(single))
+            jac = vmap((locked_jacfwd if mode == "fwd" else jacrev)(single))
             for sl in iter_batches(len(X), chunk):
                 J = jac(convert(X[sl]))
                 outs.append(J if is_tensor else to_numpy(J))

@@ -12,10 +12,6 @@ from .._utils import check_model_inputs, iter_batches, to_numpy
 from ..models import as_model
 
 
-class _StopForward(Exception):
-    """Raised by the pre-hook once the final layer's input is captured."""
-
-
 def final_linear(adapter):
     """The last ``nn.Linear`` registered in an adapted model (its classification head)."""
     adapter.require_gradients("the final linear layer")
@@ -38,25 +34,20 @@ def embedding_fn(adapter, layer=None):
         f = adapter.feature_fn(layer)
         return lambda x: f(x).flatten(1)
     head = final_linear(adapter)
+    if head is adapter.module:  # the model is one nn.Linear: its input is x
+        return lambda x: x.flatten(1)
+    # the adapter reads the head's input (a forward pre-hook acting only for this call, so one
+    # model can be embedded from several threads at once) and stops the pass there
+    read = adapter.feature_fn(lambda module: head, input=True)
 
     def f(x):
-        store = {}
-
-        def hook(module, inputs):
-            store["z"] = inputs[0]
-            raise _StopForward
-
-        handle = head.register_forward_pre_hook(hook)
         try:
-            adapter.module(x)
-        except _StopForward:
-            pass
-        finally:
-            handle.remove()
-        if "z" not in store:
+            return read(x).flatten(1)
+        except RuntimeError as exc:
+            if "was not reached" not in str(exc):
+                raise
             raise RuntimeError(f"the forward pass of {adapter.name} never reached its final "
-                               "nn.Linear; pass layer= explicitly.")
-        return store["z"].flatten(1)
+                               "nn.Linear; pass layer= explicitly.") from None
 
     return f
 

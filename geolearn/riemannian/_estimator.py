@@ -327,7 +327,8 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
         if dtype == self.dtype_:
             return self._model
         if ("model", dtype) not in self._cache:
-            self._cache[("model", dtype)] = self._model.to(dtype=dtype)
+            # setdefault: threads filling the cache at once all use the one copy that won
+            self._cache.setdefault(("model", dtype), self._model.to(dtype=dtype))
         return self._cache[("model", dtype)]
 
     def _map(self, dtype):
@@ -339,7 +340,7 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
         if self._kernel is not None:
             return None
         if "feature_map" not in self._cache:
-            self._cache["feature_map"] = self._map(self.dtype_)
+            self._cache.setdefault("feature_map", self._map(self.dtype_))
         return self._cache["feature_map"]
 
     @property
@@ -358,7 +359,7 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
                 engine = PullbackMetric(fm, scale=self.scale, jacobian=self.jacobian,
                                         batch_size=self.batch_size, max_memory=self.max_memory,
                                         dtype=dtype, device=self.device_, fd_step=self.fd_step)
-            self._cache[key] = engine
+            self._cache.setdefault(key, engine)  # one engine, also when threads race here
         return self._cache[key]
 
     def __getstate__(self):

@@ -7,9 +7,10 @@ single points. The built-ins are small classes so that they pickle.
 import math
 
 import torch
-from torch.func import jacfwd, jacrev, vmap
+from torch.func import jacrev, vmap
 
 from .._utils import check_positive_integer, check_scalar_param
+from ..models import locked_jacfwd as jacfwd  # forward AD is process-global in torch
 from . import _curvature
 from ._metrics import _MetricEngine
 

@@ -9,10 +9,11 @@ import numbers
 import warnings
 
 import torch
-from torch.func import jacfwd, jacrev, vmap
+from torch.func import jacrev, vmap
 
 from .._utils import check_choice, check_scalar_param, iter_batches
 from ..models import as_model
+from ..models import locked_jacfwd as jacfwd  # forward AD is process-global in torch
 from . import _curvature
 
 CURVATURE_METHODS = ("auto", "gauss", "kernel_gauss", "christoffel", "hessian_metric")

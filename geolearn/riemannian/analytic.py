@@ -13,9 +13,9 @@ import math
 
 import numpy as np
 import torch
-from torch.func import jvp
 
 from .._utils import check_positive_integer, check_scalar_param
+from ..models import locked_jvp as jvp  # forward AD is process-global in torch
 
 __all__ = [
     "conformal_rbf_log_volume",
