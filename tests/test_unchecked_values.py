@@ -103,3 +103,18 @@ def test_a_model_returning_nan_is_reported_not_averaged():
     with pytest.raises(ValueError) as exc:
         integrated_gradients(_NaNNet(), X.astype(np.float32), 0, steps=4)
     assert_message(exc, "NaN or infinite for 12 of 12 samples")
+
+
+def test_riemannian_geometry_before_fit_and_bad_condition_bound():
+    from sklearn.exceptions import NotFittedError
+
+    from geolearn.riemannian import RiemannianFeatureGeometry
+
+    net = torch.nn.Sequential(torch.nn.Linear(2, 4), torch.nn.Tanh())
+    X = np.random.default_rng(0).normal(size=(5, 2))
+    with pytest.raises(NotFittedError):
+        RiemannianFeatureGeometry(net).metric_tensor(X)
+    with pytest.raises(ValueError) as exc:
+        RiemannianFeatureGeometry(net, max_condition=-1).fit(X)
+    assert_message(exc, "max_condition", ">= 1")
+    assert RiemannianFeatureGeometry(net).fit(X).metric_tensor(X).shape == (5, 2, 2)

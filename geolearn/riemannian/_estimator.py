@@ -14,6 +14,7 @@ from .._utils import (
     check_choice,
     check_positive_integer,
     check_scalar_param,
+    fitted_on_success,
     resolve_device,
     to_numpy,
 )
@@ -200,6 +201,7 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
         check_choice(self.curvature_method, "curvature_method", CURVATURE_METHODS)
         check_scalar_param(self.rtol, "rtol", low=0, high=1, allow_none=True)
         check_scalar_param(self.rank, "rank", kind="integer", low=1, allow_none=True)
+        check_scalar_param(self.max_condition, "max_condition", low=1)  # a condition number
         if self.dtype not in _DTYPES and self.dtype not in _DTYPES.values():
             raise ValueError(f"dtype must be 'float64' or 'float32'; got {self.dtype!r}.")
         for name in ("batch_size", "max_memory", "max_curvature_dim"):
@@ -241,6 +243,7 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
         return x
 
     # -- fitting -----------------------------------------------------------------------------
+    @fitted_on_success
     def fit(self, X, y=None):
         """Validate ``X``, resolve the feature map (fitting it when it is unfitted).
 
@@ -509,7 +512,8 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
     @_frozen_model
     def metric_tensor(self, X):
         """Metric tensors ``g(x)``, ndarray of shape (n_samples, d, d)."""
-        return to_numpy(self.engine_.metric(self._points(X)))
+        P = self._points(X)  # before engine_: an unfitted estimator raises NotFittedError
+        return to_numpy(self.engine_.metric(P))
 
     @_frozen_model
     def log_volume_element(self, X):
