@@ -118,3 +118,13 @@ def test_riemannian_geometry_before_fit_and_bad_condition_bound():
         RiemannianFeatureGeometry(net, max_condition=-1).fit(X)
     assert_message(exc, "max_condition", ">= 1")
     assert RiemannianFeatureGeometry(net).fit(X).metric_tensor(X).shape == (5, 2, 2)
+
+
+def test_pullback_metric_of_a_float32_module_is_computed_in_float64():
+    from geolearn.riemannian import PullbackMetric
+
+    net = torch.nn.Linear(2, 4)  # float32, as torch builds it
+    g = PullbackMetric(net).metric(np.random.default_rng(0).normal(size=(5, 2)))
+    W = net.weight.detach().double()
+    assert g.dtype == torch.float64 and net.weight.dtype == torch.float32  # never cast in place
+    torch.testing.assert_close(g, (W.T @ W / 4).expand(5, 2, 2))

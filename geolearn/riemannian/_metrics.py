@@ -282,11 +282,15 @@ class PullbackMetric(_MetricEngine):
         self.vectorize = vectorize
         self.fd_step = fd_step
         self._n_outputs = None
-        self._model = as_model(feature_map)
+        model = as_model(feature_map)
+        # a module in another dtype (a float32 network) is evaluated as the adapter's cast
+        # copy, never cast in place
+        self._model = model.to(self.device, self.dtype)
+        self._map = self._model.module if self._model is not model else feature_map
 
     # -- the map ---------------------------------------------------------------------------
     def _phi(self, x):
-        return self.feature_map(x.unsqueeze(0)).reshape(-1)
+        return self._map(x.unsqueeze(0)).reshape(-1)
 
     def n_outputs(self, X):
         """Number ``m`` of (flattened) features, found from one evaluation."""
@@ -344,7 +348,7 @@ class PullbackMetric(_MetricEngine):
         return _concat(lambda Z: single(Z[0])[None], X, 1)
 
     def _batched(self, X):
-        return torch.as_tensor(self.feature_map(X)).to(X).reshape(len(X), -1)
+        return torch.as_tensor(self._map(X)).to(X).reshape(len(X), -1)
 
     def _steps(self, X, power):
         if self.fd_step is not None:
