@@ -7,6 +7,8 @@ mismatched labels, non-finite displacement fields, class indices outside the mod
 import numpy as np
 import pytest
 import torch
+from sklearn.exceptions import NotFittedError
+from sklearn.utils.validation import check_is_fitted
 
 from geolearn.diffeo import deform, diffeo_augment
 from geolearn.generative import GridVAE, VAEClassifier
@@ -128,3 +130,35 @@ def test_pullback_metric_of_a_float32_module_is_computed_in_float64():
     W = net.weight.detach().double()
     assert g.dtype == torch.float64 and net.weight.dtype == torch.float32  # never cast in place
     torch.testing.assert_close(g, (W.T @ W / 4).expand(5, 2, 2))
+
+
+def test_requests_beyond_memory_are_refused_up_front(monkeypatch):
+    """Before: sample_displacement_fields(512, size=10000) asked for 42 GB at once, and a
+    dense CIDM of N = 20,000 died after 211 s; now both say the size and the way around."""
+    import geolearn._utils.memory as memory
+    from geolearn.diffeo import sample_displacement_fields
+    from geolearn.manifold import CIDM
+
+    monkeypatch.setattr(memory, "available_memory", lambda: 2**30)  # a 1 GiB machine
+    with pytest.raises(MemoryError) as exc:
+        sample_displacement_fields(512, T=1e-3, c=3, size=10000)
+    assert_message(exc, "39.1 GiB", "1.0 GiB are available", "size=")
+    assert sample_displacement_fields(28, T=1e-3, c=3, size=4).shape == (4, 2, 28, 28)
+    X = np.random.default_rng(0).normal(size=(6000, 2))
+    with pytest.raises(MemoryError) as exc:
+        CIDM(n_neighbors=None).fit(X)
+    assert_message(exc, "dense CIDM kernel of N = 6000", "n_neighbors='auto'")
+    from geolearn.riemannian import RiemannianFeatureGeometry
+
+    net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * 32 * 32, 4))
+    images = np.random.default_rng(0).random((40, 3, 32, 32))
+    with pytest.warns(UserWarning, match="singular"):
+        geometry = RiemannianFeatureGeometry(net).fit(images[:5])
+    with pytest.raises(MemoryError) as exc:
+        geometry.metric_tensor(images)  # 40 x 3072 x 3072 float64: 2.8 GiB
+    assert_message(exc, "40 metric tensors of 3072 x 3072", "log_volume_element")
+    est = CIDM(n_neighbors=None)
+    with pytest.raises(MemoryError):
+        est.fit(X)
+    with pytest.raises(NotFittedError):  # the refused fit left nothing behind
+        check_is_fitted(est)

@@ -1,6 +1,7 @@
 """Internal helpers shared by every family: input validation and torch plumbing."""
 
 from .fitting import discard_fitted, fitted_on_success
+from .memory import available_memory, check_memory
 from .torch import iter_batches, resolve_device, to_numpy, to_tensor, torch_seed, torch_threads
 from .validation import (
     check_choice,
@@ -19,6 +20,7 @@ from .validation import (
 )
 
 __all__ = [
+    "available_memory",
     "check_choice",
     "check_diagram",
     "check_diagrams",
@@ -27,6 +29,7 @@ __all__ = [
     "check_images",
     "check_labels",
     "check_mask",
+    "check_memory",
     "check_model_inputs",
     "check_n_samples",
     "check_positive",

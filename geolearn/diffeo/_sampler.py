@@ -19,7 +19,13 @@ import numpy as np
 import torch
 from sklearn.utils import check_random_state
 
-from .._utils import check_choice, check_positive_integer, check_scalar_param, resolve_device
+from .._utils import (
+    check_choice,
+    check_memory,
+    check_positive_integer,
+    check_scalar_param,
+    resolve_device,
+)
 from ._images import image_side
 
 #: Width of the Gaussian interpolation kernel, in pixels (participation ratio 4, Appendix C).
@@ -170,6 +176,9 @@ def sample_displacement_fields(n, T, c, size=1, *, random_state=None, device="cp
     if np.ndim(T):
         raise ValueError(f"T must be a scalar; got an array of shape {np.shape(T)}.")
     size = check_positive_integer(size, "size")
+    check_memory(size * 2 * n * n * torch.empty((), dtype=dtype).element_size(),
+                 f"sample_displacement_fields(size={size}) of {n} x {n} images",
+                 "draw the fields in chunks of fewer (size=...)")
     z = check_random_state(random_state).standard_normal((int(size), 2, c, c))
     coeffs = _coefficients(z, T, c, device=resolve_device(device), dtype=dtype)
     return _fields_from_coefficients(coeffs, n)

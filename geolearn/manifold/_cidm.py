@@ -15,7 +15,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
-from .._utils import fitted_on_success, resolve_device
+from .._utils import check_memory, fitted_on_success, resolve_device
 from ._kernel import (
     bandwidth_from_distances,
     bandwidth_gradient,
@@ -301,6 +301,9 @@ class CIDM(TransformerMixin, BaseEstimator):
         device = resolve_device(self.device) if self.eigen_solver == "lobpcg" else "cpu"
         self.k_bandwidth_, self.n_neighbors_, self.n_components_ = k_b, k, K
         self.kernel_mode_ = "dense" if k is None else "knn"
+        if k is None:  # distances, kernel, its normalisation and the eigensolver's copy
+            check_memory(4 * N * N * 8, f"a dense CIDM kernel of N = {N} points",
+                         "use a kNN kernel (n_neighbors='auto' or an int)")
         self.X_fit_ = np.array(X, dtype=np.float64, copy=True)
         self.n_samples_fit_ = N
 

@@ -12,6 +12,7 @@ from torch import nn
 
 from .._utils import (
     check_choice,
+    check_memory,
     check_positive_integer,
     check_scalar_param,
     fitted_on_success,
@@ -513,6 +514,10 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
     def metric_tensor(self, X):
         """Metric tensors ``g(x)``, ndarray of shape (n_samples, d, d)."""
         P = self._points(X)  # before engine_: an unfitted estimator raises NotFittedError
+        d = P[0].numel()
+        check_memory(len(P) * d * d * P.element_size(), f"{len(P)} metric tensors of {d} x {d}",
+                     "ask for fewer points at a time, or for log_volume_element / "
+                     "metric_eigenvalues, which never hold the full tensors")
         return to_numpy(self.engine_.metric(P))
 
     @_frozen_model
