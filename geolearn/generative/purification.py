@@ -198,8 +198,3 @@ class ELBOPurifier(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             best = torch.where(better[:, None], x + delta, best)
             best_loss = torch.where(better, final, best_loss)
         return best
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.non_deterministic = True
-        return tags
