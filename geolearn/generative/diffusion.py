@@ -22,7 +22,6 @@ from .._utils import (
     check_positive_integer,
     check_scalar_param,
     iter_batches,
-    torch_seed,
 )
 from ..models import frozen
 from ._rng import row_draws, row_seeds
@@ -287,9 +286,12 @@ class DiffusionDensity(ObjectiveTrainingMixin, MeanScoreMixin, DensityMixin, Bas
         check_is_fitted(self)
         check_positive_integer(n_samples, "n_samples")
         grid = self._time_grid(step)
-        with torch_seed(check_random_state(random_state)), frozen(self.module_):
+        # a per-call generator: torch's global RNG is neither read nor advanced
+        seed = int(check_random_state(random_state).randint(0, 2**31 - 1))
+        gen = torch.Generator().manual_seed(seed)
+        with frozen(self.module_):
             x = torch.randn(n_samples, self.n_features_in_, dtype=torch.float64,
-                            device=self.device_)
+                            generator=gen).to(self.device_)
             x = ancestral_sample(self._eps, x, self.alphas_cumprod_, grid,
-                                 self.reverse_variance)
+                                 self.reverse_variance, generator=gen)
         return x.cpu().numpy() * self.scale_ + self.mean_

@@ -125,3 +125,15 @@ def test_purifier_rows_are_keyed_on_values(purifier, data, other, batch_size):
     _check_row_keyed(lambda A, rs: pfy.set_params(random_state=rs).transform(A),
                      X, perm, subset, other)
     pfy.set_params(random_state=0, batch_size=5)
+
+
+def test_diffusion_sample_uses_its_own_generator(diffusion):
+    dd, _ = diffusion
+    torch.manual_seed(1)
+    first = dd.sample(5, random_state=3)
+    torch.manual_seed(2)
+    torch.randn(100)
+    state = torch.get_rng_state()
+    np.testing.assert_array_equal(dd.sample(5, random_state=3), first)
+    assert torch.equal(torch.get_rng_state(), state)  # the global RNG is not advanced
+    assert not np.array_equal(dd.sample(5, random_state=4), first)
