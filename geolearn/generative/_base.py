@@ -121,10 +121,16 @@ class VAEObjective:
             parts["ce"] = ce.mean().detach()
         return loss.mean(), parts
 
-    def neg_elbo(self, module, x, stochastic=True):
-        """One-sample negative ELBO per sample; never the batch estimator (it couples samples)."""
+    def neg_elbo(self, module, x, stochastic=True, noise=None):
+        """One-sample negative ELBO per sample; never the batch estimator (it couples samples).
+
+        ``noise`` (shape of the codes) is the reparameterisation draw; None draws it from
+        torch's global RNG.
+        """
         mu, logvar = module.encode(x)
-        z = mu + torch.exp(0.5 * logvar) * torch.randn_like(mu) if stochastic else mu
+        if stochastic and noise is None:
+            noise = torch.randn_like(mu)
+        z = mu + torch.exp(0.5 * logvar) * noise if stochastic else mu
         estimator = "sample" if self.kl_estimator == "batch" else self.kl_estimator
         return self.recon(module, z, x) + self.kl(mu, logvar, z, estimator=estimator)
 
@@ -344,6 +350,10 @@ class BaseVAE(LatentModel):
 
     # -- hooks for purification and attacks ----------------------------------------------
 
-    def _torch_neg_elbo(self, x, stochastic=True):
-        """Per-sample negative ELBO of a float32 tensor on ``device_`` (differentiable in x)."""
-        return self.net_.objective.neg_elbo(self.module_, x, stochastic=stochastic)
+    def _torch_neg_elbo(self, x, stochastic=True, noise=None):
+        """Per-sample negative ELBO of a float32 tensor on ``device_`` (differentiable in x).
+
+        ``noise``: the standard-normal reparameterisation draw, shape ``(len(x), n_latent)``
+        (None: drawn from torch's global RNG).
+        """
+        return self.net_.objective.neg_elbo(self.module_, x, stochastic=stochastic, noise=noise)

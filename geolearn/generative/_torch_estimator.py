@@ -86,12 +86,6 @@ class ObjectiveTrainingMixin(SkorchTrainingMixin):
             self.device_ = torch.device("cpu")
             self.net_.set_params(device="cpu")
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        # training draws minibatches and noise, so refits differ unless random_state is fixed
-        tags.non_deterministic = True
-        return tags
-
 
 class MeanScoreMixin:
     """``score`` as the mean of ``score_samples`` (log-likelihood or ELBO, in nats)."""

@@ -322,7 +322,7 @@ def q_sample(x0, t, alphas_cumprod, noise):
     return math.sqrt(a) * x0 + math.sqrt(1 - a) * noise
 
 
-def ancestral_sample(eps, x, alphas_cumprod, grid, variance="forward"):
+def ancestral_sample(eps, x, alphas_cumprod, grid, variance="forward", generator=None):
     """Run the reverse chain from ``x`` at step ``grid[-1]`` down to 0 along ``grid``.
 
     Each step ``t -> s`` takes the mean
@@ -340,6 +340,9 @@ def ancestral_sample(eps, x, alphas_cumprod, grid, variance="forward"):
     grid : list of int
         Increasing steps starting at 0 (:func:`time_grid`).
     variance : {'forward', 'posterior'}, default='forward'
+    generator : torch.Generator, default=None
+        A CPU generator for the noise (drawn on the CPU, then moved to ``x``'s device);
+        None uses torch's global RNG.
 
     Returns
     -------
@@ -364,5 +367,7 @@ def ancestral_sample(eps, x, alphas_cumprod, grid, variance="forward"):
         a_st = a[t] / a[s]
         x = (x - (1 - a_st) / math.sqrt(1 - a[t]) * eps(x, t)) / math.sqrt(a_st)
         if s > 0:
-            x = x + math.sqrt(reverse_variance(a, s, t, variance)) * torch.randn_like(x)
+            noise = (torch.randn_like(x) if generator is None else
+                     torch.randn(x.shape, generator=generator, dtype=x.dtype).to(x.device))
+            x = x + math.sqrt(reverse_variance(a, s, t, variance)) * noise
     return x

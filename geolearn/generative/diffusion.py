@@ -22,9 +22,9 @@ from .._utils import (
     check_positive_integer,
     check_scalar_param,
     iter_batches,
-    torch_seed,
 )
 from ..models import frozen
+from ._rng import row_draws, row_seeds
 from ._torch_estimator import NET_CONSTRAINTS, MeanScoreMixin, ObjectiveTrainingMixin
 from .ddpm import (
     NoisePredictor,
@@ -188,14 +188,17 @@ class DiffusionDensity(ObjectiveTrainingMixin, MeanScoreMixin, DensityMixin, Bas
         return reverse_variance(self.alphas_cumprod_, s, t, self.reverse_variance)
 
     @torch.no_grad()
-    def _chain_log_lik(self, x0, grid):
-        """Eq. 23 for one forward chain per row of ``x0`` (float64)."""
+    def _chain_log_lik(self, x0, grid, noise):
+        """Eq. 23 for one forward chain per row of ``x0`` (float64).
+
+        ``noise[k]`` (shape ``(len(grid) - 1, n, d)``) drives the chain's ``k``-th step.
+        """
         a = self.alphas_cumprod_
         d = x0.shape[1]
         x_s, total = x0, torch.zeros(len(x0), dtype=torch.float64, device=x0.device)
-        for s, t in zip(grid[:-1], grid[1:]):
+        for k, (s, t) in enumerate(zip(grid[:-1], grid[1:])):
             a_st, b_st = a[t] / a[s], 1 - a[t] / a[s]
-            x_t = math.sqrt(a_st) * x_s + math.sqrt(b_st) * torch.randn_like(x_s)
+            x_t = math.sqrt(a_st) * x_s + math.sqrt(b_st) * noise[k]
             log_q = -0.5 * (((x_t - math.sqrt(a_st) * x_s) ** 2).sum(1) / b_st
                             + d * (math.log(b_st) + _LOG_2PI))
             mean = (x_t - b_st / math.sqrt(1 - a[t]) * self._eps(x_t, t)) / math.sqrt(a_st)
@@ -221,6 +224,13 @@ class DiffusionDensity(ObjectiveTrainingMixin, MeanScoreMixin, DensityMixin, Bas
         Returns
         -------
         log_lik : ndarray of shape (n_rounds, n_samples), float64
+
+        Notes
+        -----
+        Each row's chains are drawn from its own generator, seeded by ``random_state``
+        and the row's values: a row's scores do not depend on the other rows, their
+        order or batching, nor on torch's global RNG; round ``r`` is the same for any
+        ``n_rounds > r``.
         """
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
@@ -228,13 +238,23 @@ class DiffusionDensity(ObjectiveTrainingMixin, MeanScoreMixin, DensityMixin, Bas
                                           "n_rounds")
         grid = self._time_grid(self.likelihood_step if step is None else step)
         rs = self.random_state if random_state is None else random_state
+        seeds = row_seeds(X, rs, stream="DiffusionDensity.score_samples")
         Xs = torch.as_tensor((X - self.mean_) / self.scale_, dtype=torch.float64,
                              device=self.device_)
-        rows = Xs.repeat(n_rounds, 1)
-        with torch_seed(rs), frozen(self.module_):
-            out = torch.cat([self._chain_log_lik(rows[sl], grid)
-                             for sl in iter_batches(len(rows), 16384)])
-        return out.cpu().numpy().reshape(n_rounds, len(X)) - np.log(self.scale_).sum()
+        n_links, d = len(grid) - 1, X.shape[1]
+        # chunks of at most 16384 chains and 2**24 noise values
+        chunk = max(1, min(16384, 2**24 // (n_links * d)) // n_rounds)
+        out = np.empty((n_rounds, len(X)))
+        with frozen(self.module_):
+            for sl in iter_batches(len(X), chunk):
+                m = len(Xs[sl])
+                (noise,) = row_draws(seeds[sl], [("normal", (n_rounds, n_links, d))],
+                                     dtype=torch.float64, device=self.device_)
+                # (m, rounds, links, d) -> (links, rounds * m, d), rows round-major
+                noise = noise.permute(2, 1, 0, 3).reshape(n_links, n_rounds * m, d)
+                ll = self._chain_log_lik(Xs[sl].repeat(n_rounds, 1), grid, noise)
+                out[:, sl] = ll.cpu().numpy().reshape(n_rounds, m)
+        return out - np.log(self.scale_).sum()
 
     def score_samples(self, X):
         """Mean over ``n_rounds`` chains of the Eq. 23 log-likelihood (nats).
@@ -266,9 +286,12 @@ class DiffusionDensity(ObjectiveTrainingMixin, MeanScoreMixin, DensityMixin, Bas
         check_is_fitted(self)
         check_positive_integer(n_samples, "n_samples")
         grid = self._time_grid(step)
-        with torch_seed(check_random_state(random_state)), frozen(self.module_):
+        # a per-call generator: torch's global RNG is neither read nor advanced
+        seed = int(check_random_state(random_state).randint(0, 2**31 - 1))
+        gen = torch.Generator().manual_seed(seed)
+        with frozen(self.module_):
             x = torch.randn(n_samples, self.n_features_in_, dtype=torch.float64,
-                            device=self.device_)
+                            generator=gen).to(self.device_)
             x = ancestral_sample(self._eps, x, self.alphas_cumprod_, grid,
-                                 self.reverse_variance)
+                                 self.reverse_variance, generator=gen)
         return x.cpu().numpy() * self.scale_ + self.mean_

@@ -8,9 +8,10 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, 
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._utils import check_mask, iter_batches, to_numpy, torch_seed
+from .._utils import check_mask, iter_batches, to_numpy
 from ..models import as_model, fit_or_use
 from ._base import check_unit_interval
+from ._rng import row_draws, row_seeds
 
 
 class ELBOPurifier(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
@@ -46,7 +47,10 @@ class ELBOPurifier(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         The box of valid inputs.
     batch_size : int, default=256
     random_state : int, RandomState instance or None, default=None
-        Seeds the restarts and the reparameterisation noise.
+        Seeds the restarts and the reparameterisation noise. Each sample draws them
+        from its own generator, seeded by ``random_state`` and the sample's values, so
+        a sample's purification does not depend on the other samples, their order or
+        ``batch_size``, nor on torch's global RNG.
 
     Attributes
     ----------
@@ -152,28 +156,40 @@ class ELBOPurifier(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                             advice="Scale X like the training data or change clip.")
         est = self.estimator_
         model = as_model(est)
-        # the gradient of the negative ELBO (a function of the input) with respect to the input
-        grad_fn = as_model(est._torch_neg_elbo).input_gradient_fn()
+        # the gradient of the negative ELBO (a function of the input) with respect to the
+        # input, at the reparameterisation draw of the current step (noise[0])
+        noise = [None]
+        grad_fn = as_model(lambda x: est._torch_neg_elbo(x, noise=noise[0])).input_gradient_fn()
         support = (torch.ones(X.shape[1], device=model.device) if self.mask is None else
                    torch.as_tensor(check_mask(self.mask, X.shape[1]), dtype=torch.float32,
                                    device=model.device))
+        # two per-row streams (restart starts, z draws), each extended, never changed, by
+        # more restarts: restart r is the same for any n_restarts > r
+        seeds = [row_seeds(X, self.random_state, stream=f"ELBOPurifier.transform/{what}")
+                 for what in ("starts", "z")]
         out = np.empty(X.shape, dtype=np.float64)
-        with torch_seed(self.random_state), model.frozen():
+        with model.frozen():
             for sl in iter_batches(len(X), self.batch_size):
                 x = model.to_tensor(X[sl])
-                out[sl] = to_numpy(self._purify(est, grad_fn, x, support))
+                out[sl] = to_numpy(self._purify(est, grad_fn, noise, x, support, [s[sl] for s in seeds]))
         return out
 
-    def _purify(self, est, grad_fn, x, support):
+    def _purify(self, est, grad_fn, noise, x, support, seeds):
         """Per sample, the restart whose end point has the lowest negative ELBO at ``z = mu``."""
         radius = self.eps if self.eps is not None else 1 / 8
+        n_latent = est._n_features_out  # the VAE's code size
+        # per row: the restarts' starts in U[-1, 1] and every step's standard normal z draw
+        (starts,) = row_draws(seeds[0], [("uniform", (self.n_restarts, x.shape[1]))],
+                              dtype=x.dtype, device=x.device)
+        (z_noise,) = row_draws(seeds[1], [("normal", (self.n_restarts, self.n_iter, n_latent))],
+                               dtype=x.dtype, device=x.device)
         best, best_loss = x, torch.full((len(x),), np.inf, device=x.device)
         for r in range(self.n_restarts):
             step = self.step_size * (1 + r % 2)
-            delta = torch.zeros_like(x) if r == 0 else \
-                (torch.rand_like(x) * 2 - 1) * radius * support
+            delta = torch.zeros_like(x) if r == 0 else starts[:, r] * radius * support
             delta = self._project(delta, x)
-            for _ in range(self.n_iter):
+            for i in range(self.n_iter):
+                noise[0] = z_noise[:, r, i]
                 grad = grad_fn(x + delta)
                 delta = self._project(delta - step * grad.sign() * support, x)
             with torch.no_grad():
@@ -182,8 +198,3 @@ class ELBOPurifier(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             best = torch.where(better[:, None], x + delta, best)
             best_loss = torch.where(better, final, best_loss)
         return best
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.non_deterministic = True
-        return tags

@@ -15,7 +15,7 @@ from geolearn.generative import (
     VAEClassifier,
     rectangular_patch_mask,
 )
-from geolearn._utils import torch_seed
+from geolearn.generative._rng import row_draws, row_seeds
 from geolearn.models import as_model
 from tests.helpers import check_bad_inputs, check_pipeline_gridsearch_pickle
 
@@ -125,9 +125,11 @@ def test_purifier_step_follows_the_input_gradient_of_the_negative_elbo(clf, data
     X, _ = data
     x = X[:20].astype(np.float32)
     out = ELBOPurifier(clf, n_iter=1, step_size=0.05, random_state=0).fit(X).transform(x)
-    with torch_seed(0):
-        xt = torch.as_tensor(x).requires_grad_(True)
-        grad = torch.autograd.grad(clf._torch_neg_elbo(xt).sum(), xt)[0].numpy()
+    # each row's z draw comes from its own generator, keyed on the row and random_state
+    seeds = row_seeds(x, 0, stream="ELBOPurifier.transform/z")
+    (z,) = row_draws(seeds, [("normal", (1, 1, clf.n_latent))])
+    xt = torch.as_tensor(x).requires_grad_(True)
+    grad = torch.autograd.grad(clf._torch_neg_elbo(xt, noise=z[:, 0, 0]).sum(), xt)[0].numpy()
     np.testing.assert_allclose(out, np.clip(x - 0.05 * np.sign(grad), 0, 1), atol=1e-6)
     assert np.abs(out - x).max() > 0.04
 
