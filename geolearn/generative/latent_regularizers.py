@@ -92,15 +92,16 @@ class LatentRegularizerMixin:
     n_latent_blocks : int, default=None
         Needed when ``alpha_orth > 0``.
     graph_lambda : float, default=0.1
-    output_activation : {"identity", "sigmoid"}, default="identity"
-        Applied to the decoded draws of the graph term: "sigmoid" when ``decode``
-        returns logits (GridVAE with ``likelihood="bernoulli"``).
+    output_activation : {"auto", "identity", "sigmoid"}, default="auto"
+        Applied to the decoded draws of the graph term. "auto" reads the net's
+        objective, as the geolearn VAEs' nets carry it: a sigmoid for a Bernoulli
+        likelihood (``decode`` returns logits) or a sigmoid output, else none.
     *args, **kwargs
         The net's own arguments.
     """
 
     def __init__(self, *args, alpha_orth=0.0, alpha_graph=0.0, n_latent_blocks=None,
-                 graph_lambda=0.1, output_activation="identity", **kwargs):
+                 graph_lambda=0.1, output_activation="auto", **kwargs):
         super().__init__(*args, **kwargs)
         self.alpha_orth = alpha_orth
         self.alpha_graph = alpha_graph
@@ -115,7 +116,15 @@ class LatentRegularizerMixin:
         penalty, parts = latent_regularization(
             self.module_, to_tensor(X, device=self.device), alpha_orth=self.alpha_orth,
             alpha_graph=self.alpha_graph, n_blocks=self.n_latent_blocks,
-            graph_lambda=self.graph_lambda, output_activation=self.output_activation)
+            graph_lambda=self.graph_lambda, output_activation=self._output_activation())
         for name, value in parts.items():
             self.history.record_batch(name, value.item())
         return loss + penalty
+
+    def _output_activation(self):
+        if self.output_activation != "auto":
+            return self.output_activation
+        objective = getattr(self, "objective", None)
+        sigmoid = (getattr(objective, "likelihood", None) == "bernoulli"
+                   or getattr(objective, "output_activation", None) == "sigmoid")
+        return "sigmoid" if sigmoid else "identity"

@@ -70,28 +70,15 @@ class TrainingInterruptedWarning(UserWarning):
     """Training stopped before its last epoch (a KeyboardInterrupt); the net keeps its weights."""
 
 
-class _EpochCounter(Callback):
-    """Counts the epochs a ``partial_fit`` completes, so an interrupted fit can say so."""
+def _warn_if_interrupted(estimator, net, planned, before):
+    """Warn when skorch swallowed a KeyboardInterrupt: fewer epochs than planned, no early stop.
 
-    def initialize(self):
-        self.completed_ = 0
-        return self
-
-    def on_train_begin(self, net, **kwargs):
-        self.completed_ = 0
-
-    def on_epoch_end(self, net, **kwargs):
-        self.completed_ += 1
-
-
-def _warn_if_interrupted(estimator, net, planned):
-    """Warn when skorch swallowed a KeyboardInterrupt: fewer epochs than planned, no early stop."""
-    callbacks = dict(net.callbacks_)
-    if "epoch_counter" not in callbacks:  # a net built by an older geolearn
-        return
-    done = callbacks["epoch_counter"].completed_
+    An epoch is complete when its history row has the duration skorch's EpochTimer
+    records at its end; ``before`` rows were there before this fit.
+    """
+    done = sum("dur" in row for row in net.history.to_list()[before:])
     stopped_early = any(isinstance(cb, EarlyStopping) and cb.misses_ >= cb.patience
-                        for cb in callbacks.values())
+                        for _, cb in net.callbacks_)
     if done < planned and not stopped_early:
         warnings.warn(f"{type(estimator).__name__}: training was interrupted during epoch "
                       f"{done + 1} of {planned}; the estimator keeps the weights reached then "
@@ -225,6 +212,7 @@ class SkorchTrainingMixin:
         net : the fitted skorch net (also stored as ``net_``)
         """
         self._check_net_params()
+        before = len(self.net_.history) if self._warm() else 0
         try:
             net = self._train_net(module, X, y, seed=seed, max_epochs=max_epochs,
                                   default_callbacks=default_callbacks, **settings)
@@ -232,7 +220,7 @@ class SkorchTrainingMixin:
             # a fit that fails leaves no half-set fitted state behind
             discard_fitted(self)
             raise
-        _warn_if_interrupted(self, net, net.max_epochs if self._warm() else max_epochs)
+        _warn_if_interrupted(self, net, net.max_epochs if self._warm() else max_epochs, before)
         self.net_ = net
         return net
 
@@ -242,8 +230,8 @@ class SkorchTrainingMixin:
                 self.net_.partial_fit(X, y)
             return self.net_
         self.device_ = resolve_device(self.device)
-        callbacks = [("finite_loss", RaiseOnNonFiniteLoss()), ("epoch_counter", _EpochCounter()),
-                     *default_callbacks, *(self.callbacks or ())]
+        callbacks = [("finite_loss", RaiseOnNonFiniteLoss()), *default_callbacks,
+                     *(self.callbacks or ())]
         if self.verbose >= 2:
             callbacks.append(("progress_bar", ProgressBar()))
         settings.setdefault("optimizer", torch.optim.Adam)

@@ -1,5 +1,7 @@
 """Shared plotting plumbing."""
 
+import numpy as np
+
 
 def check_matplotlib(caller="plotting"):
     """Import matplotlib.pyplot, or raise an ImportError naming the ``plot`` extra."""
@@ -19,3 +21,12 @@ def axes_or_new(ax=None, **subplots_kw):
         fig, ax = plt.subplots(**subplots_kw)
         return fig, ax
     return ax.figure, ax
+
+
+def axes_row(axes, n, caller, panel_size=(4, 4)):
+    """``(figure, flat array of Axes)``: the given ones, or a new row of ``n`` panels."""
+    if axes is None:
+        plt = check_matplotlib(caller)
+        _, axes = plt.subplots(1, n, figsize=(panel_size[0] * n, panel_size[1]), squeeze=False)
+    axes = np.asarray(axes, dtype=object).ravel()
+    return axes[0].figure, axes

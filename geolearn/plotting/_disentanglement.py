@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from ._base import axes_or_new, check_matplotlib
+from ._base import axes_or_new, axes_row
 from ._generative import colour_mosaic
 
 
@@ -81,12 +81,8 @@ class AttributeTraversalDisplay:
         -------
         self
         """
-        plt = check_matplotlib("AttributeTraversalDisplay")
-        n = len(self.traversals)
-        if axes is None:
-            _, axes = plt.subplots(1, n, figsize=(3.2 * n, 3), squeeze=False)
-        self.axes_ = np.asarray(axes, dtype=object).ravel()
-        self.figure_ = self.axes_[0].figure
+        self.figure_, self.axes_ = axes_row(axes, len(self.traversals),
+                                            "AttributeTraversalDisplay", (3.2, 3))
         for i, (ax, images) in enumerate(zip(self.axes_, self.traversals)):
             rows, cols, _, H, W = images.shape
             ax.imshow(np.clip(colour_mosaic(images), 0, 1))

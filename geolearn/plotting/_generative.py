@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from ._base import axes_or_new, check_matplotlib
+from ._base import axes_or_new, axes_row
 
 
 def _mosaic(tiles, pad=1.0):
@@ -319,11 +319,7 @@ class GeneratedSamplesDisplay:
         -------
         self
         """
-        plt = check_matplotlib("GeneratedSamplesDisplay")
-        if axes is None:
-            _, axes = plt.subplots(1, 2, figsize=(8, 4))
-        self.axes_ = np.asarray(axes).ravel()
-        self.figure_ = self.axes_[0].figure
+        self.figure_, self.axes_ = axes_row(axes, 2, "GeneratedSamplesDisplay")
         panels = (("data", self.data), (self.name, self.samples))
         if self.image_shape is not None:
             shape = tuple(self.image_shape)

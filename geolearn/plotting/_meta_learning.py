@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from ._base import check_matplotlib
+from ._base import axes_row
 from ._generative import colour_mosaic
 
 
@@ -91,12 +91,8 @@ class ReconstructionDisplay:
         -------
         self
         """
-        plt = check_matplotlib("ReconstructionDisplay")
         n_panels = 1 if self.image_shape is not None else len(self.reconstructions)
-        if axes is None:
-            _, axes = plt.subplots(1, n_panels, figsize=(4 * n_panels, 4), squeeze=False)
-        self.axes_ = np.asarray(axes, dtype=object).ravel()
-        self.figure_ = self.axes_[0].figure
+        self.figure_, self.axes_ = axes_row(axes, n_panels, "ReconstructionDisplay")
         if self.image_shape is not None:
             self._plot_images(n_images)
         else:
@@ -202,12 +198,8 @@ class TrainingCurvesDisplay:
         -------
         self
         """
-        plt = check_matplotlib("TrainingCurvesDisplay")
-        if axes is None:
-            _, axes = plt.subplots(1, len(self.keys), figsize=(4 * len(self.keys), 3.5),
-                                   squeeze=False)
-        self.axes_ = np.asarray(axes, dtype=object).ravel()
-        self.figure_ = self.axes_[0].figure
+        self.figure_, self.axes_ = axes_row(axes, len(self.keys), "TrainingCurvesDisplay",
+                                            (4, 3.5))
         self.lines_ = {}
         for ax, key in zip(self.axes_, self.keys):
             for name, history in self.histories.items():

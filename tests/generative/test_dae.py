@@ -10,6 +10,8 @@ import functools
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.exceptions import NotFittedError
 
 from geolearn.generative import (
@@ -181,3 +183,36 @@ def test_block_cosines_and_displays_show_the_model(fitted, images):
                                fitted.traverse(images[0], 1, [-1, 1]))
     assert [ax.get_title() for ax in trav.axes_] == ["attribute 0", "attribute 1"]
     plt.close("all")
+
+
+def test_the_mixin_reads_the_decoders_output_from_the_objective():
+    """The graph term compares the data with sigmoid(logits) for a Bernoulli VAE (spec)."""
+    from geolearn.generative._base import VAEObjective
+
+    net_class = type("RegularizedNet", (LatentRegularizerMixin, ObjectiveNet), {})
+    for likelihood, expected in (("bernoulli", "sigmoid"), ("gaussian", "identity")):
+        objective = VAEObjective(prior=None, kl_estimator="sample", likelihood=likelihood,
+                                 decoder_std=1.0, output_activation="identity")
+        net = net_class(torch.nn.Linear(2, 2), objective=objective, alpha_graph=0.1)
+        assert net._output_activation() == expected
+    assert net_class(torch.nn.Linear(2, 2), objective=None,
+                     output_activation="sigmoid")._output_activation() == "sigmoid"
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.permutations(range(12)), st.integers(1, 12))
+def test_a_rows_codes_depend_only_on_the_row(perm, n):
+    dae = _tabular()
+    X = dae._rows
+    np.testing.assert_allclose(dae.transform(X[list(perm)]), dae.transform(X)[list(perm)],
+                               rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(dae.reconstruct(X[:n]), dae.reconstruct(X)[:n], rtol=1e-5,
+                               atol=1e-7)
+
+
+@functools.cache
+def _tabular():
+    X = np.random.default_rng(4).normal(size=(40, 5)).astype(np.float32)
+    dae = DisentangledAttributeAutoencoder(**{**TAB, "batch_size": 5}).fit(X)
+    dae._rows = X[:12]
+    return dae

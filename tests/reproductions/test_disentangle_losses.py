@@ -302,6 +302,22 @@ def test_same_gaussian_gives_centred_t():
     assert -0.5 <= np.mean(ts) <= 0.5
 
 
+def test_shifted_samples_give_a_large_negative_t():
+    """Power: two Gaussians half a standard deviation apart (n0 = n1 = 100) have fewer
+    cross-sample nearest-neighbour edges than the null expects, so t < -1.645 (a one-sided
+    5% test) in every one of 20 repeats; a shift of one standard deviation moves t further."""
+    rng = np.random.RandomState(4)
+
+    def t(shift):
+        return smoothed_knn_statistic(rng.standard_normal((100, 2)),
+                                      rng.standard_normal((100, 2)) + shift, lambda_=0.5)[3]
+
+    half = [t(0.5) for _ in range(20)]
+    one = [t(1.0) for _ in range(20)]
+    assert max(half) < -1.645
+    assert np.mean(one) < np.mean(half)
+
+
 @pytest.mark.parametrize("n0, n1", [(2, 2), (3, 4), (4, 3)])
 def test_brute_force_statistic_and_exact_null_moments(n0, n1):
     rng = np.random.RandomState(n0 * 10 + n1)
