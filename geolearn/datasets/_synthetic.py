@@ -87,17 +87,45 @@ def make_sinusoid_boundary(n_samples=400, amplitude=0.6, frequency=7.0, phase=-1
     return X, y
 
 
-def make_xor():
-    """The four XOR points ``{-1, 1}^2`` with labels ``(0, 1, 1, 0)``.
+def make_xor(n_samples=4, *, noise=0.0, random_state=None):
+    """XOR data: the corners ``{-1, 1}^2`` labelled ``(0, 1, 1, 0)``, in turn, plus noise.
+
+    Sample ``i`` is corner ``i % 4`` (so the classes stay balanced) plus
+    isotropic Gaussian noise. The defaults give the four exact XOR points, the
+    smallest problem a linear model cannot solve.
+
+    Parameters
+    ----------
+    n_samples : int, default=4
+        Number of points (at least 4).
+    noise : float, default=0.0
+        Standard deviation of the Gaussian noise added to each coordinate.
+    random_state : int, RandomState or None, default=None
+        Seeds the noise.
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, 2)
+    y : ndarray of shape (n_samples,)
+        ``1`` where the signs of the corner's coordinates differ.
 
     Examples
     --------
     >>> from geolearn.datasets import make_xor
     >>> make_xor()[1]
     array([0, 1, 1, 0])
+    >>> X, y = make_xor(200, noise=0.1, random_state=0)
+    >>> X.shape, int(y.sum())
+    ((200, 2), 100)
     """
-    X = np.array([[-1.0, -1.0], [-1.0, 1.0], [1.0, -1.0], [1.0, 1.0]])
-    return X, np.array([0, 1, 1, 0])
+    _check_n(n_samples, minimum=4)
+    _check_noise(noise)
+    corners = np.array([[-1.0, -1.0], [-1.0, 1.0], [1.0, -1.0], [1.0, 1.0]])
+    idx = np.arange(n_samples) % 4
+    X = corners[idx]
+    if noise > 0:
+        X = X + noise * check_random_state(random_state).standard_normal(X.shape)
+    return X, np.array([0, 1, 1, 0])[idx]
 
 
 def make_circle_points(n_samples=1000, *, radius=1.0, noise=0.0, grid=False, random_state=None,

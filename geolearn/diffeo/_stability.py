@@ -539,12 +539,26 @@ class DiffeoStability(MetaEstimatorMixin, BaseEstimator):
         return result
 
     def score(self, X, y=None):
-        """``R_f`` of the output on ``X`` (smaller: relatively more stable).
+        """``-log10 R_f`` of the output on ``X``: greater is relatively more stable.
 
-        GridSearchCV maximises scores: to select models by stability use
-        :func:`make_stability_scorer`, not this method.
+        scikit-learn maximises scores, so ``score`` is the negated log of
+        ``R_f`` (the paper log-averages ``R_f`` too); :meth:`stability` gives
+        ``R_f`` itself. ``y`` is ignored. The same figure as the default
+        :func:`make_stability_scorer`.
+
+        Parameters
+        ----------
+        X : array-like of shape (N, C, n, n), (N, n, n) or (N, C*n*n)
+            Probe images.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        score : float
+            ``-log10 R_f``; 0 means as stable to diffeomorphisms as to noise.
         """
-        return self.stability(X).R
+        return float(-np.log10(self.stability(X).R))
 
     @available_if(_estimator_has("predict"))
     def predict(self, X):

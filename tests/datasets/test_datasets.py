@@ -54,6 +54,20 @@ def test_sinusoid_boundary_and_xor():
     np.testing.assert_array_equal(yx, (Xx[:, 0] * Xx[:, 1] < 0).astype(int))
 
 
+def test_xor_takes_a_size_noise_and_seed():
+    """Defect: make_xor took no n_samples or random_state."""
+    X, y = make_xor(203, noise=0.2, random_state=0)
+    assert X.shape == (203, 2) and np.bincount(y).tolist() == [101, 102]
+    corners = np.sign(X)  # noise of 0.2 almost never crosses an axis
+    assert np.mean((corners[:, 0] * corners[:, 1] < 0) == y) > 0.99
+    np.testing.assert_array_equal(X, make_xor(203, noise=0.2, random_state=0)[0])
+    assert not np.array_equal(X, make_xor(203, noise=0.2, random_state=1)[0])
+    np.testing.assert_array_equal(make_xor(8)[0][4:], make_xor()[0])
+    for bad in (dict(n_samples=3), dict(noise=-1.0)):
+        with pytest.raises(ValueError, match="n_samples|noise"):
+            make_xor(**bad)
+
+
 def test_manifold_points_lie_on_their_manifolds():
     X, t = make_circle_points(50, radius=2.0, random_state=0, return_params=True)
     np.testing.assert_allclose(np.linalg.norm(X, axis=1), 2.0)

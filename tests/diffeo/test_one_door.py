@@ -80,7 +80,7 @@ def test_an_mlp_reaches_the_probe_through_as_model_once(digits, mlp, conversions
     # the output stays the estimator's own response, clr(predict_proba)
     assert est.response_ == "clr_proba"
     centred = nn.Sequential(_logits(mlp), _Centre())
-    assert relative_stability(centred, X[150:], **KW).R == pytest.approx(first, rel=1e-9)
+    assert relative_stability(centred, X[150:], **KW).R == pytest.approx(10**-first, rel=1e-9)
 
 
 def test_layers_of_an_mlp_convert_it_once_and_agree_with_its_output(digits, mlp, conversions):

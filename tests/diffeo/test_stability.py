@@ -359,3 +359,24 @@ def test_subspace_bad_arguments():
             subspace_relative_stability(clf, X, dims)
     with pytest.raises(ValueError, match="radius"):
         subspace_relative_stability(clf, X, 0, radius=0.0)
+
+
+def test_score_is_greater_is_better_so_a_search_picks_the_most_stable(digits):
+    """Defect: ``score`` returned R_f (lower is better), so GridSearchCV chose the least stable C."""
+    from sklearn.model_selection import KFold
+
+    X, y = digits
+    Xf, y = X.reshape(len(X), -1)[:300], y[:300]
+    est = DiffeoStability(LogisticRegression(max_iter=200), image_shape=(16, 16), c=3,
+                          delta=1.0, random_state=0)
+    grid = {"estimator__C": [1e-3, 1.0, 100.0]}
+    cv = KFold(2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StabilityWarning)
+        search = GridSearchCV(est, grid, cv=cv).fit(Xf, y)
+        # the mean over the same folds of log10 R_f, computed by hand
+        log_R = [np.mean([np.log10(clone(est).set_params(**p).fit(Xf[tr], y[tr])
+                                   .stability(Xf[te]).R) for tr, te in cv.split(Xf)])
+                 for p in search.cv_results_["params"]]
+    assert np.allclose(search.cv_results_["mean_test_score"], -np.asarray(log_R))
+    assert search.best_index_ == int(np.argmin(log_R))  # the most stable, not the least
