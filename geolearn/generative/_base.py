@@ -3,6 +3,7 @@
 import functools
 import math
 import numbers
+import warnings
 
 import numpy as np
 import torch
@@ -11,6 +12,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._utils import check_hidden_sizes, check_image_shape, iter_batches, to_numpy, to_tensor
+from ..exceptions import DataRangeWarning
 from ..models import frozen
 from ._losses import (
     decoded_mean,
@@ -33,12 +35,26 @@ _BOUNDS_TOL = 1e-6
 
 
 def check_unit_interval(X, bounds=(0.0, 1.0), what="likelihood='bernoulli'",
-                        advice="Scale X to [0,1] (MinMaxScaler) or use likelihood='gaussian'."):
-    """Raise when ``X`` leaves ``bounds`` by more than a rounding tolerance."""
+                        advice="Scale X to [0,1] (MinMaxScaler) or use likelihood='gaussian'.",
+                        clip=False):
+    """``X`` within ``bounds`` (up to rounding), or a ValueError; with ``clip``, clip and warn.
+
+    Training data outside the bounds is an error. Data the fitted model only
+    scores or encodes is clipped instead (one warning a call), so that held-out
+    folds of min-max scaled data, which stray past the training range, still get
+    a score in a cross-validation.
+    """
     lo, hi = bounds
     if X.size and (X.min() < lo - _BOUNDS_TOL or X.max() > hi + _BOUNDS_TOL):
-        raise ValueError(f"{what} needs X in [{lo:g}, {hi:g}]; got values in "
-                         f"[{X.min():g}, {X.max():g}]. {advice}")
+        if not clip:
+            raise ValueError(f"{what} needs X in [{lo:g}, {hi:g}]; got values in "
+                             f"[{X.min():g}, {X.max():g}]. {advice}")
+        outside = int(np.count_nonzero((X < lo - _BOUNDS_TOL) | (X > hi + _BOUNDS_TOL)))
+        warnings.warn(f"{what} is defined on [{lo:g}, {hi:g}]: {outside} of {X.size} values "
+                      f"(range [{X.min():g}, {X.max():g}]) were clipped to it. {advice}",
+                      DataRangeWarning, stacklevel=3)
+        X = np.clip(X, lo, hi)
+    return X
 
 
 def check_codes(Z, width, name):
@@ -208,7 +224,7 @@ class LatentModel(ObjectiveTrainingMixin, ClassNamePrefixFeaturesOutMixin, Trans
             raise ValueError(f"architecture={self.architecture!r} needs image arrays "
                              "(n, C, H, W) or flat X with image_shape=(C, H, W).")
         if self.likelihood == "bernoulli":
-            check_unit_interval(X)
+            X = check_unit_interval(X, clip=not reset)
         return X
 
     # -- training -------------------------------------------------------------------------

@@ -220,8 +220,9 @@ class DisentangledAttributeAutoencoder(ObjectiveTrainingMixin, CodecMixin, Recon
     def _validate_X(self, X, reset):
         X = validate_rows(self, X, reset)
         if self.image_shape_ is not None:
-            check_unit_interval(X, what="the sigmoid decoder",
-                                advice="Scale X to [0, 1] (MinMaxScaler(clip=True)).")
+            X = check_unit_interval(X, what="the sigmoid decoder",
+                                    advice="Scale X to [0, 1] (MinMaxScaler(clip=True)).",
+                                    clip=not reset)
         return X
 
     def _check_architecture(self):

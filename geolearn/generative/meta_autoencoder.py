@@ -342,9 +342,9 @@ default="neighborhood"
     def _validate_X(self, X, reset):
         X = validate_rows(self, X, reset)
         if self.loss == "bce":
-            check_unit_interval(X, what="loss='bce'",
-                                advice="Scale X to [0, 1] (MinMaxScaler(clip=True)) or use "
-                                       "loss='mse'.")
+            X = check_unit_interval(X, what="loss='bce'",
+                                    advice="Scale X to [0, 1] (MinMaxScaler(clip=True)) or use "
+                                           "loss='mse'.", clip=not reset)
         return X
 
     def _resolve_architecture(self):

@@ -12,6 +12,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import MinMaxScaler
 
+from geolearn.exceptions import DataRangeWarning
 from geolearn.generative import GridVAE, grid_codes
 from geolearn.generative._losses import kl_normal
 from tests.helpers import check_bad_inputs, check_pipeline_gridsearch_pickle
@@ -244,6 +245,28 @@ def test_pipeline_gridsearch_clone_pickle(data):
     pipe = make_pipeline(MinMaxScaler(), GridVAE(**TINY)).fit(data * 5 - 2)
     assert pipe.predict(data).shape == (80,)
     assert list(pipe.get_feature_names_out()) == ["gridvae0", "gridvae1"]
+
+
+def test_cross_validation_of_a_scaled_pipeline_scores_every_fold(data):
+    """Defect: held-out folds of MinMaxScaler'd data leave [0, 1], so every test score was NaN."""
+    from sklearn.base import clone
+    from sklearn.model_selection import GridSearchCV, KFold
+
+    X = data * 5 - 2
+    pipe = make_pipeline(MinMaxScaler(), GridVAE(**TINY))
+    with pytest.warns(DataRangeWarning, match="clipped"):
+        search = GridSearchCV(pipe, {"gridvae__prior_std": [0.25, 1 / 3]}, cv=KFold(3),
+                              error_score="raise").fit(X)
+    assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
+    # a held-out row is scored as its clipped self
+    fitted = clone(pipe).fit(X[:40])
+    Z = fitted[0].transform(X[40:])
+    assert Z.min() < 0 or Z.max() > 1  # the fold does leave the training range
+    with pytest.warns(DataRangeWarning):
+        got = fitted[1].score_samples(Z)
+    np.testing.assert_allclose(got, fitted[1].score_samples(np.clip(Z, 0, 1)), rtol=1e-6)
+    with pytest.raises(ValueError, match="MinMaxScaler"):  # training data is still checked
+        GridVAE(**TINY).fit(Z)
 
 
 def test_batch_estimator_warns_for_tiny_data(data):

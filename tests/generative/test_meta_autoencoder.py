@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from sklearn.exceptions import NotFittedError
 from skorch.callbacks import Callback
 
+from geolearn.exceptions import DataRangeWarning
 from geolearn.generative import MetaManifoldAutoencoder, NeighborhoodHoldout
 from tests.helpers import (
     assert_message,
@@ -161,10 +162,15 @@ def test_a_non_finite_loss_stops_with_the_iteration(X):
 
 @settings(max_examples=15, deadline=None)
 @given(st.integers(0, 11), st.sampled_from([np.nan, np.inf, -0.5, 1.5]))
-def test_one_bad_value_anywhere_is_refused_at_transform(position, value):
+def test_one_bad_value_anywhere_is_refused_or_clipped_at_transform(position, value):
+    """Non-finite values are refused; values past [0, 1] are clipped with a DataRangeWarning."""
     ae = _fitted()
     X = ae._X_check.copy()
     X.flat[position * X.shape[1] + position] = value
-    match = "NaN|infinity" if not np.isfinite(value) else "loss='bce'.*MinMaxScaler"
-    with pytest.raises(ValueError, match=match):
-        ae.transform(X)
+    if not np.isfinite(value):
+        with pytest.raises(ValueError, match="NaN|infinity"):
+            ae.transform(X)
+        return
+    with pytest.warns(DataRangeWarning, match="loss='bce'.*1 of .*clipped.*MinMaxScaler"):
+        Z = ae.transform(X)
+    np.testing.assert_array_equal(Z, ae.transform(np.clip(X, 0, 1)))
