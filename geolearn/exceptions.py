@@ -12,21 +12,34 @@ The package's own test configuration does exactly that.
 """
 
 
+from sklearn.exceptions import ConvergenceWarning as _SklearnConvergenceWarning
+
+
 class GeolearnWarning(UserWarning):
     """Base class of every warning geolearn emits."""
 
 
 class DataRangeWarning(GeolearnWarning):
-    """Input outside the range a model is defined on was clipped to it (e.g. held-out folds of
-    min-max scaled data scored by a Bernoulli VAE)."""
+    """Input outside the range a model is defined on was clipped to it.
+
+    For example, held-out folds of min-max scaled data scored by a Bernoulli VAE.
+    """
 
 
-class ConvergenceWarning(GeolearnWarning):
-    """An iterative solver stopped before meeting its tolerance; the result is approximate."""
+class ConvergenceWarning(GeolearnWarning, _SklearnConvergenceWarning):
+    """An iterative solver stopped before meeting its tolerance; the result is approximate.
+
+    A subclass of scikit-learn's ``ConvergenceWarning``, so filters on either catch it.
+    """
 
 
-class NumericalWarning(GeolearnWarning):
-    """A computation met an ill-conditioned or degenerate case; the result is less reliable."""
+class NumericalWarning(GeolearnWarning, RuntimeWarning):
+    """An ill-conditioned, singular or over/underflowing case: the result is less reliable."""
 
 
-__all__ = ["ConvergenceWarning", "DataRangeWarning", "GeolearnWarning", "NumericalWarning"]
+class PartialResultWarning(GeolearnWarning):
+    """A budget (a count, a time, a subset) cut the work short: the result is incomplete."""
+
+
+__all__ = ["ConvergenceWarning", "DataRangeWarning", "GeolearnWarning", "NumericalWarning",
+           "PartialResultWarning"]

@@ -21,6 +21,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_array
 
 from .._utils import iter_batches, to_numpy, torch_seed
+from ..exceptions import GeolearnWarning
 from ..models import as_model
 from ._validation import (
     check_clip,
@@ -275,7 +276,7 @@ def _warn_cw_failures(success):
             f"carlini_wagner_l2: {failed} of {len(success)} samples were never misclassified; "
             "their last iterate is returned (flagged False in success). Raise c, steps or "
             "binary_search_steps.",
-            UserWarning,
+            GeolearnWarning,
             stacklevel=3,
         )
 

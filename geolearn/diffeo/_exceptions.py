@@ -1,7 +1,9 @@
 """Warnings raised by :mod:`geolearn.diffeo`."""
 
+from ..exceptions import GeolearnWarning
 
-class StabilityWarning(UserWarning):
+
+class StabilityWarning(GeolearnWarning):
     """A stability measurement is unreliable or degenerate.
 
     Raised when the temperature lies outside ``[T_min, T_max]``, when most

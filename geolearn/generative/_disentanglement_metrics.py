@@ -18,6 +18,7 @@ import numpy as np
 from sklearn.utils.validation import check_array, check_consistent_length
 
 from .._utils import check_choice, check_scalar_param
+from ..exceptions import GeolearnWarning
 
 __all__ = [
     "ConstantFactorWarning",
@@ -37,7 +38,7 @@ _CHUNK_ENTRIES = 2**23
 _TIE_TOL = 1e-12
 
 
-class ConstantFactorWarning(UserWarning):
+class ConstantFactorWarning(GeolearnWarning):
     """A factor takes a single value (zero entropy): its term of a metric is skipped."""
 
 

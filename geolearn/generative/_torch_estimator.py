@@ -14,6 +14,7 @@ import numpy as np
 import torch
 from sklearn.utils._param_validation import Interval
 
+from ..exceptions import GeolearnWarning
 from ..models import ObjectiveNet, SkorchTrainingMixin, TensorDataset, collate_batch
 
 #: Constraints of the parameters every torch-trained estimator of the family has.
@@ -82,7 +83,7 @@ class ObjectiveTrainingMixin(SkorchTrainingMixin):
         device = state.get("device_")
         if device is not None and device.type == "cuda" and not torch.cuda.is_available():
             warnings.warn(f"{type(self).__name__} was fitted on {device}, which is not available; "
-                          "using the CPU.", RuntimeWarning)
+                          "using the CPU.", GeolearnWarning)
             self.device_ = torch.device("cpu")
             self.net_.set_params(device="cpu")
 

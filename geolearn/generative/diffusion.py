@@ -23,6 +23,7 @@ from .._utils import (
     check_scalar_param,
     iter_batches,
 )
+from ..exceptions import GeolearnWarning
 from ..models import frozen
 from ._rng import row_draws, row_seeds
 from ._torch_estimator import NET_CONSTRAINTS, MeanScoreMixin, ObjectiveTrainingMixin
@@ -151,7 +152,7 @@ class DiffusionDensity(ObjectiveTrainingMixin, MeanScoreMixin, DensityMixin, Bas
         if X.shape[1] > 64:
             warnings.warn(f"DiffusionDensity on {X.shape[1]} features: in high dimension the "
                           "chain log-likelihood hardly separates seen from unseen data "
-                          "(reduce the dimension first).", UserWarning)
+                          "(reduce the dimension first).", GeolearnWarning)
         sizes = check_hidden_sizes(self.hidden_sizes)
         if not warm:
             self._set_schedule()

@@ -6,10 +6,12 @@ import warnings
 import numpy as np
 import torch
 from sklearn.base import ClusterMixin, _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from .._utils import check_positive_integer, check_scalar_param
+from ..exceptions import GeolearnWarning
 from ._base import BaseVAE, VAEObjective
 from ._grid import (
     MAX_DENSE_COMPONENTS,
@@ -20,7 +22,6 @@ from ._grid import (
     grid_sizes,
     n_grid_components,
 )
-from .._utils import check_positive_integer, check_scalar_param
 from ._losses import GridPrior
 from ._torch_estimator import MeanScoreMixin
 
@@ -224,7 +225,8 @@ class GridVAE(MeanScoreMixin, ClusterMixin, BaseVAE):
         self.guided_dims_, codes = self._check_guidance(y, len(X))
         if self.kl_estimator == "batch" and len(X) < 64:
             warnings.warn(f"kl_estimator='batch' with only {len(X)} samples: the aggregate "
-                          "posterior estimate is strongly biased for small batches.", UserWarning)
+                          "posterior estimate is strongly biased for small batches.",
+                          GeolearnWarning)
         objective = VAEObjective(
             prior=GridPrior(self.grid_, self.prior_std), kl_estimator=self.kl_estimator,
             likelihood=self.likelihood, decoder_std=self.decoder_std,

@@ -5,6 +5,8 @@ import warnings
 import numpy as np
 import torch
 
+from ..exceptions import GeolearnWarning
+
 MAX_ORDER = 64
 
 
@@ -208,7 +210,7 @@ class FiniteGroup:
                 f"{self!r} has elements that do not preserve the norm of images (not a pixel "
                 "permutation): saliency invariance is no longer exactly 1 for weight-tied "
                 "models and Proposition 3.1 does not apply.",
-                UserWarning,
+                GeolearnWarning,
             )
         return images
 

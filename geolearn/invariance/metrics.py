@@ -17,6 +17,7 @@ import torch
 from sklearn.utils import Bunch, check_array
 
 from .._utils import check_images, iter_batches, to_numpy
+from ..exceptions import GeolearnWarning, NumericalWarning
 from ..models import as_model
 from ._groups import FiniteGroup, resolve_group
 from ._saliency import (
@@ -471,7 +472,7 @@ def _saliency_setup(model, X, group, y, target, baseline, steps, post, image_sha
     b = _check_baseline(baseline, data, torch.float64)
     if b.ndim and any(not torch.allclose(group[k](b[None])[0], b) for k in range(group.order)):
         warnings.warn("the baseline is not invariant under the group: SI is not exactly 1 even "
-                      "for an exactly invariant model.", UserWarning)
+                      "for an exactly invariant model.", GeolearnWarning)
     return adapter, data, group, t, b
 
 
@@ -496,7 +497,8 @@ def _orbit_similarity(maps, group):
     cos = torch.where(degenerate, torch.full_like(cos, float("nan")), cos).numpy()
     n_degenerate = int(degenerate.sum())
     if n_degenerate == cos.size:
-        warnings.warn("every saliency map pair is degenerate (zero map): SI is nan.", UserWarning)
+        warnings.warn("every saliency map pair is degenerate (zero map): SI is nan.",
+                      NumericalWarning)
         return float("nan"), cos, n_degenerate
     return float(np.nanmean(cos)), cos, n_degenerate
 

@@ -16,6 +16,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
 from .._utils import check_memory, fitted_on_success, resolve_device
+from ..exceptions import ConvergenceWarning, NumericalWarning
 from ._kernel import (
     bandwidth_from_distances,
     bandwidth_gradient,
@@ -421,7 +422,7 @@ class CIDM(TransformerMixin, BaseEstimator):
                                 device=device)
         if abs(lam[0] - 1) > 1e-8:
             warnings.warn(f"the top Markov eigenvalue is {lam[0]:.10f}, not 1: the eigensolver "
-                          "may not have converged.", RuntimeWarning, stacklevel=3)
+                          "may not have converged.", ConvergenceWarning, stacklevel=3)
         if lam[1] > 1 - 1e-10:
             # weights below 1e-8 barely couple the components at a gap of 1e-10
             n_comp = connected_components(sparse.csr_matrix(kernel > 1e-8), directed=False)[0]
@@ -429,10 +430,11 @@ class CIDM(TransformerMixin, BaseEstimator):
                 f"the kernel graph is numerically disconnected ({n_comp} components at kernel "
                 f"weights > 1e-8, lambda_1 = "
                 f"{lam[1]:.12f}): the eigenfunctions are indicator-like. Raise epsilon, "
-                "k_bandwidth or n_neighbors.", UserWarning, stacklevel=3)
+                "k_bandwidth or n_neighbors.", NumericalWarning, stacklevel=3)
         if np.any(np.abs(lam) < 1e-6):
             warnings.warn("some eigenvalues are below 1e-6 in magnitude; the Nyström extension "
-                          "amplifies by 1/lambda. Lower n_eigenpairs.", UserWarning, stacklevel=3)
+                          "amplifies by 1/lambda. Lower n_eigenpairs.",
+                          NumericalWarning, stacklevel=3)
         phi = v * s[:, None]
         phi /= np.sqrt(self.stationary_ @ phi**2)
         phi[:, 0] = 1.0

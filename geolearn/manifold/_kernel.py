@@ -8,6 +8,7 @@ from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh, lobp
 from scipy.special import logsumexp
 
 from .._utils import resolve_device, to_numpy, to_tensor
+from ..exceptions import ConvergenceWarning
 
 # grid of the Berry-Giannakis-Harlim epsilon search: m * 2^(j/4), j = -40..40
 _BGH_EXPONENTS = np.arange(-40, 41) / 4.0
@@ -92,7 +93,7 @@ def top_eigenpairs(A, n_eigenpairs, solver, tol, random_state, device="cpu"):
         try:
             w, v = _arpack_top(A, n_eigenpairs, tol, random_state)
         except ArpackNoConvergence:
-            warnings.warn("ARPACK did not converge; retrying with LOBPCG.", RuntimeWarning,
+            warnings.warn("ARPACK did not converge; retrying with LOBPCG.", ConvergenceWarning,
                           stacklevel=3)
             return top_eigenpairs(A, n_eigenpairs, "lobpcg", tol, random_state)
     else:

@@ -12,6 +12,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._utils import check_image_shape, to_numpy, to_tensor
+from ..exceptions import GeolearnWarning, NumericalWarning
 from ..models import as_model, fit_or_use
 from ._cidm import CIDM
 from ._neighbors import kneighbors
@@ -406,7 +407,7 @@ class OnManifoldPGD(TransformerMixin, BaseEstimator):
         dims = np.array([self.intrinsic_dim_.get(c, 0) for c in y])
         if np.any(out.tangent_rank[known] < dims[known]):
             warnings.warn("some tangent bases are rank-deficient; see result.tangent_rank.",
-                          UserWarning, stacklevel=2)
+                          NumericalWarning, stacklevel=2)
         out.y_pred = self._predict_label(out.X_adv)
         out.distance = np.linalg.norm(out.X_adv - X, axis=1)
         return out
@@ -430,7 +431,7 @@ class OnManifoldPGD(TransformerMixin, BaseEstimator):
         if not known.all():
             warnings.warn(f"{int((~known).sum())} samples are predicted as classes without a "
                           "fitted manifold; they are returned unchanged with success=False.",
-                          UserWarning, stacklevel=3)
+                          GeolearnWarning, stacklevel=3)
         return y, known
 
     def _empty_result(self, X, y):

@@ -10,6 +10,7 @@ from sklearn.base import BaseEstimator, _fit_context, clone
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from ..exceptions import GeolearnWarning, NumericalWarning
 from ._cidm import CIDM
 from ._tangent import orthonormal_basis
 
@@ -198,7 +199,8 @@ class SECVectorFields(BaseEstimator):
         advised = math.floor(2**cidm.dimension_ * n1)
         if n0 < advised:
             warnings.warn(f"n_products={n0} is below 2^d n_frame = {advised} for the estimated "
-                          f"dimension {cidm.dimension_:.2f}; expect spurious modes.", UserWarning,
+                          f"dimension {cidm.dimension_:.2f}; expect spurious modes.",
+                          GeolearnWarning,
                           stacklevel=3)
         phi, pi, xi = cidm.eigenvectors_[:, :n0], cidm.stationary_, xi_all[:n0]
         pairs = (phi[:, :n1, None] * phi[:, None, :n1]).reshape(len(phi), n1 * n1)
@@ -216,7 +218,7 @@ class SECVectorFields(BaseEstimator):
             warnings.warn(
                 f"spurious SEC modes with negative energy (min {head.min():.3g}): raise "
                 "n_products or the CIDM's k_bandwidth (about 16 on randomly sampled data).",
-                UserWarning, stacklevel=3)
+                NumericalWarning, stacklevel=3)
         self.cidm_ = cidm
         self.n_features_in_ = cidm.n_features_in_
         self.structure_constants_ = c

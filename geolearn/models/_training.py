@@ -16,6 +16,7 @@ from skorch.callbacks import Callback, EarlyStopping, PassthroughScoring, Progre
 from skorch.utils import to_tensor
 
 from .._utils import discard_fitted, resolve_device, torch_seed
+from ..exceptions import GeolearnWarning
 
 #: Prefixes of the skorch settings an estimator accepts as keyword arguments.
 NET_PARAM_PREFIXES = ("module__", "optimizer__", "criterion__", "iterator_train__",
@@ -66,7 +67,7 @@ class RaiseOnNonFiniteLoss(Callback):
                 f"{last}); lower lr, or scale the input (e.g. MinMaxScaler).")
 
 
-class TrainingInterruptedWarning(UserWarning):
+class TrainingInterruptedWarning(GeolearnWarning):
     """Training stopped before its last epoch (a KeyboardInterrupt); the net keeps its weights."""
 
 

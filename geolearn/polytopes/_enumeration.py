@@ -8,8 +8,18 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 
-from ._lp import (chebyshev_lp, clip_polygon, facet_center, facet_radius, facets_clarkson,
-                  facets_lp, is_bounded, polygon_area, stack_rows)
+from ..exceptions import PartialResultWarning
+from ._lp import (
+    chebyshev_lp,
+    clip_polygon,
+    facet_center,
+    facet_radius,
+    facets_clarkson,
+    facets_lp,
+    is_bounded,
+    polygon_area,
+    stack_rows,
+)
 from ._maps import forward_bits, hrep, local_maps
 from ._segments import segment_exact
 
@@ -93,7 +103,8 @@ def _finish(net, patterns, edges, lo, hi, solver, complete, n_degenerate, polygo
 
 def _truncated(max_regions):
     warnings.warn(f"enumeration stopped at max_regions={max_regions}: the count is incomplete "
-                  "(RegionEnumeration.complete is False). Raise max_regions.", RuntimeWarning,
+                  "(RegionEnumeration.complete is False). Raise max_regions.",
+                  PartialResultWarning,
                   stacklevel=3)
 
 

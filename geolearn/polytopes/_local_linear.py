@@ -19,6 +19,7 @@ from .._utils import (
     iter_batches,
     resolve_device,
 )
+from ..exceptions import GeolearnWarning, NumericalWarning
 from ..models import BinaryProba, as_model
 from ._maps import forward_bits, local_maps, unique_patterns
 from ._network import (
@@ -64,7 +65,7 @@ def _autograd_model(network, batch_size):
     if other:
         warnings.warn(f"network contains {', '.join(other)} layers that may not be piecewise "
                       "linear: the local rows are tangent maps (Jacobians), not exact local "
-                      "affine maps.", UserWarning, stacklevel=4)
+                      "affine maps.", GeolearnWarning, stacklevel=4)
     return model, layer
 
 
@@ -224,7 +225,8 @@ class LocalLinearMap(TransformerMixin, BaseEstimator):
         d = m + 1 if self.include_bias else m
         if n < d:
             warnings.warn(f"{n} samples for maps of size {d} x {d}: the least-squares problem "
-                          "is underdetermined (minimum-norm solution).", UserWarning, stacklevel=2)
+                          "is underdetermined (minimum-norm solution).",
+                          NumericalWarning, stacklevel=2)
         if n * d * o * 8 <= self.memory_limit:
             C1 = _rows(*self._local("source", X), self.include_bias)
             C2 = _rows(*self._local("target", X), self.include_bias)
@@ -265,7 +267,7 @@ class LocalLinearMap(TransformerMixin, BaseEstimator):
 
     def _fit_normal_equations(self, X, o, d):
         warnings.warn("local rows exceed memory_limit: solving the normal equations accumulated "
-                      "in batches (squared conditioning).", UserWarning, stacklevel=3)
+                      "in batches (squared conditioning).", NumericalWarning, stacklevel=3)
         G, K = np.zeros((o, d, d)), np.zeros((o, d, d))
         for sl in iter_batches(len(X), self.batch_size):
             C1 = _rows(*self._local("source", X[sl]), self.include_bias)

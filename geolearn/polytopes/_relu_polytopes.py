@@ -8,7 +8,13 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._utils import check_choice, check_positive_integer, check_scalar_param, resolve_device
+from .._utils import (
+    check_choice,
+    check_positive_integer,
+    check_scalar_param,
+    resolve_device,
+)
+from ..exceptions import GeolearnWarning, PartialResultWarning
 from ._enumeration import region_neighbours, subdivide, traverse
 from ._lp import check_solver
 from ._maps import forward_bits, hrep, local_maps, unique_patterns
@@ -259,7 +265,7 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
             if outside.any():
                 warnings.warn(f"{outside.sum()} samples lie outside bounds; their region cut by "
                               "the box may not contain them (flagged in ambiguous_).",
-                              UserWarning, stacklevel=2)
+                              GeolearnWarning, stacklevel=2)
         self._fit_region_stats()
         return self
 
@@ -285,7 +291,8 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
             rng = check_random_state(self.random_state)
             idx = np.sort(rng.choice(R, self.max_lp_regions, replace=False))
             warnings.warn(f"{R} distinct regions exceed max_lp_regions={self.max_lp_regions}: "
-                          "LP statistics use a random subset (lp_region_index_).", UserWarning,
+                          "LP statistics use a random subset (lp_region_index_).",
+                          PartialResultWarning,
                           stacklevel=3)
         self.lp_region_index_ = idx
         results = Parallel(n_jobs=self.n_jobs, verbose=self.verbose)(

@@ -14,6 +14,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
+from ..exceptions import GeolearnWarning
 from ._linear_map import LinearEmbeddingMap
 
 
@@ -156,7 +157,7 @@ class CanonicalAdversarialDetector(ClassifierMixin, BaseEstimator):
             warnings.warn(
                 f"The canonical dimension is now {X.shape[1]}; dropping the maps of sources "
                 f"{stale} fitted for another dimension.",
-                UserWarning,
+                GeolearnWarning,
                 stacklevel=3,
             )
             maps = {}

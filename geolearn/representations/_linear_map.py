@@ -16,6 +16,7 @@ from sklearn.utils.validation import (
 )
 
 from .._utils import iter_batches
+from ..exceptions import NumericalWarning
 from .metrics import embedding_mse
 
 _EPS = np.finfo(np.float64).eps
@@ -80,7 +81,7 @@ def _warn_if_underdetermined(rank, Xc, n_rows):
             f"({n_rows} rows): the minimum-norm least-squares map is underdetermined and "
             "(nearly) interpolates its training rows, which generalises poorly. Use more "
             "rows or alpha > 0.",
-            UserWarning,
+            NumericalWarning,
             stacklevel=4,
         )
 

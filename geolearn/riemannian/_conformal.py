@@ -8,7 +8,7 @@ import numpy as np
 import torch
 from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.exceptions import ConvergenceWarning
+from sklearn.exceptions import ConvergenceWarning as SVCConvergenceWarning
 from sklearn.metrics.pairwise import (
     linear_kernel,
     polynomial_kernel,
@@ -21,6 +21,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._utils import check_scalar_param, fitted_on_success
+from ..exceptions import ConvergenceWarning, NumericalWarning
 from ._kernels import KernelMetric
 
 _KERNELS = ("rbf", "poly", "sigmoid", "linear")
@@ -249,7 +250,7 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
 
         svc = self._new_svc(budget)
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)  # re-raised below, clearer
+            warnings.simplefilter("ignore", SVCConvergenceWarning)  # re-raised below, clearer
             try:
                 svc.fit(K, y)
             except ValueError as exc:
@@ -369,7 +370,7 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
         if self.n_iter and np.mean(L < -700) > 0.01:
             warnings.warn(f"the conformal factor underflows (L(x) < -700) at "
                           f"{np.mean(L < -700):.1%} of the points, far from every support "
-                          "vector: their decision value is the intercept.", RuntimeWarning,
+                          "vector: their decision value is the intercept.", NumericalWarning,
                           stacklevel=3)
         sup = self.svc_.support_
         K = np.zeros((len(X), len(self.X_fit_)))

@@ -19,6 +19,7 @@ from .._utils import (
     resolve_device,
     to_numpy,
 )
+from ..exceptions import NumericalWarning
 from ..models import as_model, fit_or_use, frozen, is_prefit
 from ._kernels import KernelMetric, make_kernel
 from ._metrics import CURVATURE_METHODS, PullbackMetric, check_scale, scale_value
@@ -392,11 +393,11 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
         if self.n_features_map_ < self.n_features_in_:
             warnings.warn(f"the feature map has m={self.n_features_map_} < d={self.n_features_in_}"
                           " outputs: the metric is singular; log volumes are pseudo-volumes of "
-                          "rank <= m and curvature is undefined.", UserWarning, stacklevel=3)
+                          "rank <= m and curvature is undefined.", NumericalWarning, stacklevel=3)
         if self._nonsmooth():
             warnings.warn("the feature map has non-smooth activations (ReLU-like): the volume "
                           "element is piecewise constant and curvature is 0 almost everywhere.",
-                          UserWarning, stacklevel=3)
+                          NumericalWarning, stacklevel=3)
 
     def _nonsmooth(self):
         return self._model is not None and any(isinstance(m, NONSMOOTH)
@@ -420,7 +421,7 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
         if len(r) and (r != r[0]).any():
             warnings.warn("the numerical rank of the metric varies across points "
                           f"({int(r.min())} to {int(r.max())}): pseudo log volumes of different "
-                          "rank are not comparable.", UserWarning, stacklevel=3)
+                          "rank are not comparable.", NumericalWarning, stacklevel=3)
         return logv, r
 
     def _ricci(self, P):
@@ -436,7 +437,7 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
                              f"{self.n_features_map_} < d={d} outputs (singular metric).")
         engine = self.engine_
         if self.dtype_ != torch.float64:
-            warnings.warn("curvature needs float64: upcasting the feature map.", UserWarning,
+            warnings.warn("curvature needs float64: upcasting the feature map.", NumericalWarning,
                           stacklevel=3)
             engine = self._engine(torch.float64)
         with frozen(None if self._model is None else self._model_in(torch.float64).module):
@@ -532,7 +533,7 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
             v = np.exp(logv)
         if np.any((v == 0) | ~np.isfinite(v)):
             warnings.warn("the volume element over/underflows float64 at some points; use "
-                          "log_volume_element.", RuntimeWarning, stacklevel=2)
+                          "log_volume_element.", NumericalWarning, stacklevel=2)
         return v
 
     @_frozen_model

@@ -12,6 +12,7 @@ import torch
 from torch.func import jacrev, vmap
 
 from .._utils import check_choice, check_scalar_param, iter_batches
+from ..exceptions import GeolearnWarning, NumericalWarning
 from ..models import as_model
 from ..models import locked_jacfwd as jacfwd  # forward AD is process-global in torch
 from . import _curvature
@@ -154,7 +155,7 @@ class _MetricEngine:
         check_choice(method, "method", CURVATURE_METHODS)
         if self.dtype != torch.float64:
             warnings.warn("curvature in float32 is numerically meaningless; use "
-                          "dtype=torch.float64.", UserWarning, stacklevel=2)
+                          "dtype=torch.float64.", NumericalWarning, stacklevel=2)
         X = self._as_points(X)
         method = self._default_curvature if method == "auto" else method
         eig = torch.linalg.eigvalsh(self.metric(X))
@@ -166,7 +167,7 @@ class _MetricEngine:
             warnings.warn(
                 f"Ricci scalar set to NaN at {int((~good).sum())} of {len(X)} points where the "
                 f"metric is singular or cond(g) > max_condition={max_condition:g}.",
-                RuntimeWarning, stacklevel=2)
+                NumericalWarning, stacklevel=2)
         return R
 
     def _ricci(self, X, method):
@@ -343,7 +344,8 @@ class PullbackMetric(_MetricEngine):
                 return vectorized()
             except RuntimeError as exc:  # in-place ops, .item(), data-dependent control flow
                 warnings.warn(f"vmap cannot trace the feature map ({exc}); looping over points "
-                              "instead. Pass vectorize=False to skip the attempt.", UserWarning,
+                              "instead. Pass vectorize=False to skip the attempt.",
+                              GeolearnWarning,
                               stacklevel=4)
         return _concat(lambda Z: single(Z[0])[None], X, 1)
 
@@ -373,7 +375,8 @@ class PullbackMetric(_MetricEngine):
         with self._model.frozen():
             if mode == "fd":
                 warnings.warn("curvature from finite differences is inaccurate (errors O(h²) in "
-                              "second derivatives); prefer an autodiff-able map.", UserWarning,
+                              "second derivatives); prefer an autodiff-able map.",
+                              NumericalWarning,
                               stacklevel=3)
                 H = self._fd_hessian(X)
             else:

@@ -8,12 +8,12 @@ import numpy as np
 import torch
 from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from .._utils import fitted_on_success, resolve_device
+from ..exceptions import ConvergenceWarning
 from ._adam import adam_solve
 from ._grassmann import angles_kernel, check_metric, distance_from_angles, stacked_flag_mean
 from ._solvers import mm_solve, objective_and_gradient, polar

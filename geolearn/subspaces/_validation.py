@@ -5,6 +5,7 @@ import warnings
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_consistent_length, column_or_1d
 
+from ..exceptions import GeolearnWarning
 from ._sets import as_bases, check_sets
 
 # sklearn's dtype check casts random tables to integers, which leaves all-zero rows.
@@ -24,7 +25,7 @@ def check_bases(X, estimator=None, *, reset=True, input_type="auto", subspace_di
         As in :func:`check_sets`.
     estimator : estimator or None, default=None
         Sets or checks its ``n_features_in_``. An estimator says with a
-        ``UserWarning`` when ``input_type="auto"`` finds raw sets; the
+        ``GeolearnWarning`` when ``input_type="auto"`` finds raw sets; the
         functions (``estimator=None``) document that they orthonormalise.
     reset : bool, default=True
     input_type : {"auto", "basis", "data"}, default="auto"
@@ -45,7 +46,7 @@ def check_bases(X, estimator=None, *, reset=True, input_type="auto", subspace_di
             "X holds sets that are not orthonormal bases: each is replaced by an "
             f"orthonormal basis of its span (top left singular vectors). {silence} with "
             "SubspaceEmbedding.",
-            UserWarning,
+            GeolearnWarning,
             stacklevel=4,  # past this function, the estimator's helper and its method
         )
     return bases, dims

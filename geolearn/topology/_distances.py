@@ -8,6 +8,7 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import maximum_bipartite_matching
 
 from .._utils.validation import check_diagram
+from ..exceptions import GeolearnWarning
 
 _WARN_SIZE = 5000
 
@@ -145,7 +146,7 @@ def diagram_wasserstein(D1, D2, p=2, internal_p=np.inf):
     if len(A) + len(B) > _WARN_SIZE:
         warnings.warn(f"diagram_wasserstein on {len(A) + len(B)} finite points: the exact "
                       "assignment costs O((m1 + m2)^3) time and O((m1 + m2)^2) memory.",
-                      UserWarning, stacklevel=2)
+                      GeolearnWarning, stacklevel=2)
     ess = np.abs(ea - eb)
     finite = _finite_cost(A, B, p, q)
     if np.isinf(p):
