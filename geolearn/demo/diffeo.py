@@ -42,6 +42,8 @@ def run(outdir=None):
         warnings.simplefilter("ignore", StabilityWarning)
         r_clf = relative_stability(clf, Xf[1200:1700], image_shape=(16, 16), random_state=0)
         r_net = relative_stability(net, X[1200:1700], random_state=0)
+    print("  R_f = D_f / G_f: how much the output moves under a smooth deformation (D_f) "
+          "relative to noise of the same norm (G_f); R_f < 1 means more stable to deformations")
     print(f"  untrained MLP: R_f = {r_net.R:.2f} (paper: ~1 at initialisation)")
     print(f"  logistic regression: R_f = {r_clf.R:.2f} (D_f = {r_clf.D:.3f}, G_f = {r_clf.G:.4f}):"
           " a linear model on pixels is less stable to deformations than to noise")

@@ -26,7 +26,9 @@ def run(outdir=None):
     print(f"  2-10-10-1 disc classifier: {enum.n_regions} regions in [-1,1]^2 (exact subdivision; "
           f"areas sum to {enum.areas.sum():.12f}), {est.n_regions_} of them hold data")
     seg = est.segment_regions([0, -1], [0, 1])
-    print(f"  segment (0,-1)->(0,1): {seg.n_regions} regions, Hamming {seg.hamming}")
+    print(f"  segment (0,-1)->(0,1) crosses {seg.n_regions} regions; its end points' activation "
+          f"patterns differ in {seg.hamming} units (Hamming distance; each boundary crossed flips "
+          "one unit, some flip back)")
 
     X, y = load_digits(return_X_y=True)
     X = X / 16.0

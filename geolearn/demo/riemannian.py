@@ -39,6 +39,8 @@ def run(outdir=None):
     net.partial_fit(X, y)
     trained = geo.fit(inner).on_grid(bounds=(-1, 1), resolution=60)
     print(f"  sine task, width-100 sigmoid net: test accuracy {net.score(X_test, y_test):.3f}")
+    print("  log V, the log volume element of the metric the net's hidden layer pulls back, "
+          "measures how much the net stretches the input space there")
     print("  median log V near the boundary - far from it: "
           f"{_boundary_contrast(init.points, init['log_volume']):.2f} at init -> "
           f"{_boundary_contrast(trained.points, trained['log_volume']):.2f} trained")

@@ -81,7 +81,9 @@ class SaliencyOrbitDisplay:
                 if i == 0:
                     ax[i, k].set_title(labels[k], fontsize=9)
         if self.si is not None:
-            self.figure_.suptitle(f"saliency over the orbit, realigned (SI = {self.si:.3f})")
+            # SI of the images shown, not of a whole test set (it varies from image to image)
+            self.figure_.suptitle(f"saliency over the orbit, realigned (SI of these {n} "
+                                  f"images = {self.si:.3f})")
         self.axes_ = ax
         return self
 
@@ -136,5 +138,7 @@ class InvarianceReportDisplay:
         ax.axis("off")
         self.table_ = ax.table(cellText=cells, rowLabels=list(self.reports), colLabels=headers,
                                loc="center")
+        ax.set_title("LI (logits) and DI (output distribution): 0 = invariant; "
+                     "SI (saliency): 1 = invariant", fontsize="small")
         self.ax_, self.figure_ = ax, fig
         return self

@@ -14,6 +14,8 @@ class DiffusionEmbeddingDisplay:
     color : ndarray of shape (n,) or None
     labels : tuple of str
         Axis labels.
+    color_label : str or None
+        Label of the colour bar (what ``color`` is).
 
     Attributes
     ----------
@@ -35,13 +37,15 @@ class DiffusionEmbeddingDisplay:
     (200, 2)
     """
 
-    def __init__(self, embedding, color=None, labels=("cidm1", "cidm2")):
+    def __init__(self, embedding, color=None, labels=("cidm1", "cidm2"), color_label=None):
         self.embedding = embedding
         self.color = color
         self.labels = labels
+        self.color_label = color_label
 
     @classmethod
-    def from_estimator(cls, estimator, X=None, *, color=None, components=(0, 1), ax=None):
+    def from_estimator(cls, estimator, X=None, *, color=None, color_label=None,
+                       components=(0, 1), ax=None):
         """Embed ``X`` (None: the training points) and plot two components.
 
         Parameters
@@ -50,6 +54,8 @@ class DiffusionEmbeddingDisplay:
         X : array-like of shape (n, n_features), default=None
         color : array-like of shape (n,), default=None
             An intrinsic parameter (e.g. the angle) to colour the points by.
+        color_label : str, default=None
+            What ``color`` is, for the colour bar.
         components : tuple of two int, default=(0, 1)
             Indices into ``transform``'s columns.
         ax : matplotlib Axes, default=None
@@ -62,7 +68,7 @@ class DiffusionEmbeddingDisplay:
              if X is None else estimator.transform(X))
         i, j = components
         names = estimator.get_feature_names_out()
-        return cls(Z[:, [i, j]], color, (names[i], names[j])).plot(ax=ax)
+        return cls(Z[:, [i, j]], color, (names[i], names[j]), color_label).plot(ax=ax)
 
     def plot(self, ax=None, *, cmap="twilight", **scatter_kw):
         """Draw the embedding.
@@ -76,10 +82,12 @@ class DiffusionEmbeddingDisplay:
         if self.color is not None:
             kw.update(c=np.asarray(self.color), cmap=cmap)
         self.scatter_ = self.ax_.scatter(self.embedding[:, 0], self.embedding[:, 1], **kw)
-        self.colorbar_ = (self.figure_.colorbar(self.scatter_, ax=self.ax_)
+        self.colorbar_ = (self.figure_.colorbar(self.scatter_, ax=self.ax_,
+                                                label=self.color_label)
                           if self.color is not None else None)
         self.ax_.set_xlabel(self.labels[0])
         self.ax_.set_ylabel(self.labels[1])
+        self.ax_.set_title("diffusion coordinates")
         self.ax_.set_aspect("equal", adjustable="datalim")
         return self
 
@@ -160,5 +168,6 @@ class NystromProjectionDisplay:
         self.projected_ = self.ax_.scatter(self.projected[:, 0], self.projected[:, 1], s=10,
                                            c="tab:blue", label="Nyström projection")
         self.ax_.set_aspect("equal", adjustable="datalim")
+        self.ax_.set_title("Nyström projection onto the learned manifold")
         self.ax_.legend(loc="best", fontsize="small")
         return self

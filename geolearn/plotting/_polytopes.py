@@ -93,7 +93,9 @@ class PolytopePartitionDisplay:
         ax.set_aspect("equal")
         ax.set_xlabel("$x_1$")
         ax.set_ylabel("$x_2$")
-        ax.set_title(f"{len(self.polygons)} linear regions")
+        what = {"pattern": "one colour per region", "norm": "colour: norm of the local map",
+                "sign": "colour: sign of the output"}[self.color_by]
+        ax.set_title(f"{len(self.polygons)} linear regions ({what})")
         if colorbar if colorbar is not None else self.color_by == "norm":
             fig.colorbar(coll, ax=ax, label="$\\|W\\|$")
         self.ax_, self.figure_, self.collection_ = ax, fig, coll

@@ -126,6 +126,8 @@ class GeometrySliceDisplay:
                 self.boundary_.append(ax.tricontour(c[:, 0], c[:, 1], pred.astype(float),
                                                     levels=levels, colors="w", linewidths=1.2))
             self.colorbar_ = fig.colorbar(self.contour_, ax=ax, label=label)
-            ax.set_aspect("equal")
+            # a grid spans the input plane; a plane slice has its own in-plane coordinates
+            axes = ("$x_1$", "$x_2$") if self.slice.kind == "grid" else ("$u$", "$v$")
+            ax.set(xlabel=axes[0], ylabel=axes[1], aspect="equal")
         self.ax_, self.figure_ = ax, fig
         return self

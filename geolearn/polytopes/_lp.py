@@ -4,6 +4,9 @@ Rows are normalised to unit length first, so slacks are Euclidean distances
 and the tolerance ``tol`` is a distance.
 """
 
+import contextlib
+import os
+import sys
 import threading
 
 import numpy as np
@@ -34,6 +37,32 @@ def _highspy():
 
 
 _local = threading.local()
+_stdout_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _silent_stdout():
+    """Send the process's C-level stdout to devnull: HiGHS prints its banner when a
+    ``Highs`` object is built, before ``output_flag`` can be turned off."""
+    with _stdout_lock:
+        sys.stdout.flush()
+        saved = os.dup(1)
+        try:
+            with open(os.devnull, "w") as devnull:
+                os.dup2(devnull.fileno(), 1)
+            yield
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+
+
+def _new_highs(highspy):
+    with _silent_stdout():
+        h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    # HiGHS' parallel simplex makes the outcome of hard LPs vary from run to run
+    h.setOptionValue("parallel", "off")
+    return h
 
 
 def _solve_highspy(cost, A_ub, b_ub, A_eq, b_eq, bounds, what):
@@ -42,10 +71,7 @@ def _solve_highspy(cost, A_ub, b_ub, A_eq, b_eq, bounds, what):
     inf = highspy.kHighsInf
     h = getattr(_local, "highs", None)
     if h is None:
-        h = _local.highs = highspy.Highs()
-        h.setOptionValue("output_flag", False)
-        # HiGHS' parallel simplex makes the outcome of hard LPs vary from run to run
-        h.setOptionValue("parallel", "off")
+        h = _local.highs = _new_highs(highspy)
     h.clearModel()
     n = len(cost)
     M = np.vstack([A_ub, A_eq]) if A_eq is not None else np.asarray(A_ub).reshape(-1, n)

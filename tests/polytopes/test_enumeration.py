@@ -2,6 +2,7 @@
 
 import warnings
 from math import comb
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -121,3 +122,21 @@ def test_facet_search_is_reproducible():
     assert a[1].keys() == b[1].keys()
     for k in a[1]:
         np.testing.assert_array_equal(a[1][k], b[1][k])
+
+
+def test_the_lp_solver_prints_nothing():
+    """Defect: the HiGHS banner went to stdout on the first LP of a process (demo, region_stats)."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("highspy")
+    code = ("import numpy as np\n"
+            "from sklearn.neural_network import MLPClassifier\n"
+            "from geolearn.polytopes import ReLUPolytopes\n"
+            "X = np.random.RandomState(0).uniform(-1, 1, (200, 2))\n"
+            "m = MLPClassifier((5,), max_iter=20, random_state=0).fit(X, X[:, 0] > 0)\n"
+            "n = ReLUPolytopes(m, bounds=(-1, 1)).fit(X).enumerate_regions().n_regions\n"
+            "print('regions', n)\n")
+    out = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True,
+                         text=True, check=True, cwd=str(Path(__file__).parents[2]))
+    assert out.stdout.startswith("regions ") and "HiGHS" not in out.stdout + out.stderr
