@@ -25,8 +25,9 @@ def check_bases(X, estimator=None, *, reset=True, input_type="auto", subspace_di
         As in :func:`check_sets`.
     estimator : estimator or None, default=None
         Sets or checks its ``n_features_in_``. An estimator says with a
-        ``GeolearnWarning`` when ``input_type="auto"`` finds raw sets; the
-        functions (``estimator=None``) document that they orthonormalise.
+        ``GeolearnWarning`` when ``input_type="auto"`` finds raw sets at ``fit``
+        (once: later calls orthonormalise as the fit said); the functions
+        (``estimator=None``) document that they orthonormalise.
     reset : bool, default=True
     input_type : {"auto", "basis", "data"}, default="auto"
     subspace_dim : int or None, default=None
@@ -39,7 +40,7 @@ def check_bases(X, estimator=None, *, reset=True, input_type="auto", subspace_di
     """
     sets, dims = check_sets(X, set_shape=set_shape, estimator=estimator, reset=reset)
     bases, dims, was_data = as_bases(sets, dims, input_type, subspace_dim)
-    if was_data and input_type == "auto" and estimator is not None:
+    if was_data and input_type == "auto" and estimator is not None and reset:
         silence = ("Pass input_type='data' to do this silently or orthonormalise"
                    if hasattr(estimator, "input_type") else "Orthonormalise them")
         warnings.warn(

@@ -273,3 +273,26 @@ def test_working_dimension():
     for bad in (2, "0.1", True):
         with pytest.raises(ValueError, match="rel_tol"):
             working_dimension([0.1, 0.2], [1, 2], rel_tol=bad)
+
+
+def test_raw_sets_warn_once_at_fit_not_at_every_call():
+    """Defect: the documented make_subspace_sets quick-start warned on every call, not once."""
+    import warnings
+
+    from geolearn.exceptions import GeolearnWarning
+    from geolearn.subspaces import make_subspace_sets
+
+    rng = np.random.default_rng(0)
+    sets, _ = make_subspace_sets(rng.standard_normal((60, 8)), np.repeat([0, 1], 30), 3,
+                                 random_state=0)
+    with pytest.warns(GeolearnWarning, match="not orthonormal"):
+        svbf = SVBF(2, random_state=0).fit(sets)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        T, d, s = svbf.transform(sets), svbf.distance(sets), svbf.score(sets)
+    # the silent calls still orthonormalise: raw sets give the results of their bases
+    from geolearn.subspaces import SubspaceEmbedding
+
+    bases = SubspaceEmbedding().fit_transform(sets)
+    np.testing.assert_allclose(svbf.distance(bases), d, atol=1e-10)
+    assert s == pytest.approx(svbf.score(bases)) and T.shape == (len(sets), 2)
