@@ -125,11 +125,11 @@ def _ratios(num, den, pairs, what):
     def ratio(a, b, name):
         if b < _TINY:
             warnings.warn(f"{what}: the denominator of {name} is {b:.3g} (f is constant on the "
-                          "probes or under noise); returning nan.", StabilityWarning, stacklevel=5)
+                          "probes or under noise); returning nan.", StabilityWarning, stacklevel=6)
             return np.nan
         if a < _TINY:
             warnings.warn(f"{what}: f did not change under deformation for the typical probe, "
-                          f"so {name} = 0.", StabilityWarning, stacklevel=5)
+                          f"so {name} = 0.", StabilityWarning, stacklevel=6)
         return a / b
 
     return ratio(num, pairs, "D"), ratio(den, pairs, "G"), ratio(num, den, "R")
@@ -214,13 +214,42 @@ def _noised(x_ref, r, radii, cfg):
             yield sl, x_ref[sl] + (scale[:, None] * g).reshape(x_ref[sl].shape)
 
 
+def _progress(probe, n_calls, verbose):
+    """``probe`` that advances a progress bar of ``n_calls`` forward passes when ``verbose``."""
+    if not verbose:
+        return probe, None
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=n_calls, desc="DiffeoStability", unit="batch")
+
+    def counted(X):
+        out = probe(X)
+        bar.update()
+        return out
+
+    return counted, bar
+
+
 def _stability(probe, X, *, T, c, interp, average, noise_norm, n_diffeo, n_repeats,
-               max_pairs, batch_size, entropy):
+               max_pairs, batch_size, entropy, verbose=0):
     """The engine of :class:`DiffeoStability`; ``X`` is a float64 tensor ``(N, C, n, n)``."""
     cfg = Bunch(T=T, c=c, interp=interp, n_diffeo=n_diffeo, entropy=entropy,
                 batches=list(iter_batches(len(X), batch_size)))
+    # one pass for f(x), then a deformed and a noised pass per draw
+    probe, bar = _progress(probe, len(cfg.batches) * (1 + 2 * n_diffeo * n_repeats), verbose)
+    try:
+        return _measure(probe, X, cfg, average=average, noise_norm=noise_norm,
+                        n_repeats=n_repeats, max_pairs=max_pairs)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _measure(probe, X, cfg, *, average, noise_norm, n_repeats, max_pairs):
+    """R, D and G of every probed layer, repeat by repeat (the body of :func:`_stability`)."""
+    n_diffeo, entropy = cfg.n_diffeo, cfg.entropy
     per_unit = average == "median_per_unit"
-    x_ref = _reference(X, interp, cfg.batches)
+    x_ref = _reference(X, cfg.interp, cfg.batches)
     F0 = _outputs(probe, x_ref, cfg.batches)
     pair_rng = np.random.default_rng([entropy, 2])
     pairs = {name: _average(_pair_sq_distances(F, max_pairs, pair_rng),
@@ -247,7 +276,7 @@ def _result(per_repeat, num, den, pairs, tally, per_unit):
     frac_non_diffeo = tally.non_diffeo / tally.n_fields
     if frac_non_diffeo > 0.5:
         warnings.warn(f"{frac_non_diffeo:.0%} of the sampled fields are not diffeomorphisms "
-                      "(max Xi >= 1): lower T or c.", StabilityWarning, stacklevel=4)
+                      "(max Xi >= 1): lower T or c.", StabilityWarning, stacklevel=5)
     out = _summary(*per_repeat["output"])
     if per_unit:
         num, den = num.sum(axis=1), den.sum(axis=1)
@@ -342,6 +371,8 @@ class DiffeoStability(MetaEstimatorMixin, BaseEstimator):
         CPU. A user's module is never moved: a mismatch is an error.
     random_state : int, RandomState instance or None
         Seeds deformations, noise and pair sampling.
+    verbose : int, default=0
+        ``> 0`` shows a progress bar of the forward passes of :meth:`stability`.
 
     Attributes
     ----------
@@ -412,13 +443,14 @@ class DiffeoStability(MetaEstimatorMixin, BaseEstimator):
         "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
         "device": "no_validation",
         "random_state": ["random_state"],
+        "verbose": ["verbose"],
     }
 
     def __init__(self, estimator=None, *, image_shape=None, T=None, c=3, delta=1.0,
                  delta_formula="exact", interp="bilinear", average="median",
                  noise_norm="per_sample", n_diffeo=1, n_repeats=1, response="auto", layers=None,
                  bn_mode="eval", max_pairs=250_000, batch_size=256, device=None,
-                 random_state=None):
+                 random_state=None, verbose=0):
         self.estimator = estimator
         self.image_shape = image_shape
         self.T = T
@@ -437,6 +469,7 @@ class DiffeoStability(MetaEstimatorMixin, BaseEstimator):
         self.batch_size = batch_size
         self.device = device
         self.random_state = random_state
+        self.verbose = verbose
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -533,7 +566,7 @@ class DiffeoStability(MetaEstimatorMixin, BaseEstimator):
             interp=self.interp, average=self.average, noise_norm=self.noise_norm,
             n_diffeo=self.n_diffeo, n_repeats=self.n_repeats, max_pairs=self.max_pairs,
             batch_size=len(images) if self.bn_mode == "batch" else self.batch_size,
-            entropy=entropy)
+            entropy=entropy, verbose=self.verbose)
         result.update(T=self.T_, c=self.c, delta_target=self.delta_, interp=self.interp,
                       average=self.average, response=self.response_)
         return result

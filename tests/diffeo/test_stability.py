@@ -252,7 +252,9 @@ def test_warnings_for_few_probes_and_temperature_outside_range(digits):
     with pytest.warns(StabilityWarning, match="probe"):
         relative_stability(small_cnn(), X[:20], random_state=0)
     X8, _ = load_digits_images(return_X_y=True)
-    with pytest.warns(StabilityWarning, match="upsample"):
+    # on 8x8 images delta = 1 px also breaks most fields: both warnings are due
+    with pytest.warns(StabilityWarning, match="upsample"), \
+            pytest.warns(StabilityWarning, match="not diffeomorphisms"):
         relative_stability(small_cnn(), X8[:120], c=3, delta=1.0, random_state=0)
 
 
@@ -380,3 +382,19 @@ def test_score_is_greater_is_better_so_a_search_picks_the_most_stable(digits):
                  for p in search.cv_results_["params"]]
     assert np.allclose(search.cv_results_["mean_test_score"], -np.asarray(log_R))
     assert search.best_index_ == int(np.argmin(log_R))  # the most stable, not the least
+
+
+def test_verbose_shows_the_forward_passes_and_changes_nothing(digits, capsys):
+    """Defect: DiffeoStability had no verbose; long measurements showed no progress."""
+    X, y = digits
+    net = nn.Sequential(nn.Flatten(), nn.Linear(256, 10))
+    kw = dict(c=3, delta=1.0, batch_size=50, n_repeats=2, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StabilityWarning)
+        quiet_R = relative_stability(net, X[:150], **kw).R
+        capsys.readouterr()
+        loud_R = relative_stability(net, X[:150], verbose=1, **kw).R
+    err = capsys.readouterr().err
+    # 3 batches: one pass for f(x), then a deformed and a noised pass per repeat
+    assert "DiffeoStability" in err and "15/15" in err
+    assert loud_R == quiet_R
