@@ -76,4 +76,12 @@ def fit_or_use(model, X, y=None, **fit_params):
     if not hasattr(model, "fit"):
         raise TypeError("the model must be a torch.nn.Module, a callable, or a scikit-learn "
                         f"estimator or skorch net; got {type(model).__name__}.")
-    return clone(model).fit(X, y, **fit_params)
+    try:
+        return clone(model).fit(X, y, **fit_params)
+    except (TypeError, ValueError) as exc:
+        # the usual cause: clone() (GridSearchCV, cross_val_score) unfitted a trained model
+        raise type(exc)(
+            f"{exc} [geolearn fitted this {type(model).__name__} because it was not fitted. If "
+            "it was trained before and GridSearchCV, cross_val_score or clone() passed it on, "
+            "those unfit models given as parameters: wrap it in "
+            "sklearn.frozen.FrozenEstimator(model) to keep it as trained.]") from exc

@@ -187,3 +187,16 @@ def test_fitting_policy(data):
     assert fit_or_use(net, X, y) is net
     with pytest.raises(ValueError, match="model is None"):
         fit_or_use(None, X, y)
+
+
+def test_a_model_unfitted_by_clone_says_how_to_keep_it():
+    """Defect: a fitted model that GridSearchCV's clone unfitted failed with a bare sklearn error."""
+    from sklearn.base import clone
+    from sklearn.frozen import FrozenEstimator
+    from sklearn.linear_model import LogisticRegression
+
+    X, y = np.random.RandomState(0).randn(30, 3), np.arange(30) % 2
+    fitted = LogisticRegression().fit(X, y)
+    with pytest.raises(ValueError, match=r"y.*FrozenEstimator\(model\)"):
+        fit_or_use(clone(fitted), X)  # a wrapper fitted without y: the clone cannot refit
+    assert fit_or_use(clone(FrozenEstimator(fitted)), X) is not None
