@@ -22,7 +22,7 @@ from ._adapter import (
     locked_jacfwd,
     locked_jvp,
 )
-from ._fitting import fit_or_use, is_prefit
+from ._fitting import call_flat_if_refused, fit_or_use, is_prefit
 from ._response import RESPONSES, resolve_response, respond
 from ._sklearn import BinaryProba, affine_to_torch, mlp_to_torch
 from ._tail import split_torch_tail
@@ -49,6 +49,7 @@ __all__ = [
     "TrainingInterruptedWarning",
     "affine_to_torch",
     "as_model",
+    "call_flat_if_refused",
     "collate_batch",
     "fit_or_use",
     "forward_ad_lock",

@@ -6,6 +6,21 @@ from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
 
+def call_flat_if_refused(method, X, *args, **kwargs):
+    """``method(X, ...)``; images that a tabular model refuses as N-D go in as flat rows.
+
+    scikit-learn estimators take 2-D ``X`` only ("Found array with dim 4"),
+    while image-aware estimators take ``(n, C, H, W)``: so the images are passed
+    as they are first, and flattened only when refused for their dimension.
+    """
+    try:
+        return method(X, *args, **kwargs)
+    except ValueError as exc:
+        if getattr(X, "ndim", 2) <= 2 or "dim" not in str(exc):
+            raise
+    return method(X.reshape(len(X), -1), *args, **kwargs)
+
+
 def is_prefit(model):
     """Whether ``model`` is used as it is (True) or fitted by the wrapping estimator (False).
 
@@ -77,8 +92,10 @@ def fit_or_use(model, X, y=None, **fit_params):
         raise TypeError("the model must be a torch.nn.Module, a callable, or a scikit-learn "
                         f"estimator or skorch net; got {type(model).__name__}.")
     try:
-        return clone(model).fit(X, y, **fit_params)
+        return call_flat_if_refused(clone(model).fit, X, y, **fit_params)
     except (TypeError, ValueError) as exc:
+        if y is not None:
+            raise
         # the usual cause: clone() (GridSearchCV, cross_val_score) unfitted a trained model
         raise type(exc)(
             f"{exc} [geolearn fitted this {type(model).__name__} because it was not fitted. If "

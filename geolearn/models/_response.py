@@ -3,6 +3,8 @@
 import numpy as np
 from sklearn.base import is_classifier
 
+from ._fitting import call_flat_if_refused
+
 #: Responses a black box can be seen through, in the order ``"auto"`` tries them.
 AUTO_ORDER = ("decision_function", "clr_proba", "predict")
 RESPONSES = ("auto", "decision_function", "predict_proba", "clr_proba", "predict")
@@ -82,7 +84,8 @@ def respond(estimator, response, X):
     -------
     out : ndarray of shape (n_samples, n_outputs)
     """
-    out = np.asarray(getattr(estimator, _method(response))(X), dtype=np.float64)
+    out = np.asarray(call_flat_if_refused(getattr(estimator, _method(response)), X),
+                     dtype=np.float64)
     out = out.reshape(len(out), -1)
     if response == "clr_proba":
         logp = np.log(np.clip(out, _PROBA_FLOOR, 1.0))

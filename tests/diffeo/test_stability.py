@@ -398,3 +398,18 @@ def test_verbose_shows_the_forward_passes_and_changes_nothing(digits, capsys):
     # 3 batches: one pass for f(x), then a deformed and a noised pass per repeat
     assert "DiffeoStability" in err and "15/15" in err
     assert loud_R == quiet_R
+
+
+def test_an_sklearn_model_measured_on_image_arrays_gets_flat_rows(digits):
+    """Defect: 4-D images reached LogisticRegression ("Found array with dim 4")."""
+    X, y = digits
+    Xf = X.reshape(len(X), -1)
+    kw = dict(c=3, delta=1.0, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StabilityWarning)
+        clf = LogisticRegression(max_iter=100).fit(Xf[:300], y[:300])
+        flat = relative_stability(clf, Xf[300:450], image_shape=(16, 16), **kw).R
+        assert relative_stability(clf, X[300:450], **kw).R == pytest.approx(flat, rel=1e-12)
+        est = DiffeoStability(LogisticRegression(max_iter=100), **kw).fit(X[:300], y[:300])
+    assert est.estimator_.n_features_in_ == 256
+    np.testing.assert_array_equal(est.predict(X[300:320]), clf.predict(Xf[300:320]))
