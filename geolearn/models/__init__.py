@@ -24,7 +24,7 @@ from ._adapter import (
 )
 from ._fitting import call_flat_if_refused, fit_or_use, is_prefit
 from ._response import RESPONSES, resolve_response, respond
-from ._sklearn import BinaryProba, affine_to_torch, mlp_to_torch
+from ._sklearn import Affine, BinaryProba, affine_to_torch, mlp_to_torch
 from ._tail import split_torch_tail
 from ._training import (
     NET_PARAM_PREFIXES,
@@ -37,6 +37,7 @@ from ._training import (
 )
 
 __all__ = [
+    "Affine",
     "NET_PARAM_PREFIXES",
     "RESPONSES",
     "BinaryProba",

@@ -7,9 +7,9 @@ import torch
 from sklearn.exceptions import NotFittedError
 from torch import nn
 
-from ..models import BinaryProba, as_model, fit_or_use, is_prefit
+from ..models import Affine, BinaryProba, as_model, fit_or_use, is_prefit
 
-_SUPPORTED = ("Linear", "ReLU", "Identity", "Flatten", "Dropout", "BatchNorm1d",
+_SUPPORTED = ("Linear", "ReLU", "Identity", "Flatten", "Dropout", "BatchNorm1d", "affine scalers",
               "a trailing Softmax/LogSoftmax/Sigmoid")
 _OUTPUT_ACTIVATIONS = {nn.Softmax: "softmax", nn.LogSoftmax: "log_softmax",
                        nn.Sigmoid: "sigmoid"}
@@ -128,6 +128,11 @@ def _fold(layers):
         elif isinstance(layer, nn.BatchNorm1d):
             n_inputs = layer.num_features if n_inputs is None else n_inputs
             acc, width = _compose(acc, *_batchnorm_affine(layer)), layer.num_features
+        elif isinstance(layer, Affine):  # a pipeline's scaler, folded into the next Linear
+            scale = layer.weight.detach().cpu().double().numpy()
+            n_inputs = len(scale) if n_inputs is None else n_inputs
+            acc = _compose(acc, np.diag(scale), layer.bias.detach().cpu().double().numpy())
+            width = len(scale)
         elif isinstance(layer, nn.ReLU):
             if width is None:
                 raise ValueError("network starts with a ReLU before any Linear layer; the input "
@@ -159,7 +164,9 @@ def as_relu_network(network):
         already. Supported torch layers: ``Linear`` (``bias=False`` means a zero
         bias), ``ReLU``, ``Identity``, ``Flatten``, ``Dropout`` (eval behaviour),
         ``BatchNorm1d`` (eval statistics, folded into the affine maps) and nested
-        ``Sequential``. Consecutive affine layers without a ReLU between them
+        ``Sequential``. A ``Pipeline`` of affine scalers (``StandardScaler``,
+        ``MinMaxScaler``, ``MaxAbsScaler``) and the MLP is folded too: the
+        regions are then those of the raw input. Consecutive affine layers without a ReLU between them
         are multiplied out. A trailing ``Softmax``, ``LogSoftmax`` or
         ``Sigmoid`` is stripped: every map refers to the logits.
 

@@ -100,3 +100,34 @@ def test_non_relu_mlp_and_unfitted_mlp():
         as_relu_network(mlp)
     with pytest.raises(NotFittedError):
         as_relu_network(MLPClassifier((4,)))
+
+
+def test_a_scaler_pipeline_is_folded_into_the_first_layer():
+    """Defect: ReLUPolytopes refused Pipeline(StandardScaler, MLP) though the scaler is affine."""
+    import warnings
+
+    from sklearn.neural_network import MLPClassifier
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import MinMaxScaler, StandardScaler
+
+    from geolearn.polytopes import ReLUPolytopes, as_relu_network
+
+    rng = np.random.RandomState(0)
+    X = rng.randn(300, 2) * [3.0, 0.5] + [1.0, -2.0]
+    y = (X[:, 0] - 1) * (X[:, 1] + 2) > 0
+    for scaler in (StandardScaler(), MinMaxScaler()):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            pipe = make_pipeline(scaler, MLPClassifier((8, 8), max_iter=300, random_state=0))
+            pipe.fit(X, y)
+        net = as_relu_network(pipe)
+        assert net.layer_sizes == (2, 8, 8, 1)
+        # the folded net on raw inputs gives the pipeline's logits
+        h = X
+        for W, b in zip(net.weights[:-1], net.biases[:-1]):
+            h = np.maximum(h @ W.T + b, 0)
+        logit = h @ net.weights[-1].T + net.biases[-1]
+        np.testing.assert_allclose(1 / (1 + np.exp(-logit[:, 0])), pipe.predict_proba(X)[:, 1],
+                                   rtol=1e-9, atol=1e-12)
+        est = ReLUPolytopes(pipe, bounds=(X.min(0), X.max(0))).fit(X)
+        assert est.n_regions_ >= 2
