@@ -3,6 +3,7 @@ score, and transform / inverse_transform / reconstruct in batches."""
 
 import numpy as np
 import torch
+from sklearn.base import TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .._utils import check_scalar_param, iter_batches, to_numpy, to_tensor
@@ -90,8 +91,10 @@ class ImageOutputMixin:
         return "identity" if getattr(self, "image_shape_", None) is None else "sigmoid"
 
 
-class CodecMixin:
+class CodecMixin(TransformerMixin):
     """``transform``, ``inverse_transform`` and ``reconstruct`` of a fitted autoencoder.
+
+    A ``TransformerMixin``, so that ``set_output`` wraps the ``transform`` defined here.
 
     The estimator defines ``_encode(X) -> codes`` and ``_decode(codes) -> rows`` on
     validated float32 arrays (both through :meth:`_apply`), ``_validate_X``,

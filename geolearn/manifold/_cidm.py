@@ -160,6 +160,9 @@ class CIDM(TransformerMixin, BaseEstimator):
         ``xi_l = -ln(lambda_l) / epsilon_`` (inf where ``lambda_l <= 0``).
     eigenvectors_ : ndarray of shape (N, L)
         Eigenfunctions at the training points, ``pi``-orthonormal, column 0 = 1.
+    embedding_ : ndarray of shape (N, n_components)
+        Diffusion coordinates of the training points (what :meth:`fit_transform`
+        returns), as in scikit-learn's manifold learners.
     coefficients_ : ndarray of shape (L, n)
         ``X_hat``: the data coordinates expanded in the eigenfunctions.
     sampling_density_ : ndarray of shape (N,)
@@ -562,6 +565,17 @@ class CIDM(TransformerMixin, BaseEstimator):
     def _scale(self):
         return self.eigenvalues_[1:self.n_components_ + 1] ** self.diffusion_time
 
+    @property
+    def embedding_(self):
+        """Diffusion coordinates of the training points, shape (N, n_components).
+
+        As scikit-learn's manifold learners (``SpectralEmbedding.embedding_``):
+        what :meth:`fit_transform` returns.
+        """
+        if not hasattr(self, "eigenvectors_"):
+            raise AttributeError("embedding_ exists once CIDM is fitted.")
+        return self.eigenvectors_[:, 1:self.n_components_ + 1] * self._scale()
+
     def transform(self, X):
         """Diffusion coordinates of ``X`` by the Nyström extension.
 
@@ -588,8 +602,7 @@ class CIDM(TransformerMixin, BaseEstimator):
         -------
         Z : ndarray of shape (N, n_components)
         """
-        self.fit(X)
-        return self.eigenvectors_[:, 1:self.n_components_ + 1] * self._scale()
+        return self.fit(X).embedding_
 
     def inverse_transform(self, Z):
         """Map diffusion coordinates back to data space with the coefficients ``X_hat``.

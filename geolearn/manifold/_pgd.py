@@ -5,7 +5,7 @@ from numbers import Integral, Real
 
 import numpy as np
 import torch
-from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
+from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, _fit_context
 from sklearn.utils import Bunch, check_array
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
@@ -42,7 +42,7 @@ class _ClassManifold:
         return self.cidm._tangent_basis(X, self.dim, method=self.tangent)
 
 
-class OnManifoldPGD(TransformerMixin, BaseEstimator):
+class OnManifoldPGD(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     """Adversarial examples that stay on the manifold of their class.
 
     For each source class, a :class:`CIDM` learns the class manifold. From the

@@ -64,8 +64,7 @@ class DiffusionEmbeddingDisplay:
         -------
         display : DiffusionEmbeddingDisplay
         """
-        Z = (estimator.eigenvectors_[:, 1:estimator.n_components_ + 1] * estimator._scale()
-             if X is None else estimator.transform(X))
+        Z = estimator.embedding_ if X is None else estimator.transform(X)
         i, j = components
         names = estimator.get_feature_names_out()
         return cls(Z[:, [i, j]], color, (names[i], names[j]), color_label).plot(ax=ax)

@@ -6,7 +6,12 @@ import warnings
 import numpy as np
 import torch
 from scipy import linalg
-from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
+from sklearn.base import (
+    BaseEstimator,
+    ClassifierMixin,
+    ClassNamePrefixFeaturesOutMixin,
+    TransformerMixin,
+)
 from sklearn.cluster import KMeans, MiniBatchKMeans
 from sklearn.metrics import accuracy_score, r2_score
 from sklearn.utils import check_random_state
@@ -126,7 +131,7 @@ def _evaluate(rows, X, include_bias):
     return np.einsum("nod,nd->no", rows, Xa)
 
 
-class LocalLinearMap(TransformerMixin, BaseEstimator):
+class LocalLinearMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Per-output linear maps between the local affine maps of two networks (paper 2, eq. 8).
 
     For output ``j`` the local rows ``c_j(x) = [w_j(x), b_j(x)]`` of the source
@@ -287,6 +292,10 @@ class LocalLinearMap(TransformerMixin, BaseEstimator):
     def _check(self, X):
         check_is_fitted(self, "maps_")
         return validate_data(self, X, dtype=np.float64, reset=False)
+
+    @property
+    def _n_features_out(self):
+        return self.maps_.shape[0] * self.maps_.shape[2]
 
     def transform(self, X):
         """Mapped local rows ``c_j^(1)(x) M_j``, flattened to ``(n, o * d)``."""

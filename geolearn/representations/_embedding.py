@@ -4,7 +4,12 @@ from numbers import Integral
 
 import numpy as np
 import torch
-from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
+from sklearn.base import (
+    BaseEstimator,
+    ClassNamePrefixFeaturesOutMixin,
+    TransformerMixin,
+    _fit_context,
+)
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -62,7 +67,7 @@ def embed(adapter, X, layer=None, batch_size=256):
     return np.concatenate(out)
 
 
-class TorchEmbedder(TransformerMixin, BaseEstimator):
+class TorchEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Penultimate-layer (or any layer's) embeddings of a trained torch network.
 
     The default embedding is the input of the model's final ``nn.Linear``
@@ -159,6 +164,10 @@ class TorchEmbedder(TransformerMixin, BaseEstimator):
         self.embedding_dim_ = self._embed(X[:1]).shape[1]
         return self
 
+    @property
+    def _n_features_out(self):
+        return self.embedding_dim_
+
     def transform(self, X):
         """Embeddings of ``X``.
 
@@ -181,7 +190,7 @@ class TorchEmbedder(TransformerMixin, BaseEstimator):
         return self._embed(X)
 
 
-class FourierEmbedding(TransformerMixin, BaseEstimator):
+class FourierEmbedding(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Magnitude or phase of each embedding's 1-D discrete Fourier transform.
 
     The baseline of Sec. 6 of the linear-mapping paper (after Harder et al.,
@@ -225,6 +234,10 @@ class FourierEmbedding(TransformerMixin, BaseEstimator):
         """
         validate_data(self, X)
         return self
+
+    @property
+    def _n_features_out(self):
+        return self.n_features_in_
 
     def transform(self, X):
         """Fourier magnitude or phase spectrum of each row.

@@ -5,7 +5,13 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.linalg
-from sklearn.base import BaseEstimator, RegressorMixin, TransformerMixin, _fit_context
+from sklearn.base import (
+    BaseEstimator,
+    ClassNamePrefixFeaturesOutMixin,
+    RegressorMixin,
+    TransformerMixin,
+    _fit_context,
+)
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import (
     _check_sample_weight,
@@ -86,7 +92,8 @@ def _warn_if_underdetermined(rank, Xc, n_rows):
         )
 
 
-class LinearEmbeddingMap(TransformerMixin, RegressorMixin, BaseEstimator):
+class LinearEmbeddingMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin,
+                         BaseEstimator):
     """Least-squares linear map from a source network's embeddings to a target's.
 
     Fits ``M`` in ``f_B(x) ~ M f_A(x) + b`` over paired rows (eqs. 1-2 of
@@ -241,6 +248,10 @@ class LinearEmbeddingMap(TransformerMixin, RegressorMixin, BaseEstimator):
             W = _solve_cholesky(Xc, Yc, self.alpha, dual=len(Xc) < Xc.shape[1])
             self.rank_ = self.singular_values_ = None
         return W
+
+    @property
+    def _n_features_out(self):
+        return self.n_targets_
 
     def transform(self, X):
         """Map source embeddings into the target space.

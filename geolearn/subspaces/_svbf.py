@@ -448,6 +448,34 @@ class SVBF(_SetsMixin, TransformerMixin, BaseEstimator):
                              f"sizes from {dims.min()} to {dims.max()}.")
         return np.einsum("nk,rnl->rkl", self.basis_, bases[:, :, : dims[0]]).reshape(len(bases), -1)
 
+    def get_feature_names_out(self, input_features=None):
+        """Names of the :meth:`transform` columns: ``svbf_b<i>``, ``svbf_theta<i>`` or
+        ``svbf_cos<i>``.
+
+        ``transform_output="change_of_basis"`` has no fixed width (``k`` times
+        the size of the sets transformed), so it has no names.
+
+        Parameters
+        ----------
+        input_features : None
+            Ignored (the columns do not correspond to input features).
+
+        Returns
+        -------
+        names : ndarray of str
+        """
+        check_is_fitted(self)
+        out = self.transform_output
+        if out == "change_of_basis":
+            raise ValueError("transform_output='change_of_basis' has k * l columns for sets of "
+                             "l vectors: no fixed feature names. Use 'coordinates', 'angles' or "
+                             "'cosines' with set_output or get_feature_names_out.")
+        if out == "coordinates":
+            return np.asarray([f"svbf_b{i}" for i in range(self.basis_.shape[1])], dtype=object)
+        n_angles = sum(c_s for _, c_s in self._blocks)
+        kind = "theta" if out == "angles" else "cos"
+        return np.asarray([f"svbf_{kind}{i + 1}" for i in range(n_angles)], dtype=object)
+
     def inverse_transform(self, X):
         """Directions ``K b_i`` in the ambient space from coordinates ``b_i``.
 

@@ -75,6 +75,8 @@ def test_fit_transform_matches_transform_dense(noisy_circle):
     Z = cidm.fit_transform(noisy_circle)
     np.testing.assert_allclose(Z, cidm.transform(noisy_circle), atol=1e-10)
     np.testing.assert_allclose(Z, cidm.eigenvectors_[:, 1:] * cidm.eigenvalues_[1:] ** 2)
+    np.testing.assert_array_equal(cidm.embedding_, Z)  # as sklearn's manifold learners
+    assert not hasattr(CIDM(), "embedding_")
 
 
 def test_knn_nystrom_close_to_training_values():
