@@ -47,4 +47,10 @@ fig, ax = plt.subplots()
 StabilityCurveDisplay.from_results(sizes, results, xlabel="training-set size P").plot(ax=ax)
 ax.axhline(1.0, color="0.6", lw=0.8)
 ax.set_title("FC net on digits: R_f stays above 1 (paper, Fig. 4)")
+
+if __name__ == "__main__":  # run as a script: save the figures in the working folder
+    for i in plt.get_fignums():
+        name = "plot_diffeo.png" if len(plt.get_fignums()) == 1 else f"plot_diffeo_{i}.png"
+        plt.figure(i).savefig(name, dpi=100, bbox_inches="tight")
+        print(f"saved {name}")
 plt.show()

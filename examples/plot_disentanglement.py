@@ -44,4 +44,10 @@ AttributeTraversalDisplay.from_estimator(models["DAE-OG"], X[shown], values=[-2,
                                          axes=top.subplots(1, 5))
 for ax, (name, model) in zip(bottom.subplots(1, 2), models.items()):
     BlockOrthogonalityDisplay.from_estimator(model, X, name=name, ax=ax)
+
+if __name__ == "__main__":  # run as a script: save the figures in the working folder
+    for i in plt.get_fignums():
+        name = "plot_disentanglement.png" if len(plt.get_fignums()) == 1 else f"plot_disentanglement_{i}.png"
+        plt.figure(i).savefig(name, dpi=100, bbox_inches="tight")
+        print(f"saved {name}")
 plt.show()

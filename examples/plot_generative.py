@@ -42,4 +42,10 @@ for v in np.arange(-1.5, 3):
     ax2.axhline(v, color="r", lw=0.5)
 ax2.set(title="test latent means", xlabel="z0", ylabel="z1")
 plt.tight_layout()
+
+if __name__ == "__main__":  # run as a script: save the figures in the working folder
+    for i in plt.get_fignums():
+        name = "plot_generative.png" if len(plt.get_fignums()) == 1 else f"plot_generative_{i}.png"
+        plt.figure(i).savefig(name, dpi=100, bbox_inches="tight")
+        print(f"saved {name}")
 plt.show()

@@ -48,4 +48,10 @@ SaliencyOrbitDisplay.from_estimator(models["DA"], Xte, yte, n_samples=3, ax=axes
 SaliencyOrbitDisplay.from_estimator(models["IR"], Xte, yte, n_samples=3, ax=axes[3:])
 axes[0, 0].set_ylabel("DA")
 axes[3, 0].set_ylabel("IR")
+
+if __name__ == "__main__":  # run as a script: save the figures in the working folder
+    for i in plt.get_fignums():
+        name = "plot_invariance.png" if len(plt.get_fignums()) == 1 else f"plot_invariance_{i}.png"
+        plt.figure(i).savefig(name, dpi=100, bbox_inches="tight")
+        print(f"saved {name}")
 plt.show()

@@ -71,4 +71,10 @@ ax.set_aspect("equal")
 ax.legend(fontsize="small")
 ax.set_title(f"OnManifoldPGD: success {res.success.sum()}/4")
 fig.tight_layout()
+
+if __name__ == "__main__":  # run as a script: save the figures in the working folder
+    for i in plt.get_fignums():
+        name = "plot_manifold.png" if len(plt.get_fignums()) == 1 else f"plot_manifold_{i}.png"
+        plt.figure(i).savefig(name, dpi=100, bbox_inches="tight")
+        print(f"saved {name}")
 plt.show()

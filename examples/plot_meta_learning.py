@@ -55,4 +55,10 @@ TrainingCurvesDisplay.from_estimators(
     models, keys=["holdout_mse", "holdout_persistence", "holdout_spectral"],
     axes=bottom.subplots(1, 3))
 print("held-out MSE:", {name: round(-m.score(X[test]), 5) for name, m in models.items()})
+
+if __name__ == "__main__":  # run as a script: save the figures in the working folder
+    for i in plt.get_fignums():
+        name = "plot_meta_learning.png" if len(plt.get_fignums()) == 1 else f"plot_meta_learning_{i}.png"
+        plt.figure(i).savefig(name, dpi=100, bbox_inches="tight")
+        print(f"saved {name}")
 plt.show()

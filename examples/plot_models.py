@@ -38,4 +38,10 @@ axes[1].set_title("d logit_3 / d pixel")
 for ax in axes:
     ax.axis("off")
 fig.tight_layout()
+
+if __name__ == "__main__":  # run as a script: save the figures in the working folder
+    for i in plt.get_fignums():
+        name = "plot_models.png" if len(plt.get_fignums()) == 1 else f"plot_models_{i}.png"
+        plt.figure(i).savefig(name, dpi=100, bbox_inches="tight")
+        print(f"saved {name}")
 plt.show()

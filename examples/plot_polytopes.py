@@ -54,4 +54,10 @@ nn_idx = NearestNeighbors(n_neighbors=2).fit(Xd).kneighbors(Xd[idx])[1][:, 1]
 disp = SegmentRegionsDisplay.from_estimator(digits, Xd[idx], Xd[nn_idx])
 print(f"digits: {digits.n_regions_} distinct regions among {len(Xd)} images; segments cross "
       f"{disp.n_regions.mean():.1f} regions on average (Hamming {disp.hamming.mean():.1f})")
+
+if __name__ == "__main__":  # run as a script: save the figures in the working folder
+    for i in plt.get_fignums():
+        name = "plot_polytopes.png" if len(plt.get_fignums()) == 1 else f"plot_polytopes_{i}.png"
+        plt.figure(i).savefig(name, dpi=100, bbox_inches="tight")
+        print(f"saved {name}")
 plt.show()

@@ -52,4 +52,10 @@ for col, (target, source) in enumerate([("CNN", "FFNN"), ("FFNN", "CNN")]):
     disp.plot(ax=axes[1, col])
 
 fig.tight_layout()
+
+if __name__ == "__main__":  # run as a script: save the figures in the working folder
+    for i in plt.get_fignums():
+        name = "plot_representations.png" if len(plt.get_fignums()) == 1 else f"plot_representations_{i}.png"
+        plt.figure(i).savefig(name, dpi=100, bbox_inches="tight")
+        print(f"saved {name}")
 plt.show()

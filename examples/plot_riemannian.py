@@ -47,4 +47,10 @@ axes[3].scatter(*svc.centers_[0].T, s=4, c="w")
 axes[3].set_title("ConformalKernelSVC: log V (dots: support vectors)")
 axes[3].set_aspect("equal")
 fig.colorbar(im, ax=axes[3])
+
+if __name__ == "__main__":  # run as a script: save the figures in the working folder
+    for i in plt.get_fignums():
+        name = "plot_riemannian.png" if len(plt.get_fignums()) == 1 else f"plot_riemannian_{i}.png"
+        plt.figure(i).savefig(name, dpi=100, bbox_inches="tight")
+        print(f"saved {name}")
 plt.show()

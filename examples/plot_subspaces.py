@@ -51,4 +51,10 @@ images = np.hstack([np.abs(K[:, 0]).reshape(8, 8) for K in clf.bases_])
 axes[2].imshow(images, cmap="gray")
 axes[2].set(title="first column of K: class 3 | class 8", xticks=[], yticks=[])
 fig.tight_layout()
+
+if __name__ == "__main__":  # run as a script: save the figures in the working folder
+    for i in plt.get_fignums():
+        name = "plot_subspaces.png" if len(plt.get_fignums()) == 1 else f"plot_subspaces_{i}.png"
+        plt.figure(i).savefig(name, dpi=100, bbox_inches="tight")
+        print(f"saved {name}")
 plt.show()
