@@ -1,5 +1,7 @@
 """Which output of a scikit-learn estimator a method sees: the one response resolver."""
 
+import warnings
+
 import numpy as np
 from sklearn.base import is_classifier
 
@@ -84,8 +86,11 @@ def respond(estimator, response, X):
     -------
     out : ndarray of shape (n_samples, n_outputs)
     """
-    out = np.asarray(call_flat_if_refused(getattr(estimator, _method(response)), X),
-                     dtype=np.float64)
+    with warnings.catch_warnings():
+        # arrays in the fitted column order: a model fitted on a DataFrame has nothing to fear
+        warnings.filterwarnings("ignore", message="X does not have valid feature names")
+        out = np.asarray(call_flat_if_refused(getattr(estimator, _method(response)), X),
+                         dtype=np.float64)
     out = out.reshape(len(out), -1)
     if response == "clr_proba":
         logp = np.log(np.clip(out, _PROBA_FLOOR, 1.0))

@@ -413,3 +413,18 @@ def test_an_sklearn_model_measured_on_image_arrays_gets_flat_rows(digits):
         est = DiffeoStability(LogisticRegression(max_iter=100), **kw).fit(X[:300], y[:300])
     assert est.estimator_.n_features_in_ == 256
     np.testing.assert_array_equal(est.predict(X[300:320]), clf.predict(Xf[300:320]))
+
+
+def test_a_model_fitted_on_a_dataframe_is_probed_without_feature_name_warnings(digits):
+    """Defect: every probe of a DataFrame-fitted model warned about feature names."""
+    pd = pytest.importorskip("pandas")
+    X, y = digits
+    df = pd.DataFrame(X.reshape(len(X), -1)[:300]).add_prefix("px")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StabilityWarning)
+        warnings.simplefilter("error")  # sklearn's feature-name UserWarning included
+        clf = LogisticRegression(max_iter=100).fit(df, y[:300])
+        R_df = relative_stability(clf, df.iloc[150:], image_shape=(16, 16), random_state=0).R
+        R_np = relative_stability(clf, df.to_numpy()[150:], image_shape=(16, 16),
+                                  random_state=0).R
+    assert R_df == R_np
