@@ -95,6 +95,7 @@ class _NaNNet(torch.nn.Module):
         return torch.nn.functional.linear(x.flatten(1), torch.ones(3, x[0].numel())) * np.nan
 
 
+@pytest.mark.filterwarnings("ignore:only 12 probe images")
 def test_a_model_returning_nan_is_reported_not_averaged():
     from geolearn.diffeo import relative_stability
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from scipy.sparse.csgraph import connected_components
 
+from geolearn.exceptions import PartialResultWarning
 from geolearn.polytopes import ReLUPolytopes
 from geolearn.polytopes._maps import forward_bits
 from geolearn.polytopes._stats import hamming
@@ -73,7 +74,7 @@ def test_traversal_equals_subdivision_and_grid(sizes, seed, bias):
 
 def test_max_regions_is_never_silent():
     est = _fit(gaussian_net((2, 6, 1), seed=0), 2, None)
-    with pytest.warns(RuntimeWarning, match="max_regions"):
+    with pytest.warns(PartialResultWarning, match="max_regions"):
         enum = est.enumerate_regions(max_regions=5)
     assert not enum.complete and enum.n_regions == 5
     with pytest.raises(ValueError, match="subdivision"):
