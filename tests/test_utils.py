@@ -55,3 +55,23 @@ def test_resolve_device_and_seed():
         b = torch.rand(3)
     assert torch.equal(a, b)
     assert torch.equal(state, torch.random.get_rng_state())
+
+
+def test_torch_seed_blocks_of_threads_do_not_mix():
+    """Overlapping blocks drew each other's numbers and left the global RNG changed."""
+    import time
+
+    from tests.threads import run_in_threads
+
+    def seeded(seed):
+        with torch_seed(seed):
+            draws = [torch.rand(3)]
+            time.sleep(0.002)  # another thread's block would reseed the generator here
+            return torch.cat([*draws, torch.rand(3)]).numpy()
+
+    expected = {s: seeded(s) for s in (1, 2)}
+    state = torch.random.get_rng_state()
+    results = run_in_threads([(1, lambda: seeded(1)), (2, lambda: seeded(2))], repeats=5)
+    for seed, r in results:
+        np.testing.assert_array_equal(r, expected[seed])
+    assert torch.equal(state, torch.random.get_rng_state())
