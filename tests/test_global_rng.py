@@ -13,6 +13,7 @@ import torch
 from sklearn.neural_network import MLPClassifier
 
 from geolearn.adversarial import patch_attack
+from geolearn.diffeo import relative_stability
 from geolearn.models import as_model, mlp_to_torch
 from geolearn.polytopes import LocalLinearClustering, LocalLinearMap, ReLUPolytopes
 from tests.threads import run_in_threads
@@ -23,6 +24,8 @@ y = (X[:, 0] > X[:, 1]).astype(int)
 MLP = MLPClassifier((8,), max_iter=2000, random_state=0).fit(X, y)
 NET = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
 MASK = np.array([True, True, False, False])
+IMAGES = rng.random((30, 64))  # 8x8 images, flat
+MLP64 = MLPClassifier((8,), max_iter=2000, random_state=0).fit(IMAGES, np.arange(30) % 2)
 
 
 def _patch(batch_size=256):
@@ -38,9 +41,12 @@ CALLS = {
     "LocalLinearClustering(mlp)": lambda: LocalLinearClustering(
         MLP, n_clusters=2, random_state=0, n_init=2).fit(X).predict(X),
     "patch_attack": _patch,
+    "relative_stability(mlp)": lambda: relative_stability(
+        MLP64, IMAGES, image_shape=(8, 8), c=2, random_state=0).R,
 }
 
 
+@pytest.mark.filterwarnings("ignore::geolearn.diffeo.StabilityWarning")  # a tiny probe set
 @pytest.mark.parametrize("name", CALLS)
 def test_the_global_torch_rng_is_untouched(name):
     state = torch.get_rng_state()
