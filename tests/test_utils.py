@@ -75,3 +75,13 @@ def test_torch_seed_blocks_of_threads_do_not_mix():
     for seed, r in results:
         np.testing.assert_array_equal(r, expected[seed])
     assert torch.equal(state, torch.random.get_rng_state())
+
+
+def test_to_tensor_of_flipped_views_including_one_row():
+    """Regression: a one-row view of a flipped array (``X[::-1][:1]``, the last batch of a
+    reversed X) kept its negative stride and torch refused it."""
+    from geolearn._utils import to_tensor
+
+    X = np.arange(12, dtype=np.float32).reshape(6, 2)[::-1]
+    for rows in (X, X[:1], X[5:], np.rot90(X)):
+        np.testing.assert_array_equal(to_tensor(rows).numpy(), rows)

@@ -56,8 +56,12 @@ def to_tensor(X, device="cpu", dtype=torch.float32):
     """Convert an array-like (or tensor) to a tensor on ``device`` without needless copies."""
     if isinstance(X, torch.Tensor):
         return X.to(device=device, dtype=dtype)
-    # torch cannot view negative strides (np.rot90, flips): copy those once
-    return torch.as_tensor(np.ascontiguousarray(X), dtype=dtype, device=device)
+    # torch cannot view negative strides (np.rot90, flips): copy those once; numpy calls a
+    # one-row view of a flipped array contiguous and leaves its negative stride
+    X = np.ascontiguousarray(X)
+    if any(stride < 0 for stride in X.strides):
+        X = X.copy()
+    return torch.as_tensor(X, dtype=dtype, device=device)
 
 
 def to_numpy(t):

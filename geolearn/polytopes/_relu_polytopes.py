@@ -8,7 +8,13 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._utils import check_choice, check_positive_integer, check_scalar_param, resolve_device
+from .._utils import (
+    check_choice,
+    check_positive_integer,
+    check_scalar_param,
+    fitted_on_success,
+    resolve_device,
+)
 from ._enumeration import region_neighbours, subdivide, traverse
 from ._lp import check_solver
 from ._maps import forward_bits, hrep, local_maps, unique_patterns
@@ -211,6 +217,7 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
         return check_solver(self.lp_solver)
 
     # ----------------------------------------------------------------------- fit
+    @fitted_on_success
     def fit(self, X, y=None):
         """Record the region of every sample of ``X``.
 

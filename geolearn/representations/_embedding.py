@@ -8,7 +8,7 @@ from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._utils import check_model_inputs, iter_batches, to_numpy
+from .._utils import check_model_inputs, fitted_on_success, iter_batches, to_numpy
 from ..models import as_model
 
 
@@ -138,6 +138,7 @@ class TorchEmbedder(TransformerMixin, BaseEstimator):
     def _embed(self, X):
         return embed(self._adapter(), X, self.layer, self.batch_size)
 
+    @fitted_on_success
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Validate ``X`` and the model, and record the embedding dimension.
