@@ -138,6 +138,12 @@ CASES = {
         lambda m: relative_stability(m, FLAT, **DIFFEO).R),
     # invariance
     "logit_invariance": ("call", _image_net, lambda m: logit_invariance(m, IMAGES, "rot4")),
+    "logit_invariance(black box)": (
+        "call", lambda: _black_box(FLAT, LABELS),
+        lambda m: logit_invariance(m, FLAT, "rot4", image_shape=(8, 8))),
+    "distribution_invariance(black box)": (
+        "call", lambda: _black_box(FLAT, LABELS),
+        lambda m: distribution_invariance(m, FLAT, "rot4", image_shape=(8, 8))),
     "distribution_invariance": (
         "call", _image_net, lambda m: distribution_invariance(m, IMAGES, "rot4")),
     "jacobian_sigma_max": ("call", _image_net, lambda m: jacobian_sigma_max(m, IMAGES)),
