@@ -34,7 +34,11 @@ from geolearn.invariance import (
 )
 from geolearn.manifold import OnManifoldPGD
 from geolearn.polytopes import LocalLinearClustering, LocalLinearMap, ReLUPolytopes, local_rows
-from geolearn.representations import TorchEmbedder, cross_model_detection
+from geolearn.representations import (
+    CanonicalAdversarialDetector,
+    TorchEmbedder,
+    cross_model_detection,
+)
 from geolearn.riemannian import PullbackMetric, RiemannianFeatureGeometry
 from tests.threads import model_state
 
@@ -73,6 +77,18 @@ class FaultyProba(ClassifierMixin, BaseEstimator):
 
     def predict(self, X):
         return self.classes_[self.predict_proba(X).argmax(1)]
+
+
+class FaultyDetector(FaultyProba):
+    """A detector template whose ``fit`` and ``decision_function`` raise on call ``FAULT["at"]``."""
+
+    def fit(self, X, y):
+        _count_and_maybe_raise()
+        return super().fit(X, y)
+
+    def decision_function(self, X):
+        _count_and_maybe_raise()
+        return self.inner_.decision_function(X)
 
 
 def _mixed(net):
@@ -198,6 +214,12 @@ CASES = {
         "call", lambda: _net(6, 3),
         lambda m: cross_model_detection({"a": m, "b": _net(6, 3, seed=1)}, "a", X6, Y6,
                                         eps=0.3, random_state=0).auroc_native),
+    "CanonicalAdversarialDetector.fit": (
+        "fit", FaultyDetector, lambda m: CanonicalAdversarialDetector(detector=m),
+        (X6, Y6 % 2)),
+    "CanonicalAdversarialDetector.decision_function": (
+        "method", FaultyDetector, lambda m: CanonicalAdversarialDetector(detector=m),
+        (X6, Y6 % 2), lambda e: e.decision_function(X6)),
     # adversarial
     "fgsm": ("call", lambda: _net(6, 3), lambda m: fgsm(m, X6, Y6, 0.1)),
     "pgd": ("call", lambda: _net(6, 3), lambda m: pgd(m, X6, Y6, 0.1, steps=3, random_state=0)),
