@@ -24,13 +24,15 @@ from skorch import NeuralNetClassifier
 from torch import nn
 
 from geolearn.adversarial import carlini_wagner_l2, fgsm, patch_attack, pgd
-from geolearn.diffeo import DiffeoStability, relative_stability
+from geolearn.diffeo import DiffeoStability, relative_stability, subspace_relative_stability
 from geolearn.invariance import (
     distribution_invariance,
     integrated_gradients,
     jacobian_sigma_max,
     logit_invariance,
+    normalized_logit_invariance,
     saliency_invariance,
+    saliency_map,
 )
 from geolearn.manifold import OnManifoldPGD
 from geolearn.polytopes import LocalLinearClustering, LocalLinearMap, ReLUPolytopes, local_rows
@@ -152,6 +154,12 @@ CASES = {
     "relative_stability(black box)": (
         "call", lambda: _black_box(FLAT, LABELS),
         lambda m: relative_stability(m, FLAT, **DIFFEO).R),
+    "subspace_relative_stability(module)": (
+        "call", lambda: _net(6, 3),
+        lambda m: subspace_relative_stability(m, X6, 0, random_state=0).R),
+    "subspace_relative_stability(black box)": (
+        "call", lambda: _black_box(X6, Y6),
+        lambda m: subspace_relative_stability(m, X6, 0, random_state=0).R),
     # invariance
     "logit_invariance": ("call", _image_net, lambda m: logit_invariance(m, IMAGES, "rot4")),
     "logit_invariance(black box)": (
@@ -160,6 +168,9 @@ CASES = {
     "distribution_invariance(black box)": (
         "call", lambda: _black_box(FLAT, LABELS),
         lambda m: distribution_invariance(m, FLAT, "rot4", image_shape=(8, 8))),
+    "normalized_logit_invariance": (
+        "call", _image_net, lambda m: normalized_logit_invariance(m, IMAGES, "rot4")),
+    "saliency_map": ("call", _image_net, lambda m: saliency_map(m, IMAGES, LABELS, steps=4)),
     "distribution_invariance": (
         "call", _image_net, lambda m: distribution_invariance(m, IMAGES, "rot4")),
     "jacobian_sigma_max": ("call", _image_net, lambda m: jacobian_sigma_max(m, IMAGES)),
