@@ -55,3 +55,33 @@ def test_resolve_device_and_seed():
         b = torch.rand(3)
     assert torch.equal(a, b)
     assert torch.equal(state, torch.random.get_rng_state())
+
+
+def test_torch_seed_blocks_of_threads_do_not_mix():
+    """Overlapping blocks drew each other's numbers and left the global RNG changed."""
+    import time
+
+    from tests.threads import run_in_threads
+
+    def seeded(seed):
+        with torch_seed(seed):
+            draws = [torch.rand(3)]
+            time.sleep(0.002)  # another thread's block would reseed the generator here
+            return torch.cat([*draws, torch.rand(3)]).numpy()
+
+    expected = {s: seeded(s) for s in (1, 2)}
+    state = torch.random.get_rng_state()
+    results = run_in_threads([(1, lambda: seeded(1)), (2, lambda: seeded(2))], repeats=5)
+    for seed, r in results:
+        np.testing.assert_array_equal(r, expected[seed])
+    assert torch.equal(state, torch.random.get_rng_state())
+
+
+def test_to_tensor_of_flipped_views_including_one_row():
+    """Regression: a one-row view of a flipped array (``X[::-1][:1]``, the last batch of a
+    reversed X) kept its negative stride and torch refused it."""
+    from geolearn._utils import to_tensor
+
+    X = np.arange(12, dtype=np.float32).reshape(6, 2)[::-1]
+    for rows in (X, X[:1], X[5:], np.rot90(X)):
+        np.testing.assert_array_equal(to_tensor(rows).numpy(), rows)

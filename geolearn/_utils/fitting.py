@@ -3,13 +3,15 @@
 import functools
 
 
-def discard_fitted(estimator):
+def discard_fitted(estimator, keep=()):
     """Delete an estimator's fitted attributes (public names ending in ``_``).
 
     Called when a ``fit`` fails, so that the estimator is unfitted (``check_is_fitted``
-    raises) rather than half fitted.
+    raises) rather than half fitted. ``keep`` names attributes that are not fitted state
+    (skorch's constructor sets ``history_``, ``initialized_`` and ``virtual_params_``).
     """
-    for name in [k for k in vars(estimator) if k.endswith("_") and not k.startswith("_")]:
+    for name in [k for k in vars(estimator)
+                 if k.endswith("_") and not k.startswith("_") and k not in keep]:
         delattr(estimator, name)
 
 

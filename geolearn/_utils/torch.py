@@ -1,5 +1,6 @@
 """Torch plumbing: device resolution, array/tensor conversion, batching, seeding."""
 
+import threading
 from contextlib import contextmanager
 
 import numpy as np
@@ -55,8 +56,12 @@ def to_tensor(X, device="cpu", dtype=torch.float32):
     """Convert an array-like (or tensor) to a tensor on ``device`` without needless copies."""
     if isinstance(X, torch.Tensor):
         return X.to(device=device, dtype=dtype)
-    # torch cannot view negative strides (np.rot90, flips): copy those once
-    return torch.as_tensor(np.ascontiguousarray(X), dtype=dtype, device=device)
+    # torch cannot view negative strides (np.rot90, flips): copy those once; numpy calls a
+    # one-row view of a flipped array contiguous and leaves its negative stride
+    X = np.ascontiguousarray(X)
+    if any(stride < 0 for stride in X.strides):
+        X = X.copy()
+    return torch.as_tensor(X, dtype=dtype, device=device)
 
 
 def to_numpy(t):
@@ -80,17 +85,25 @@ def iter_batches(n, batch_size):
         yield slice(start, min(start + batch_size, n))
 
 
+#: Held by every :func:`torch_seed` block: the global generator is one for all threads.
+_GLOBAL_RNG_LOCK = threading.RLock()
+
+
 @contextmanager
 def torch_seed(random_state):
     """Seed torch from a numpy ``random_state`` inside a block, restoring the global RNG after.
 
-    Gives reproducible torch sampling without leaving the user's global
-    torch RNG changed.
+    Gives reproducible torch sampling (skorch training: weight initialisation, batch
+    order, dropout) without leaving the user's global torch RNG changed. Blocks of
+    different threads run one at a time, since each reseeds the one global generator
+    and restores it on exit (overlapping blocks would draw each other's numbers and
+    restore each other's states). Code that only samples should rather draw from its
+    own ``torch.Generator``, which needs no lock.
     """
     from sklearn.utils import check_random_state
 
     seed = int(check_random_state(random_state).randint(0, 2**31 - 1))
-    with torch.random.fork_rng(devices=[]):
+    with _GLOBAL_RNG_LOCK, torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         yield seed
 

@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_array
 
-from .._utils import iter_batches, to_numpy, torch_seed
+from .._utils import iter_batches, to_numpy
 from ..exceptions import GeolearnWarning
 from ..models import as_model
 from ._validation import (
@@ -372,6 +372,8 @@ def patch_attack(estimator, X, y, mask, *, method="pgd", n_iter=2048, step_size=
     clip : (float, float), default=(0.0, 1.0)
     batch_size : int, default=256
     random_state : int, RandomState instance or None, default=None
+        Seeds the random start, drawn for all rows at once (the result does not
+        depend on ``batch_size``); torch's global RNG is neither read nor reseeded.
 
     Returns
     -------
@@ -393,10 +395,15 @@ def patch_attack(estimator, X, y, mask, *, method="pgd", n_iter=2048, step_size=
     model.require_gradients("patch_attack")
     X, y, mask, box = _check_patch_inputs(model, X, y, mask, method, n_iter, step_size, clip)
     M, out = torch.as_tensor(mask, dtype=torch.float32, device=model.device), X.copy()
-    with torch_seed(random_state), model.frozen():
+    # the random start is drawn once for all rows from random_state alone: no global torch
+    # RNG (which other threads share), and the same start whatever the batch_size
+    start = X.copy()
+    if random_start:
+        start[:, mask] = check_random_state(random_state).uniform(*box, (len(X), mask.sum()))
+    with model.frozen():
         for sl in iter_batches(len(X), batch_size):
-            out[sl, mask] = _patch_batch(model, X[sl], y[sl], M, method, n_iter, step_size,
-                                         momentum, random_start, box)[:, mask]
+            out[sl, mask] = _patch_batch(model, X[sl], start[sl], y[sl], M, method, n_iter,
+                                         step_size, momentum, box)[:, mask]
     return out
 
 
@@ -422,8 +429,8 @@ def _check_patch_inputs(model, X, y, mask, method, n_iter, step_size, clip):
     return X, y, mask, (lo, hi)
 
 
-def _patch_batch(model, X, y, M, method, n_iter, step_size, momentum, random_start, box):
-    """``n_iter`` signed steps on the patch ``M`` of one batch (in the model's frozen block).
+def _patch_batch(model, X, start, y, M, method, n_iter, step_size, momentum, box):
+    """``n_iter`` signed steps on the patch ``M`` of one batch from ``start`` (frozen model).
 
     Returns the attacked rows as float64.
     """
@@ -431,8 +438,7 @@ def _patch_batch(model, X, y, M, method, n_iter, step_size, momentum, random_sta
     gradient = model.input_gradient_fn(cross_entropy)
     x = model.to_tensor(X)
     target = torch.as_tensor(y, dtype=torch.long, device=model.device)
-    start = torch.rand_like(x) * (hi - lo) + lo if random_start else x
-    x_adv = x * (1 - M) + start * M
+    x_adv = x * (1 - M) + model.to_tensor(start) * M
     acc = torch.zeros_like(x)
     for _ in range(n_iter):
         probe = x_adv

@@ -94,10 +94,8 @@ class Probe:
             self._pre, net = split_torch_tail(model)
             self.model = as_model(net, device=device)
         else:
-            # float64: a converted scikit-learn model matches its estimator to machine precision;
-            # the conversion initialises torch layers, which must not advance the global RNG
-            with torch.random.fork_rng(devices=[]):
-                self.model = as_model(model, dtype=torch.float64, response=response)
+            # float64: a converted scikit-learn model matches its estimator to machine precision
+            self.model = as_model(model, dtype=torch.float64, response=response)
         self._norms = []
         if bn_mode == "batch":
             self._norms = _batch_norms(self.model.module) if self.model.differentiable else []

@@ -14,7 +14,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_array, check_is_fitted
 
-from .._utils import check_images, iter_batches
+from .._utils import check_images, fitted_on_success, iter_batches
 from ..models import call_flat_if_refused, fit_or_use, is_prefit
 from ._exceptions import StabilityWarning
 from ._images import check_fitted_shape, image_side, tabular_check_failures
@@ -480,6 +480,7 @@ class DiffeoStability(MetaEstimatorMixin, BaseEstimator):
             tags.regressor_tags = inner.regressor_tags
         return tags
 
+    @fitted_on_success
     def fit(self, X, y=None, **fit_params):
         """Fit the estimator unless it is prefit; resolve the temperature and response.
 

@@ -11,7 +11,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._utils import check_image_shape, to_numpy, to_tensor
+from .._utils import check_image_shape, fitted_on_success, to_numpy, to_tensor
 from ..exceptions import GeolearnWarning, NumericalWarning
 from ..models import as_model, fit_or_use
 from ._cidm import CIDM
@@ -246,6 +246,7 @@ class OnManifoldPGD(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         return None if classes is None else np.asarray(classes)
 
     # ------------------------------------------------------------------ fit
+    @fitted_on_success
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y, intrinsic_params=None):
         """Learn one manifold (CIDM, and SEC fields for ``tangent="sec"``) per class.

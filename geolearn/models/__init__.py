@@ -34,6 +34,7 @@ from ._training import (
     TensorDataset,
     TrainingInterruptedWarning,
     collate_batch,
+    warn_if_interrupted,
 )
 
 __all__ = [
@@ -62,4 +63,5 @@ __all__ = [
     "resolve_response",
     "respond",
     "split_torch_tail",
+    "warn_if_interrupted",
 ]

@@ -22,7 +22,8 @@ class BinaryProba(nn.Module):
 
 
 def _linear(W, b, dtype):
-    layer = nn.Linear(W.shape[0], W.shape[1], dtype=dtype)
+    # skip_init: torch's default initialisation would draw from (and advance) the global RNG
+    layer = nn.utils.skip_init(nn.Linear, W.shape[0], W.shape[1], dtype=dtype)
     with torch.no_grad():
         layer.weight.copy_(torch.as_tensor(W.T, dtype=dtype))
         layer.bias.copy_(torch.as_tensor(b, dtype=dtype))

@@ -71,11 +71,13 @@ class TrainingInterruptedWarning(GeolearnWarning):
     """Training stopped before its last epoch (a KeyboardInterrupt); the net keeps its weights."""
 
 
-def _warn_if_interrupted(estimator, net, planned, before):
+def warn_if_interrupted(estimator, net, planned, before, stacklevel=4):
     """Warn when skorch swallowed a KeyboardInterrupt: fewer epochs than planned, no early stop.
 
     An epoch is complete when its history row has the duration skorch's EpochTimer
-    records at its end; ``before`` rows were there before this fit.
+    records at its end; ``before`` rows were there before this fit. ``stacklevel`` points
+    the warning at the user's ``fit`` call. For estimators that are skorch nets themselves
+    (``net`` is ``estimator``); :class:`SkorchTrainingMixin` calls it for the others.
     """
     done = sum("dur" in row for row in net.history.to_list()[before:])
     stopped_early = any(isinstance(cb, EarlyStopping) and cb.misses_ >= cb.patience
@@ -84,7 +86,7 @@ def _warn_if_interrupted(estimator, net, planned, before):
         warnings.warn(f"{type(estimator).__name__}: training was interrupted during epoch "
                       f"{done + 1} of {planned}; the estimator keeps the weights reached then "
                       "(fit again, or continue with warm_start=True).",
-                      TrainingInterruptedWarning, stacklevel=4)
+                      TrainingInterruptedWarning, stacklevel=stacklevel)
 
 
 class ObjectiveNet(NeuralNet):
@@ -221,7 +223,7 @@ class SkorchTrainingMixin:
             # a fit that fails leaves no half-set fitted state behind
             discard_fitted(self)
             raise
-        _warn_if_interrupted(self, net, net.max_epochs if self._warm() else max_epochs, before)
+        warn_if_interrupted(self, net, net.max_epochs if self._warm() else max_epochs, before)
         self.net_ = net
         return net
 

@@ -21,6 +21,7 @@ from .._utils import (
     check_choice,
     check_positive_integer,
     check_scalar_param,
+    fitted_on_success,
     iter_batches,
     resolve_device,
 )
@@ -203,6 +204,7 @@ class LocalLinearMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         return _form_rows(self._forms[which], X, input_shape=self.input_shape,
                          batch_size=self.batch_size, device=self._device)
 
+    @fitted_on_success
     def fit(self, X, y=None):
         """Fit one map per output from the local rows of both networks at ``X``.
 
@@ -408,6 +410,7 @@ class LocalLinearClustering(ClassifierMixin, BaseEstimator):
                          batch_size=self.batch_size, device=self._device)
         return _rows(W, b, self.include_bias)
 
+    @fitted_on_success
     def fit(self, X, y=None):
         """Cluster the local rows of the network at ``X``, output by output.
 

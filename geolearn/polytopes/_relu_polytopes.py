@@ -12,6 +12,7 @@ from .._utils import (
     check_choice,
     check_positive_integer,
     check_scalar_param,
+    fitted_on_success,
     resolve_device,
 )
 from ..exceptions import GeolearnWarning, PartialResultWarning
@@ -217,6 +218,7 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
         return check_solver(self.lp_solver)
 
     # ----------------------------------------------------------------------- fit
+    @fitted_on_success
     def fit(self, X, y=None):
         """Record the region of every sample of ``X``.
 

@@ -14,6 +14,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
+from .._utils import fitted_on_success
 from ..exceptions import GeolearnWarning
 from ._linear_map import LinearEmbeddingMap
 
@@ -120,12 +121,14 @@ class CanonicalAdversarialDetector(ClassifierMixin, BaseEstimator):
                         random_state=self.random_state)
         return make_pipeline(StandardScaler(), svc) if self.standardize else svc
 
+    @fitted_on_success
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y):
         """Fit the detector on canonical embeddings.
 
         Maps fitted with :meth:`fit_source` are kept unless the canonical
-        dimension changed (they are then dropped, with a warning).
+        dimension changed (they are then dropped, with a warning). A fit that fails
+        leaves the detector unfitted, maps included.
 
         Parameters
         ----------

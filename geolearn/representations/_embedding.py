@@ -13,7 +13,7 @@ from sklearn.base import (
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._utils import check_model_inputs, iter_batches, to_numpy
+from .._utils import check_model_inputs, fitted_on_success, iter_batches, to_numpy
 from ..models import as_model
 
 
@@ -143,6 +143,7 @@ class TorchEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
     def _embed(self, X):
         return embed(self._adapter(), X, self.layer, self.batch_size)
 
+    @fitted_on_success
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Validate ``X`` and the model, and record the embedding dimension.

@@ -18,6 +18,7 @@ from .._utils import (
     fitted_on_success,
     resolve_device,
     to_numpy,
+    to_tensor,
 )
 from ..exceptions import NumericalWarning
 from ..models import as_model, fit_or_use, frozen, is_prefit
@@ -374,7 +375,7 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
 
     @_frozen_model
     def _check_map(self, Xf):
-        X = torch.tensor(Xf[:2], dtype=self.dtype_, device=self.device_)
+        X = to_tensor(Xf[:2], device=self.device_, dtype=self.dtype_)  # flipped views too
         if len(X) == 1:
             X = torch.cat([X, 0.5 * X + 0.25])
         with torch.no_grad():

@@ -224,6 +224,16 @@ class MetricField(_MetricEngine):
         return self.metric_fn(x)
 
 
+#: What torch's vmap says when it cannot trace a map (.item(), data-dependent control flow,
+#: dynamic shapes, an op without a batching rule, an in-place write into an unbatched tensor).
+_VMAP_MESSAGES = ("vmap", "batching rule", "doesn't match the broadcast shape")
+
+
+def _vmap_limitation(exc):
+    """Whether ``exc`` is vmap failing to trace a map (not an error of the map itself)."""
+    return any(m in str(exc).lower() for m in _VMAP_MESSAGES)
+
+
 class PullbackMetric(_MetricEngine):
     """The metric ``g = s·JᵀJ`` that a feature map pulls back from Euclidean feature space.
 
@@ -342,7 +352,9 @@ class PullbackMetric(_MetricEngine):
         if self.vectorize:
             try:
                 return vectorized()
-            except RuntimeError as exc:  # in-place ops, .item(), data-dependent control flow
+            except RuntimeError as exc:
+                if not _vmap_limitation(exc):
+                    raise  # the map's own error: retrying point by point would hide it
                 warnings.warn(f"vmap cannot trace the feature map ({exc}); looping over points "
                               "instead. Pass vectorize=False to skip the attempt.",
                               GeolearnWarning,

@@ -1,13 +1,15 @@
 """SVBFNetClassifier: the abstract node and a centroid head trained in situ through skorch."""
 
+from contextlib import contextmanager
+
 import numpy as np
 import torch
 from skorch import NeuralNetClassifier
 from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
-from .._utils import check_scalar_param, resolve_device, torch_seed
-from ..models import RaiseOnNonFiniteLoss
+from .._utils import check_scalar_param, discard_fitted, resolve_device, torch_seed
+from ..models import RaiseOnNonFiniteLoss, warn_if_interrupted
 from ._node import SVBFNode, centroid_logits
 from ._validation import ZERO_SET_CHECKS, check_bases, check_labeled_bases, check_two_classes
 
@@ -201,10 +203,11 @@ class SVBFNetClassifier(NeuralNetClassifier):
         -------
         self : SVBFNetClassifier
         """
-        X, y = self._prepare(X, y, reset=True)
-        with torch_seed(self.random_state):
-            self.initialize()
-            NeuralNetClassifier.partial_fit(self, X, y, **fit_params)
+        with self._transaction(fit_params, before=0):
+            X, y = self._prepare(X, y, reset=True)
+            with torch_seed(self.random_state):
+                self.initialize()
+                NeuralNetClassifier.partial_fit(self, X, y, **fit_params)
         return self
 
     def partial_fit(self, X, y=None, classes=None, **fit_params):
@@ -224,10 +227,30 @@ class SVBFNetClassifier(NeuralNetClassifier):
         self : SVBFNetClassifier
         """
         first = not hasattr(self, "labels_")
-        X, y = self._prepare(X, y, reset=first, classes=classes)
-        if first:
-            self.initialize()
-        return super().partial_fit(X, y, **fit_params)
+        with self._transaction(fit_params, before=0 if first else len(self.history)):
+            X, y = self._prepare(X, y, reset=first, classes=classes)
+            if first:
+                self.initialize()
+            super().partial_fit(X, y, **fit_params)
+        return self
+
+    @contextmanager
+    def _transaction(self, fit_params, before):
+        """Train as a transaction: a failure leaves the net unfitted, an interrupt says so.
+
+        skorch swallows a KeyboardInterrupt (the net keeps the last completed epoch), so
+        it is reported by a ``TrainingInterruptedWarning``; any other failure discards
+        the fitted state, so that no half-trained net passes ``check_is_fitted``.
+        """
+        try:
+            yield
+        except BaseException:
+            # skorch's constructor sets these three; the rest is fitted state
+            discard_fitted(self, keep=("history_", "initialized_", "virtual_params_"))
+            self.initialized_, self.history_ = False, None
+            raise
+        warn_if_interrupted(self, self, fit_params.get("epochs") or self.max_epochs, before,
+                            stacklevel=5)
 
     def predict_proba(self, X):
         """Softmax of ``(b^T w_j)^2 / T`` over classes.

@@ -19,6 +19,8 @@ from geolearn.generative import (
     VAEGenerator,
 )
 from geolearn.models import TrainingInterruptedWarning
+from geolearn.subspaces import SVBFNetClassifier
+from geolearn.subspaces._net import SVBFNet
 
 X = np.random.default_rng(0).random((40, 6)).astype(np.float32)
 y = np.arange(40) % 2
@@ -116,3 +118,67 @@ def test_fits_without_torch_training_are_transactions_too(where, monkeypatch):
         est.fit(data)
     with pytest.raises(NotFittedError):
         check_is_fitted(est)
+
+
+def _svbf_net(**kwargs):
+    return SVBFNetClassifier(n_components=2, max_epochs=5, batch_size=8, verbose=0,
+                             random_state=0, **kwargs)
+
+
+def _sets():
+    rng = np.random.default_rng(0)
+    return np.stack([np.linalg.qr(rng.normal(size=(6, 2)))[0] for _ in range(20)]), y[:20]
+
+
+class _RaiseOnCall(SVBFNet):
+    """SVBFNet whose ``forward`` raises on its third call (a fault inside epoch 2)."""
+
+    calls = 0
+
+    def forward(self, X):
+        type(self).calls += 1
+        if type(self).calls == 3:
+            raise RuntimeError("injected fault")
+        return super().forward(X)
+
+
+@pytest.mark.parametrize("fault", ["callback", "module"])
+def test_svbf_net_fit_that_fails_leaves_it_unfitted(fault):
+    """SVBFNetClassifier (a skorch net itself) kept half-trained weights passing as fitted."""
+    Xs, ys = _sets()
+    _RaiseOnCall.calls = 0
+    faulty = ({"callbacks": [RaiseAt(RuntimeError("injected fault"))]} if fault == "callback"
+              else {"module": _RaiseOnCall})
+    est = _svbf_net(**faulty)
+    with pytest.raises(RuntimeError, match="injected fault"):
+        est.fit(Xs, ys)
+    with pytest.raises(NotFittedError):
+        check_is_fitted(est)
+    with pytest.raises(NotFittedError):
+        est.predict(Xs)
+    # a fitted net whose refit fails is unfitted too, and a later fit works from scratch
+    est = _svbf_net().fit(Xs, ys)
+    _RaiseOnCall.calls = 0
+    est.set_params(**faulty)
+    with pytest.raises(RuntimeError, match="injected fault"):
+        est.fit(Xs, ys)
+    with pytest.raises(NotFittedError):
+        check_is_fitted(est)
+    est.set_params(callbacks=None, module=_svbf_net().module)
+    np.testing.assert_array_equal(est.fit(Xs, ys).predict_proba(Xs),
+                                  _svbf_net().fit(Xs, ys).predict_proba(Xs))
+
+
+def test_svbf_net_interrupted_fit_keeps_its_weights_and_says_so():
+    Xs, ys = _sets()
+    est = _svbf_net(callbacks=[RaiseAt(KeyboardInterrupt())])
+    with pytest.warns(TrainingInterruptedWarning, match="SVBFNetClassifier: .* epoch 3 of 5") as w:
+        est.fit(Xs, ys)
+    assert w[0].filename == __file__  # points at the user's call
+    check_is_fitted(est)
+    assert len(est.history) == 2
+    assert est.predict_proba(Xs).shape == (20, 2)
+    dict(est.callbacks_)["RaiseAt"].epoch = 4  # interrupt the continued training too
+    with pytest.warns(TrainingInterruptedWarning, match="epoch 3 of 5"):
+        est.partial_fit(Xs, ys)
+    assert len(est.history) == 4
