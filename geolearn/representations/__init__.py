@@ -8,12 +8,27 @@ screens every mapped network with one detector trained in a canonical space, and
 
 Depends on :mod:`geolearn.adversarial` (the attacks of Algorithm 1); the dependency
 goes one way.
+
+Representational similarity (from "Exploring fMRI RDMs: enhancing model robustness through
+neurobiological data", Frontiers in Computer Science, 2023): :func:`compute_rdm` turns any
+feature matrix into a representational dissimilarity matrix, :func:`compare_rdms` and
+:func:`bootstrap_compare_rdms` correlate RDMs, and categorical model RDMs are fitted with
+:class:`WeightedRDMModel`.
 """
 
 from ._detector import CanonicalAdversarialDetector
 from ._embedding import FourierEmbedding, TorchEmbedder
 from ._linear_map import LinearEmbeddingMap
 from ._protocol import cross_model_detection, split_indices
+from ._rdm import (
+    categorical_rdm,
+    category_rdms,
+    compute_rdm,
+    condense_rdm,
+    mean_rdm,
+    squareform_rdm,
+    stack_condensed,
+)
 from .metrics import embedding_mse
 
 __all__ = [
@@ -21,7 +36,14 @@ __all__ = [
     "FourierEmbedding",
     "LinearEmbeddingMap",
     "TorchEmbedder",
+    "categorical_rdm",
+    "category_rdms",
+    "compute_rdm",
+    "condense_rdm",
     "cross_model_detection",
     "embedding_mse",
+    "mean_rdm",
     "split_indices",
+    "squareform_rdm",
+    "stack_condensed",
 ]
