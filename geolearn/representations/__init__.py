@@ -29,15 +29,22 @@ from ._rdm import (
     squareform_rdm,
     stack_condensed,
 )
+from ._rdm_compare import RDMComparisonResult, bootstrap_compare_rdms, compare_rdms
+from ._rdm_estimators import RDMTransformer, WeightedRDMModel
 from .metrics import embedding_mse
 
 __all__ = [
     "CanonicalAdversarialDetector",
     "FourierEmbedding",
     "LinearEmbeddingMap",
+    "RDMComparisonResult",
+    "RDMTransformer",
     "TorchEmbedder",
+    "WeightedRDMModel",
+    "bootstrap_compare_rdms",
     "categorical_rdm",
     "category_rdms",
+    "compare_rdms",
     "compute_rdm",
     "condense_rdm",
     "cross_model_detection",

@@ -167,7 +167,7 @@ def _row_scale(X, chunk_size):
 
 
 def _triangular_m(p, name):
-    m = int(round((1 + np.sqrt(1 + 8 * p)) / 2))
+    m = round((1 + np.sqrt(1 + 8 * p)) / 2)
     if m * (m - 1) // 2 != p:
         raise ValueError(
             f"{name} is a condensed RDM of length {p}, which is not triangular (m(m-1)/2 for "
@@ -310,7 +310,7 @@ def _rdm_stack(rdms, name, allow_nan):
     """Validate a (k, m, m) array or a sequence of square/condensed RDMs of one size."""
     if isinstance(rdms, np.ndarray) and rdms.ndim in (2, 3):
         items = list(rdms) if rdms.ndim == 3 else [rdms]
-    elif isinstance(rdms, np.ndarray) or isinstance(rdms, (str, bytes, numbers.Number)):
+    elif isinstance(rdms, (np.ndarray, str, bytes, numbers.Number)):
         raise ValueError(f"{name} must be a (k, m, m) array or a sequence of RDMs; got "
                          f"{type(rdms).__name__} {getattr(rdms, 'shape', '')}.")
     else:
