@@ -13,12 +13,16 @@ Representational similarity (from "Exploring fMRI RDMs: enhancing model robustne
 neurobiological data", Frontiers in Computer Science, 2023): :func:`compute_rdm` turns any
 feature matrix into a representational dissimilarity matrix, :func:`compare_rdms` and
 :func:`bootstrap_compare_rdms` correlate RDMs, and categorical model RDMs are fitted with
-:class:`WeightedRDMModel`.
+:class:`WeightedRDMModel`. :class:`NetworkRDM` gives the RDMs of a network's layers;
+:class:`RDMRegularizedClassifier` pulls a layer's RDM towards a reference RDM while training,
+and :class:`RDMSimilarityScoring` / :func:`make_rdm_scorer` select models by representational
+similarity (HMS).
 """
 
 from ._detector import CanonicalAdversarialDetector
 from ._embedding import FourierEmbedding, TorchEmbedder
 from ._linear_map import LinearEmbeddingMap
+from ._network_rdm import NetworkRDM
 from ._protocol import cross_model_detection, split_indices
 from ._rdm import (
     categorical_rdm,
@@ -31,13 +35,19 @@ from ._rdm import (
 )
 from ._rdm_compare import RDMComparisonResult, bootstrap_compare_rdms, compare_rdms
 from ._rdm_estimators import RDMTransformer, WeightedRDMModel
+from ._rdm_scoring import RDMSimilarityScoring, make_rdm_scorer
+from ._rdm_training import RDMLoss, RDMRegularizedClassifier, differentiable_rdm
 from .metrics import embedding_mse
 
 __all__ = [
     "CanonicalAdversarialDetector",
     "FourierEmbedding",
     "LinearEmbeddingMap",
+    "NetworkRDM",
     "RDMComparisonResult",
+    "RDMLoss",
+    "RDMRegularizedClassifier",
+    "RDMSimilarityScoring",
     "RDMTransformer",
     "TorchEmbedder",
     "WeightedRDMModel",
@@ -48,7 +58,9 @@ __all__ = [
     "compute_rdm",
     "condense_rdm",
     "cross_model_detection",
+    "differentiable_rdm",
     "embedding_mse",
+    "make_rdm_scorer",
     "mean_rdm",
     "split_indices",
     "squareform_rdm",
