@@ -1,6 +1,16 @@
-"""Estimator-check instances of the RDM (representational similarity) estimators."""
+"""Estimator-check instances of the RDM (representational similarity) estimators.
 
-from geolearn.representations import RDMTransformer, WeightedRDMModel
+The checks vary the number of features, so NetworkRDM reads a module that takes any width
+(average-pooled to 4 values before its Linear layer), with the euclidean metric (1-feature
+rows are constant, so their correlation distance is undefined).
+"""
+
+import torch
+
+from geolearn.representations import NetworkRDM, RDMTransformer, WeightedRDMModel
+
+_ANY_WIDTH = torch.nn.Sequential(torch.nn.Unflatten(1, (1, -1)), torch.nn.AdaptiveAvgPool1d(4),
+                                 torch.nn.Flatten(), torch.nn.Linear(4, 3))
 
 ESTIMATORS = [
     RDMTransformer(),
@@ -10,4 +20,5 @@ ESTIMATORS = [
     WeightedRDMModel(),
     WeightedRDMModel(criterion="pearson"),
     WeightedRDMModel(nonnegative=True, normalize=False),
+    NetworkRDM(_ANY_WIDTH, metric="euclidean", random_state=0),
 ]
