@@ -187,13 +187,15 @@ def _quadratic_stats(counts, a, b, I, J, method):
         return 0.5 * np.einsum("bm,bm->b", counts @ M, counts)
 
     sab, saa, sbb = qform(a * b), qform(a * a), qform(b * b)
+    raw_aa, raw_bb = saa, sbb
     if method == "pearson":
         s, sa, sb = qform(np.ones_like(a)), qform(a), qform(b)
-        sab, saa, sbb = sab - sa * sb / s, saa - sa * sa / s, sbb - sb * sb / s
+        with np.errstate(invalid="ignore", divide="ignore"):
+            sab, saa, sbb = sab - sa * sb / s, saa - sa * sa / s, sbb - sb * sb / s
     with np.errstate(invalid="ignore", divide="ignore"):
         out = sab / np.sqrt(saa * sbb)
-    # a resample whose vector is constant has zero variance up to rounding
-    out[(saa <= 1e-12 * np.abs(saa).max()) | (sbb <= 1e-12 * np.abs(sbb).max())] = np.nan
+    # a resample whose vector is constant has (up to rounding) no variance: undefined
+    out[~((saa > 1e-12 * raw_aa) & (sbb > 1e-12 * raw_bb))] = np.nan
     return out
 
 
