@@ -160,8 +160,7 @@ class NetworkRDM(BaseEstimator):
     --------
     >>> import numpy as np, torch
     >>> from geolearn.representations import NetworkRDM, categorical_rdm
-    >>> torch.manual_seed(0)  # doctest: +ELLIPSIS
-    <torch._C.Generator object at ...>
+    >>> _ = torch.manual_seed(0)
     >>> net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3))
     >>> X = np.random.default_rng(0).normal(size=(6, 4))
     >>> est = NetworkRDM(net).fit(X)

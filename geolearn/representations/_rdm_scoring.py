@@ -6,8 +6,8 @@ layer's RDM on the same stimuli; both objects below measure it (or any compariso
 """
 
 import numpy as np
-from skorch.callbacks import Callback
 from sklearn.utils.validation import check_array
+from skorch.callbacks import Callback
 
 from .._utils import check_choice
 from ..models import as_model

@@ -9,9 +9,9 @@ import warnings
 
 import numpy as np
 import torch
+from sklearn.utils.validation import check_array
 from skorch import NeuralNetClassifier
 from skorch.callbacks import EarlyStopping, PassthroughScoring
-from sklearn.utils.validation import check_array
 
 from .._utils import check_choice, check_scalar_param
 from ..models import RaiseOnNonFiniteLoss, TrainingInterruptedWarning, as_model
