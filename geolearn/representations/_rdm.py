@@ -85,6 +85,29 @@ def _gram(X, metric, chunk_size, work):
     return G, sq
 
 
+def squared_distances(G, sq_a, sq_b, A, B, *, upper=False):
+    """``||a_i - b_j||^2`` from the Gram matrix ``G = A B^T`` of well-centred rows, in place.
+
+    Where the distance is tiny next to the norms, ``|a|^2 + |b|^2 - 2ab`` has cancelled
+    its digits (square roots of rounding, about 1e-8 relative): those entries are
+    recomputed from the rows ``A[i] - B[j]`` in float64. ``upper`` looks only at ``i < j``
+    (an RDM, mirrored afterwards).
+    """
+    D = G
+    D *= -2.0
+    D += sq_a[:, None]
+    D += sq_b[None, :]
+    close = D <= 1e-6 * (sq_a[:, None] + sq_b[None, :])
+    i, j = np.nonzero(np.triu(close, 1) if upper else close)
+    for start in range(0, i.size, 4096):
+        ii, jj = i[start:start + 4096], j[start:start + 4096]
+        diff = np.asarray(A[ii], dtype=np.float64) - np.asarray(B[jj], dtype=np.float64)
+        D[ii, jj] = np.einsum("ij,ij->i", diff, diff)
+        if upper:
+            D[jj, ii] = D[ii, jj]
+    return np.maximum(D, 0.0, out=D)
+
+
 def compute_rdm(X, metric="correlation", *, condensed=False, chunk_size=None,
                 dtype=np.float64):
     """Representational dissimilarity matrix of the rows of ``X``.
@@ -134,11 +157,7 @@ def compute_rdm(X, metric="correlation", *, condensed=False, chunk_size=None,
     m, n = X.shape
     G, sq = _gram(X, metric, chunk_size, work)
     if metric in ("euclidean", "sqeuclidean_per_feature"):
-        R = G
-        R *= -2.0
-        R += sq[:, None]
-        R += sq[None, :]
-        np.maximum(R, 0.0, out=R)
+        R = squared_distances(G, sq, sq, X, X, upper=True)
         if metric == "euclidean":
             np.sqrt(R, out=R)
         else:

@@ -11,7 +11,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from ._rdm import _ZSCORE_EPS, METRICS, _row_check
+from ._rdm import _ZSCORE_EPS, METRICS, _row_check, squared_distances
 
 _CORRELATIONS = ("correlation", "zscore_correlation")
 
@@ -64,7 +64,7 @@ class RDMTransformer(TransformerMixin, BaseEstimator):
     True
     """
 
-    _parameter_constraints = {"metric": [StrOptions(set(METRICS))]}
+    _parameter_constraints = {"metric": [StrOptions(set(METRICS))]}  # noqa: RUF012
 
     def __init__(self, metric="correlation"):
         self.metric = metric
@@ -133,9 +133,9 @@ class RDMTransformer(TransformerMixin, BaseEstimator):
         Z = self._rows(X)
         G = Z @ self._ref_rows.T
         if self.metric in ("euclidean", "sqeuclidean_per_feature"):
-            D = np.einsum("ij,ij->i", Z, Z)[:, None] + np.einsum(
-                "ij,ij->i", self._ref_rows, self._ref_rows)[None, :] - 2.0 * G
-            np.maximum(D, 0.0, out=D)
+            R = self._ref_rows
+            D = squared_distances(G, np.einsum("ij,ij->i", Z, Z), np.einsum("ij,ij->i", R, R),
+                                  Z, R)
             return np.sqrt(D) if self.metric == "euclidean" else D / X.shape[1]
         return np.clip(1.0 - G, 0.0, 2.0)
 
@@ -211,7 +211,7 @@ class WeightedRDMModel(RegressorMixin, BaseEstimator):
     array([0.6, 0. , 0.8])
     """
 
-    _parameter_constraints = {
+    _parameter_constraints = {  # noqa: RUF012
         "criterion": [StrOptions({"cosine", "pearson"})],
         "nonnegative": ["boolean"],
         "normalize": ["boolean"],
