@@ -13,14 +13,23 @@ Representational similarity (from "Exploring fMRI RDMs: enhancing model robustne
 neurobiological data", Frontiers in Computer Science, 2023): :func:`compute_rdm` turns any
 feature matrix into a representational dissimilarity matrix, :func:`compare_rdms` and
 :func:`bootstrap_compare_rdms` correlate RDMs, and categorical model RDMs are fitted with
-:class:`WeightedRDMModel`. :class:`NetworkRDM` gives the RDMs of a network's layers;
-:class:`RDMRegularizedClassifier` pulls a layer's RDM towards a reference RDM while training,
-and :class:`RDMSimilarityScoring` / :func:`make_rdm_scorer` select models by representational
-similarity (HMS).
+:class:`WeightedRDMModel`. :class:`FiedlerPartition` splits stimuli by the sign of the Fiedler
+vector of ``1 - RDM`` (the paper's Algorithm 1); :func:`fiedler_pairwise` scores every class
+pair with Bonferroni-corrected BCa bootstrap intervals. :class:`NetworkRDM` gives the RDMs of
+a network's layers; :class:`RDMRegularizedClassifier` pulls a layer's RDM towards a reference
+RDM while training, and :class:`RDMSimilarityScoring` / :func:`make_rdm_scorer` select models by
+representational similarity (HMS).
 """
 
 from ._detector import CanonicalAdversarialDetector
 from ._embedding import FourierEmbedding, TorchEmbedder
+from ._fiedler import (
+    FiedlerPartition,
+    FiedlerWarning,
+    fiedler_accuracy,
+    fiedler_pairwise,
+    fiedler_vector,
+)
 from ._linear_map import LinearEmbeddingMap
 from ._network_rdm import NetworkRDM
 from ._protocol import cross_model_detection, split_indices
@@ -41,6 +50,8 @@ from .metrics import embedding_mse
 
 __all__ = [
     "CanonicalAdversarialDetector",
+    "FiedlerPartition",
+    "FiedlerWarning",
     "FourierEmbedding",
     "LinearEmbeddingMap",
     "NetworkRDM",
@@ -60,6 +71,9 @@ __all__ = [
     "cross_model_detection",
     "differentiable_rdm",
     "embedding_mse",
+    "fiedler_accuracy",
+    "fiedler_pairwise",
+    "fiedler_vector",
     "make_rdm_scorer",
     "mean_rdm",
     "split_indices",
