@@ -6,12 +6,10 @@ import pytest
 from geolearn.representations import bootstrap_compare_rdms, compare_rdms, compute_rdm
 
 rsatoolbox = pytest.importorskip("rsatoolbox")
-from rsatoolbox.data import Dataset  # noqa: E402
-from rsatoolbox.inference import eval_bootstrap_pattern  # noqa: E402
-from rsatoolbox.model import ModelFixed  # noqa: E402
-from rsatoolbox.rdm import RDMs, calc_rdm, compare  # noqa: E402
-
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+from rsatoolbox.data import Dataset
+from rsatoolbox.inference import eval_bootstrap_pattern
+from rsatoolbox.model import ModelFixed
+from rsatoolbox.rdm import RDMs, calc_rdm, compare
 
 
 @pytest.fixture
