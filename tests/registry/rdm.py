@@ -7,7 +7,12 @@ rows are constant, so their correlation distance is undefined).
 
 import torch
 
-from geolearn.representations import NetworkRDM, RDMTransformer, WeightedRDMModel
+from geolearn.representations import (
+    FiedlerPartition,
+    NetworkRDM,
+    RDMTransformer,
+    WeightedRDMModel,
+)
 
 _ANY_WIDTH = torch.nn.Sequential(torch.nn.Unflatten(1, (1, -1)), torch.nn.AdaptiveAvgPool1d(4),
                                  torch.nn.Flatten(), torch.nn.Linear(4, 3))
@@ -21,4 +26,8 @@ ESTIMATORS = [
     WeightedRDMModel(criterion="pearson"),
     WeightedRDMModel(nonnegative=True, normalize=False),
     NetworkRDM(_ANY_WIDTH, metric="euclidean", random_state=0),
+    # precomputed: the checks pass euclidean distance matrices; euclidean: feature rows
+    # (cosine is undefined for the zero rows of some checks)
+    FiedlerPartition(),
+    FiedlerPartition(metric="euclidean"),
 ]
