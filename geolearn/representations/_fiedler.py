@@ -268,10 +268,9 @@ def fiedler_accuracy(R, labels, *, negative_weights="clip", balance="none", rand
 def _resample_scores(R, codes, index_sets, negative_weights):
     """Accuracy and degeneracy of the Fiedler partition of each sub-RDM ``R[idx][:, idx]``."""
     out = np.empty((len(index_sets), 2))
-    with _blas_threads(len(R)):
-        for k, idx in enumerate(index_sets):
-            e2, _, issues = _spectrum(R[np.ix_(idx, idx)], negative_weights, False)
-            out[k] = _score(e2, codes[idx])[0], bool(issues)
+    for k, idx in enumerate(index_sets):
+        e2, _, issues = _spectrum(R[np.ix_(idx, idx)], negative_weights, False)
+        out[k] = _score(e2, codes[idx])[0], bool(issues)
     return out
 
 
@@ -283,7 +282,7 @@ def _bca_interval(theta_hat, boot, jack, alpha):
         warnings.warn(
             f"the estimate {theta_hat:.4g} lies outside the bootstrap distribution's range: the "
             f"BCa bias correction is clipped (proportion to {0.5 / B:.3g} or {1 - 0.5 / B:.3g}).",
-            FiedlerWarning, stacklevel=3)
+            FiedlerWarning, stacklevel=4)
         prop = np.clip(prop, 0.5 / B, 1 - 0.5 / B)
     z0 = ndtri(prop)
     dev = jack.mean() - jack
@@ -402,8 +401,11 @@ def fiedler_pairwise(R, labels, *, pairs=None, balance="undersample", n_boot=100
                       stacklevel=2)
     alpha = (1 - confidence_level) / (len(pairs) if bonferroni else 1)
     base = check_random_state(random_state).randint(np.iinfo(np.int32).max)
-    return [_one_pair(R, inverse, classes, pair, balance, n_boot, n_permutations, alpha,
-                      negative_weights, n_jobs, base) for pair in pairs]
+    results = []
+    for pair in pairs:
+        results.append(_one_pair(R, inverse, classes, pair, balance, n_boot, n_permutations,
+                                 alpha, negative_weights, n_jobs, base))
+    return results
 
 
 def _one_pair(R, inverse, classes, pair, balance, n_boot, n_permutations, alpha,
@@ -417,23 +419,23 @@ def _one_pair(R, inverse, classes, pair, balance, n_boot, n_permutations, alpha,
         sel, codes = sel[keep], codes[keep]
     Rs = R[np.ix_(sel, sel)]
     m = len(sel)
-    with _blas_threads(m):
-        e2, evals, issues = _spectrum(Rs, negative_weights, False)
-    _warn(issues, ("indefinite", "not unique"))
-    accuracy, recall_a, recall_b = _score(e2, codes)
-
     pos = [np.flatnonzero(codes == c) for c in (0, 1)]
     boot = [np.sort(np.concatenate([rng.choice(p, len(p)) for p in pos])) for _ in range(n_boot)]
-    jack = [np.delete(np.arange(m), i) for i in range(m)]
-    index_sets = boot + jack
-    if n_jobs is None or effective_n_jobs(n_jobs) == 1:
-        scores = _resample_scores(Rs, codes, index_sets, negative_weights)
-    else:
-        # contiguous chunks, concatenated in order: the scores do not depend on n_jobs
-        bounds = np.linspace(0, len(index_sets), 4 * effective_n_jobs(n_jobs) + 1).astype(int)
-        scores = np.concatenate(Parallel(n_jobs=n_jobs)(
-            delayed(_resample_scores)(Rs, codes, index_sets[lo:hi], negative_weights)
-            for lo, hi in zip(bounds[:-1], bounds[1:]) if hi > lo))
+    index_sets = boot + [np.delete(np.arange(m), i) for i in range(m)]  # + jackknife
+    with _blas_threads(m):
+        e2, evals, issues = _spectrum(Rs, negative_weights, False)
+        if n_jobs is None or effective_n_jobs(n_jobs) == 1:
+            scores = _resample_scores(Rs, codes, index_sets, negative_weights)
+        else:
+            # threads: LAPACK releases the GIL, and the one-thread BLAS limit is shared;
+            # contiguous chunks in order, so the scores do not depend on n_jobs
+            bounds = np.linspace(0, len(index_sets), 4 * effective_n_jobs(n_jobs) + 1)
+            bounds = bounds.astype(int)
+            scores = np.concatenate(Parallel(n_jobs=n_jobs, prefer="threads")(
+                delayed(_resample_scores)(Rs, codes, index_sets[lo:hi], negative_weights)
+                for lo, hi in zip(bounds[:-1], bounds[1:]) if hi > lo))
+    _warn(issues, ("indefinite", "not unique"), stacklevel=4)
+    accuracy, recall_a, recall_b = _score(e2, codes)
     dist, jack_acc = scores[:n_boot, 0], scores[n_boot:, 0]
     ci_low, ci_high = _bca_interval(accuracy, dist, jack_acc, alpha)
 
