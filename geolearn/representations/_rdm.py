@@ -221,52 +221,95 @@ def check_rdm(R, name="R", *, allow_nan=False, min_stimuli=3):
            [0.5, 0. , 0.2],
            [1. , 0.2, 0. ]])
     """
-    A = R if hasattr(R, "dtype") else np.asarray(R)
-    if np.iscomplexobj(A) or A.dtype.kind not in "biuf":
-        try:
-            A = np.asarray(A, dtype=np.float64) if not np.iscomplexobj(A) else None
-        except (TypeError, ValueError):
-            A = None
-        if A is None:
-            raise ValueError(f"{name} must be a real-valued numeric RDM; got dtype "
-                             f"{np.asarray(R).dtype}.")
-    A = np.array(A, dtype=np.float64)
+    A = _real_array(R, name)
     if A.ndim == 1:
-        m = _triangular_m(A.size, name)
+        r, m = check_condensed(A, name, allow_nan=allow_nan, min_stimuli=min_stimuli)
         sq = np.zeros((m, m))
         iu = np.triu_indices(m, 1)
-        sq[iu] = A
-        sq.T[iu] = A
-        A = sq
-    elif A.ndim != 2 or A.shape[0] != A.shape[1]:
+        sq[iu] = r
+        sq.T[iu] = r
+        return sq
+    if A.ndim != 2 or A.shape[0] != A.shape[1]:
         raise ValueError(
             f"{name} must be a square (m, m) RDM or its condensed (m(m-1)/2,) vector; got "
             f"shape {A.shape}.")
-    m = A.shape[0]
-    if m < min_stimuli:
-        raise ValueError(f"{name} covers {m} stimuli; at least {min_stimuli} are required.")
-    nan = np.isnan(A)
-    if np.isinf(A).any() or (nan.any() and not allow_nan):
-        raise ValueError(
-            f"{name} contains {'infinite' if np.isinf(A).any() else 'NaN'} entries; an RDM must "
-            "be finite" + ("" if allow_nan else " (mask undefined pairs before this call)") + ".")
-    if nan.any() and (np.diagonal(nan).any() or not np.array_equal(nan, nan.T)):
+    _check_size(A.shape[0], name, min_stimuli)
+    nan = _check_entries(A, name, allow_nan)
+    if nan is not None and (np.diagonal(nan).any() or not np.array_equal(nan, nan.T)):
         raise ValueError(f"{name} has NaN on its diagonal or NaN entries that are not "
                          "symmetric; NaN may only mark undefined pairs (i, j) and (j, i).")
-    scale = np.nanmax(np.abs(A)) if not nan.all() else 0.0
-    tol = 1e-8 * scale
+    tol = 1e-8 * (np.nanmax(np.abs(A)) if nan is None or not nan.all() else 0.0)
     if np.nanmax(np.abs(A - A.T)) > tol:
         raise ValueError(f"{name} is not symmetric (relative tolerance 1e-8): pass (R + R.T) / 2 "
                          "if the asymmetry is rounding.")
     if np.abs(np.diagonal(A)).max() > tol:
         raise ValueError(f"{name} has a nonzero diagonal; an RDM's diagonal (each stimulus to "
                          "itself) must be 0.")
-    if np.nanmin(A) < -_NEG_TOL:
-        raise ValueError(f"{name} has negative dissimilarities (min {np.nanmin(A):.3g}); "
-                         "dissimilarities must be >= 0.")
     A = (A + A.T) / 2
     np.fill_diagonal(A, 0.0)
     return np.maximum(A, 0.0, out=A, where=~np.isnan(A))
+
+
+def _real_array(R, name):
+    """``R`` as a float64 array (a copy); complex or non-numeric input is a ValueError."""
+    A = R if hasattr(R, "dtype") else np.asarray(R)
+    if not np.iscomplexobj(A) and A.dtype.kind not in "biuf":
+        try:
+            A = np.asarray(A, dtype=np.float64)
+        except (TypeError, ValueError):
+            A = np.asarray(A, dtype=complex)  # flagged just below
+    if np.iscomplexobj(A) or A.dtype.kind not in "biuf":
+        raise ValueError(f"{name} must be a real-valued numeric RDM; got dtype "
+                         f"{np.asarray(R).dtype}.")
+    return np.array(A, dtype=np.float64)
+
+
+def _check_size(m, name, min_stimuli):
+    if m < min_stimuli:
+        raise ValueError(f"{name} covers {m} stimuli; at least {min_stimuli} are required.")
+
+
+def _check_entries(A, name, allow_nan):
+    """Refuse infinite, NaN (unless allowed) and negative entries; the NaN mask or None."""
+    nan = np.isnan(A)
+    has_nan = nan.any()
+    if np.isinf(A).any() or (has_nan and not allow_nan):
+        raise ValueError(
+            f"{name} contains {'infinite' if np.isinf(A).any() else 'NaN'} entries; an RDM must "
+            "be finite" + ("" if allow_nan else " (mask undefined pairs before this call)") + ".")
+    if not nan.all() and np.nanmin(A) < -_NEG_TOL:
+        raise ValueError(f"{name} has negative dissimilarities (min {np.nanmin(A):.3g}); "
+                         "dissimilarities must be >= 0.")
+    return nan if has_nan else None
+
+
+def check_condensed(r, name="r", *, allow_nan=False, min_stimuli=3):
+    """Validate a condensed RDM vector without forming the square matrix.
+
+    Returns
+    -------
+    r : ndarray of shape (m(m-1)/2,), float64
+        Rounding negatives (``>= -1e-12``) clipped to 0.
+    m : int
+        Number of stimuli.
+    """
+    r = _real_array(r, name)
+    if r.ndim != 1:
+        raise ValueError(f"{name} must be a condensed (m(m-1)/2,) RDM vector; got shape "
+                         f"{r.shape}.")
+    m = _triangular_m(r.size, name)
+    _check_size(m, name, min_stimuli)
+    _check_entries(r, name, allow_nan)
+    return np.maximum(r, 0.0, out=r, where=~np.isnan(r)), m
+
+
+def condensed_and_size(R, name, *, allow_nan=True):
+    """The condensed vector of a square or condensed RDM and its number of stimuli."""
+    A = R if hasattr(R, "ndim") else np.asarray(R)
+    if A.ndim == 1:
+        return check_condensed(A, name, allow_nan=allow_nan)
+    A = check_rdm(A, name, allow_nan=allow_nan)
+    return A[np.triu_indices(A.shape[0], 1)], A.shape[0]
 
 
 def squareform_rdm(r):
@@ -289,10 +332,9 @@ def squareform_rdm(r):
            [1., 0., 3.],
            [2., 3., 0.]])
     """
-    r = np.asarray(r)
-    if r.ndim != 1:
-        raise ValueError(f"r must be a condensed (m(m-1)/2,) RDM vector; got shape {r.shape}. "
-                         "Use check_rdm for square RDMs.")
+    if np.ndim(r) != 1:
+        raise ValueError(f"r must be a condensed (m(m-1)/2,) RDM vector; got shape "
+                         f"{np.shape(r)}. Use check_rdm for square RDMs.")
     return check_rdm(r, "r", allow_nan=True)
 
 
@@ -317,12 +359,9 @@ def condense_rdm(R, check=True):
     array([1., 2., 3.])
     """
     if check:
-        R = check_rdm(R, allow_nan=True)
-    else:
-        R = np.asarray(R, dtype=np.float64)
-        if R.ndim == 1:
-            return R
-    return R[np.triu_indices(R.shape[0], 1)]
+        return condensed_and_size(R, "R")[0]
+    R = np.asarray(R, dtype=np.float64)
+    return R if R.ndim == 1 else R[np.triu_indices(R.shape[0], 1)]
 
 
 def _rdm_stack(rdms, name, allow_nan):

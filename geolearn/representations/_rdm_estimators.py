@@ -160,11 +160,11 @@ def _similarity(p, y, criterion):
     """Cosine or Pearson r of two vectors; undefined (ValueError) for a zero/constant one."""
     if criterion == "pearson":
         p, y = p - p.mean(), y - y.mean()
-    den = np.sqrt(np.dot(p, p) * np.dot(y, y))
+    den = np.sqrt(np.einsum("i,i->", p, p) * np.einsum("i,i->", y, y))
     if not den > 0:
         what = "constant" if criterion == "pearson" else "all zeros"
         raise ValueError(f"The prediction or y is {what}: the {criterion} score is undefined.")
-    return float(np.dot(p, y) / den)
+    return float(np.einsum("i,i->", p, y) / den)
 
 
 class WeightedRDMModel(RegressorMixin, BaseEstimator):

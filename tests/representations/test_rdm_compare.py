@@ -17,7 +17,7 @@ from geolearn.representations import (
     condense_rdm,
     squareform_rdm,
 )
-from geolearn.representations._rdm_compare import METHODS
+from geolearn.representations._rdm_compare import METHODS, _rank
 
 
 def _tau_a_brute(a, b):
@@ -233,3 +233,22 @@ def test_bootstrap_accepts_condensed_input():
     b = bootstrap_compare_rdms(condense_rdm(R1), squareform_rdm(condense_rdm(R2)), n_boot=20,
                                random_state=0)
     np.testing.assert_allclose(a.distribution, b.distribution, atol=1e-12)
+
+
+_near_one = st.integers(-40, 40).map(lambda k: 1.0 + k * 2.0**-52)  # equal key prefixes
+_value = (st.integers(0, 6).map(float) | st.floats(-5, 5, allow_subnormal=False)
+          | _near_one | _near_one.map(lambda x: -x) | st.sampled_from([0.0, -0.0]))
+
+
+@given(st.lists(_value, min_size=1, max_size=60))
+def test_rank_is_rankdata(values):
+    """The packed-key sort is exact: near-equal values, ties, signs and signed zeros."""
+    v = np.array(values)
+    np.testing.assert_array_equal(_rank(v), stats.rankdata(v))
+
+
+def test_rank_of_a_large_vector_with_prefix_collisions():
+    rng = np.random.default_rng(0)
+    v = 1.0 + rng.integers(0, 2**20, size=300_000) * 2.0**-52  # all collide in the prefix
+    v[::3] = rng.random(100_000)
+    np.testing.assert_array_equal(_rank(v), stats.rankdata(v))
