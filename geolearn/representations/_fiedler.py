@@ -93,7 +93,7 @@ def _spectrum(R, negative_weights, normalized):
         issues.add("not unique")
     if not negative and evals[1] <= 1e-12 * scale:
         issues.add("disconnected")
-    if (e2 > 0).all() or (e2 < 0).all() or e2.std() < 1e-8 * mag.max():
+    if (e2 >= 0).all() or e2.std() < 1e-8 * mag.max():  # after the flip: never all < 0
         issues.add("one-sided")
     return e2, evals, issues
 
@@ -212,6 +212,8 @@ def fiedler_accuracy(R, labels, *, negative_weights="clip", balance="none", rand
     ``acc = max(|P1 & a| + |P2 & b|, |P1 & b| + |P2 & a|) / m`` (the Fiedler vector's
     sign is arbitrary, hence the better of the two assignments). The paper's printed
     formula ``(|P1| + |P2|) / m`` is 1 for every partition, so this is its reconstruction.
+    As in the paper's strict inequalities, a stimulus with ``e2`` exactly 0 is in neither
+    part and counts as misclassified (``FiedlerPartition.labels_`` puts it in part 1).
     Its chance level for balanced classes is slightly above 0.5 (the max over the two
     assignments); use :func:`fiedler_pairwise` for intervals and permutation p-values.
 

@@ -21,7 +21,7 @@ from geolearn.representations import (
     fiedler_pairwise,
     fiedler_vector,
 )
-from geolearn.representations._fiedler import _bca_interval, _laplacian
+from geolearn.representations._fiedler import _bca_interval, _laplacian, _score
 from tests.helpers import check_bad_inputs
 
 
@@ -170,6 +170,19 @@ def test_indefinite_and_one_sided_with_keep():
     with pytest.warns(FiedlerWarning, match="disconnected"):  # clipped: stimulus 2 isolated
         _, ev = fiedler_vector(R)
     assert ev[1] == pytest.approx(0, abs=1e-12)
+
+
+def test_normalized_needs_non_negative_degrees():
+    R = np.array([[0, 0.1, 1.9], [0.1, 0, 1.9], [1.9, 1.9, 0]])
+    with pytest.raises(ValueError, match="non-negative degrees"):
+        fiedler_vector(R, negative_weights="keep", normalized=True)
+
+
+def test_stimulus_on_the_cut_is_in_neither_part():
+    """Paper's Algorithm 1, step 6: P1 = {e2 < 0}, P2 = {e2 > 0}; an exact 0 is in neither
+    and counts as misclassified (putting it in P2 would score 1.0 here)."""
+    e2 = np.array([-0.5, -0.5, 0.0, 0.5, 0.5])
+    assert _score(e2, np.array([0, 0, 1, 1, 1])) == (0.8, 1.0, 2 / 3)
 
 
 def test_no_warning_for_a_clean_partition():
