@@ -432,10 +432,9 @@ def _one_pair(R, inverse, classes, pair, balance, n_boot, n_permutations, alpha,
             # threads: LAPACK releases the GIL, and the one-thread BLAS limit is shared;
             # contiguous chunks in order, so the scores do not depend on n_jobs
             bounds = np.linspace(0, len(index_sets), 4 * effective_n_jobs(n_jobs) + 1)
-            bounds = bounds.astype(int)
             scores = np.concatenate(Parallel(n_jobs=n_jobs, prefer="threads")(
                 delayed(_resample_scores)(Rs, codes, index_sets[lo:hi], negative_weights)
-                for lo, hi in zip(bounds[:-1], bounds[1:]) if hi > lo))
+                for lo, hi in itertools.pairwise(bounds.astype(int)) if hi > lo))
     _warn(issues, ("indefinite", "not unique"), stacklevel=4)
     accuracy, recall_a, recall_b = _score(e2, codes)
     dist, jack_acc = scores[:n_boot, 0], scores[n_boot:, 0]
@@ -521,7 +520,7 @@ class FiedlerPartition(ClusterMixin, BaseEstimator):
         check_choice(self.metric, "metric", ("precomputed", *METRICS))
         check_choice(self.negative_weights, "negative_weights", NEGATIVE_WEIGHTS)
         if not isinstance(self.normalized, (bool, np.bool_)):
-            raise ValueError(f"normalized must be True or False; got {self.normalized!r}.")
+            raise TypeError(f"normalized must be True or False; got {self.normalized!r}.")
         X = validate_data(self, X, dtype=np.float64, ensure_min_samples=3)
         if self.metric == "precomputed":
             R = check_rdm(X, "X")

@@ -282,7 +282,7 @@ def test_pairwise_is_reproducible_per_pair_and_independent_of_n_jobs():
     rng = np.random.default_rng(7)
     X, codes = clustered_features(rng, [12, 9, 11], shift=1.0)
     R = compute_rdm(X)
-    kw = dict(n_boot=500, random_state=3, n_permutations=20)
+    kw = {"n_boot": 500, "random_state": 3, "n_permutations": 20}
     all_pairs = fiedler_pairwise(R, codes, bonferroni=False, **kw)
     one = fiedler_pairwise(R, codes, pairs=[(1, 2)], **kw)[0]
     par = fiedler_pairwise(R, codes, pairs=[(1, 2)], n_jobs=2, **kw)[0]
