@@ -39,6 +39,10 @@ def clustered_features(rng, n_per_class, n_features=10, shift=3.0):
     return X, codes
 
 
+def messages(record):
+    return " ".join(str(w.message) for w in record)
+
+
 def brute_accuracy(e2, y):
     """The accuracy's definition, by enumerating both assignments of the parts."""
     best = 0
@@ -106,7 +110,9 @@ def test_sign_convention():
 def test_permuting_stimuli_permutes_the_partition(seed, m):
     rng = np.random.default_rng(seed)
     R = compute_rdm(rng.normal(size=(m, 6)))
-    fp = FiedlerPartition().fit(R)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FiedlerWarning)  # degenerate draws are assumed away
+        fp = FiedlerPartition().fit(R)
     ev = fp.eigenvalues_
     # a near-repeated eigenvalue makes the eigenvector itself ill-conditioned
     assume(not fp.degenerate_ and ev[2] - ev[1] > 1e-6 * max(1, ev[2]))
@@ -141,8 +147,9 @@ def test_networkx_agrees():
 
 def test_disconnected_graph_is_degenerate():
     R, _ = block_rdm([4, 5], 0.2, 1.0)  # no edges between the blocks
-    with pytest.warns(FiedlerWarning, match="disconnected"):
+    with pytest.warns(FiedlerWarning) as record:
         fp = FiedlerPartition().fit(R)
+    assert "disconnected" in messages(record)
     assert fp.degenerate_ and fp.algebraic_connectivity_ == pytest.approx(0, abs=1e-12)
 
 
@@ -159,16 +166,17 @@ def test_indefinite_and_one_sided_with_keep():
     R = np.array([[0, 0.1, 1.9], [0.1, 0, 1.9], [1.9, 1.9, 0]])
     with pytest.warns(FiedlerWarning) as record:
         fp = FiedlerPartition(negative_weights="keep").fit(R)
-    messages = " ".join(str(w.message) for w in record)
-    assert "indefinite" in messages and "one side" in messages
+    assert "indefinite" in messages(record) and "one side" in messages(record)
     np.testing.assert_allclose(fp.eigenvalues_, [-2.7, 0, 0.9], atol=1e-12)
     assert fp.degenerate_ and np.all(fp.labels_ == 1)
-    with pytest.warns(FiedlerWarning, match="one side"):
+    with pytest.warns(FiedlerWarning) as record:
         assert fiedler_accuracy(R, [0, 0, 1], negative_weights="keep") == 2 / 3
+    assert "one side" in messages(record)
     with pytest.raises(ValueError, match="negative_weights='clip'"):
         fiedler_vector(R, negative_weights="raise")
-    with pytest.warns(FiedlerWarning, match="disconnected"):  # clipped: stimulus 2 isolated
+    with pytest.warns(FiedlerWarning) as record:  # clipped: stimulus 2 isolated
         _, ev = fiedler_vector(R)
+    assert "disconnected" in messages(record)
     assert ev[1] == pytest.approx(0, abs=1e-12)
 
 
