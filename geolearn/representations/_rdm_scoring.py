@@ -68,7 +68,8 @@ class RDMSimilarityScoring(Callback):
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(40, 4)).astype(np.float32)
     >>> y = (X[:, 0] > 0).astype(np.int64)
-    >>> hms = RDMSimilarityScoring(X[:10], categorical_rdm(y[:10]), layer="1")
+    >>> hms = RDMSimilarityScoring(X[:10], categorical_rdm(y[:10]), layer="0")
+    >>> _ = torch.manual_seed(0)
     >>> net = NeuralNetClassifier(
     ...     torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2)),
     ...     criterion=torch.nn.CrossEntropyLoss, max_epochs=2, train_split=None, verbose=0,

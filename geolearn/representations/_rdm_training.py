@@ -191,6 +191,7 @@ class RDMRegularizedClassifier(NeuralNetClassifier):
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(60, 4)).astype(np.float32)
     >>> y = (X[:, 0] > 0).astype(np.int64)
+    >>> _ = torch.manual_seed(0)
     >>> net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
     >>> clf = RDMRegularizedClassifier(
     ...     net, criterion=torch.nn.CrossEntropyLoss, rdm_layer="1", rdm_stimuli=X[:20],
