@@ -12,10 +12,11 @@ from sklearn.random_projection import SparseRandomProjection
 from skorch import NeuralNetClassifier
 
 from geolearn.models import GradientsUnavailableError, as_model
-from geolearn.representations import NetworkRDM, categorical_rdm, compute_rdm
+from geolearn.representations import NetworkRDM, categorical_rdm, compute_rdm, make_rdm_scorer
 from geolearn.representations._network_rdm import layer_features
 from geolearn.representations._rdm_compare import compare_rdms
 from tests.helpers import assert_message
+from tests.threads import check_all_equal, model_state, run_in_threads, small_net
 
 
 def _mlp():
@@ -226,3 +227,17 @@ def test_bad_inputs():
         NetworkRDM(black_box).fit(X)
     with pytest.raises(NotFittedError):
         NetworkRDM(net).compare(np.zeros((3, 3)))
+
+
+def test_layer_rdms_and_scorer_from_threads_match_serial_and_leave_the_model_unchanged():
+    net = small_net()
+    before = model_state(net)
+    X = _X(30)
+    target = categorical_rdm(np.arange(30) % 3)
+    scorer = make_rdm_scorer(X, target, layer="2")
+    calls = [("rdm", lambda: NetworkRDM(net, layers=["1", "4"], batch_size=7).fit(X).rdms_["4"]),
+             ("score", lambda: scorer(net))]
+    expected = {name: fn() for name, fn in calls}
+    check_all_equal(run_in_threads(calls, repeats=8), expected)
+    assert model_state(net) == before
+    assert not any(mod._forward_hooks or mod._forward_pre_hooks for mod in net.modules())
