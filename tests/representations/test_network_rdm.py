@@ -12,7 +12,12 @@ from sklearn.random_projection import SparseRandomProjection
 from skorch import NeuralNetClassifier
 
 from geolearn.models import GradientsUnavailableError, as_model
-from geolearn.representations import NetworkRDM, categorical_rdm, compute_rdm, make_rdm_scorer
+from geolearn.representations import (
+    NetworkRDM,
+    categorical_rdm,
+    compute_rdm,
+    make_rdm_scorer,
+)
 from geolearn.representations._network_rdm import layer_features
 from geolearn.representations._rdm_compare import compare_rdms
 from tests.helpers import assert_message
