@@ -54,7 +54,7 @@ def _chunks(n, chunk_size):
 
 def _transformed_chunk(X, cols, metric, row_means, work):
     """The chunk ``X[:, cols]`` as the rows entering the Gram product of ``metric``."""
-    V = np.asarray(X[:, cols], dtype=np.float64)
+    V = np.array(X[:, cols], dtype=np.float64)  # a copy: the caller's X is never modified
     if metric == "zscore_correlation":
         V = (V - V.mean(0)) / (V.std(0) + _ZSCORE_EPS)
     elif metric in ("euclidean", "sqeuclidean_per_feature"):

@@ -56,6 +56,16 @@ def test_compute_rdm_float32_and_condensed(V, metric):
                                rtol=1e-15, atol=1e-15)
 
 
+@pytest.mark.parametrize("metric", METRICS)
+@pytest.mark.parametrize("chunk_size", [None, 4])
+def test_input_is_not_modified_and_may_be_read_only(V, metric, chunk_size):
+    X = V.copy()
+    X.flags.writeable = False
+    R = compute_rdm(X, metric, chunk_size=chunk_size)
+    np.testing.assert_array_equal(X, V)
+    np.testing.assert_allclose(R, _reference(V, metric), atol=1e-12)
+
+
 def test_chunked_float32_input_keeps_float64_accuracy():
     # float32 features, float64 accumulation: identical to the float64 RDM of the same values
     V = np.random.default_rng(1).normal(size=(20, 300)).astype(np.float32) + 100
