@@ -198,6 +198,33 @@ def test_check_rdm_refuses(R, match):
     assert_message(exc, "rdm_target")
 
 
+@given(arrays(np.float64, st.tuples(st.integers(3, 7), st.integers(3, 7)).map(lambda t: (t[0],) * 2),
+              elements=st.floats(0, 100)),
+       st.integers(0, 48), st.floats(1e-6, 10), st.sampled_from(["asym", "diag", "neg"]))
+def test_check_rdm_accepts_valid_and_refuses_each_defect(A, where, delta, defect):
+    """A symmetric, zero-diagonal, non-negative matrix passes unchanged; one defect fails."""
+    m = len(A)
+    R = A + A.T
+    np.fill_diagonal(R, 0.0)
+    np.testing.assert_array_equal(check_rdm(R), R)
+    i, j = divmod(where % (m * m), m)
+    if i == j:
+        j = (i + 1) % m
+    bad = R.copy()
+    scale = max(R.max(), 1.0)
+    if defect == "asym":
+        bad[i, j] += delta * scale
+        match = "not symmetric"
+    elif defect == "diag":
+        bad[i, i] = delta * scale
+        match = "nonzero diagonal"
+    else:
+        bad[i, j] = bad[j, i] = -delta
+        match = "negative"
+    with pytest.raises(ValueError, match=match):
+        check_rdm(bad)
+
+
 def test_check_rdm_nan_must_be_symmetric_off_diagonal():
     R = np.array([[0.0, np.nan, 2], [np.nan, 0, 3], [2, 3, 0]])
     assert np.isnan(check_rdm(R, allow_nan=True)[0, 1])
