@@ -5,9 +5,10 @@ on the same stimuli; the human-model similarity HMS is their Spearman correlatio
 stimulus bootstrap resamples stimuli, never recomputes an RDM: a resample that draws
 stimulus ``i`` ``c_i`` times holds every pair ``(i, j)`` of distinct stimuli ``c_i c_j``
 times (pairs of two copies of one stimulus are excluded), so each statistic is the
-weighted statistic of the original pairs with weights ``c_i c_j``. That is exact and costs
-O(p) per resample with no sort (ranks come from weighted cumulative sums in one fixed
-sort order).
+weighted statistic of the original pairs with weights ``c_i c_j``. That is exact: Pearson
+and cosine become ratios of quadratic forms ``c^T M c / 2`` (matrix products for all
+resamples at once), Spearman takes weighted average ranks from cumulative sums in one fixed
+sort order (O(p) per resample, no sort).
 """
 
 import warnings
