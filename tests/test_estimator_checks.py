@@ -20,11 +20,17 @@ def _building_blocks():
     objective function and is exercised through every estimator that uses it.
     ``MLDGNet`` is MetaManifoldAutoencoder's net: it trains on episodes that the
     estimator's sampler draws, and is exercised through that estimator.
+    ``RDMRegularizedClassifier`` is a skorch ``NeuralNetClassifier`` (so that with
+    ``rdm_weight=0`` it is exactly one): like every skorch net it passes its inputs to the
+    module as skorch does (no scikit-learn input validation, float64 rows into a float32
+    module), so most checks fail for skorch's reasons; its clone, pickle, GridSearchCV and
+    argument validation are tested in ``tests/representations/test_rdm_training.py``.
     """
     from geolearn.generative import MLDGNet
     from geolearn.models import ObjectiveNet
+    from geolearn.representations import RDMRegularizedClassifier
 
-    return {ObjectiveNet, MLDGNet}
+    return {ObjectiveNet, MLDGNet, RDMRegularizedClassifier}
 
 
 def public_estimator_classes():

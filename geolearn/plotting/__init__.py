@@ -19,6 +19,7 @@ from ._invariance import InvarianceReportDisplay, SaliencyOrbitDisplay
 from ._manifold import DiffusionEmbeddingDisplay, NystromProjectionDisplay
 from ._meta_learning import ReconstructionDisplay, TrainingCurvesDisplay
 from ._polytopes import PolytopePartitionDisplay, SegmentRegionsDisplay
+from ._rdm import FiedlerDisplay, RDMComparisonDisplay, RDMDisplay
 from ._representations import CanonicalSpaceDisplay, DetectionScoreDisplay
 from ._riemannian import GeometrySliceDisplay
 from ._subspaces import PrincipalAnglesDisplay, SVBFConvergenceDisplay
@@ -31,6 +32,7 @@ __all__ = [
     "DeformationGridDisplay",
     "DetectionScoreDisplay",
     "DiffusionEmbeddingDisplay",
+    "FiedlerDisplay",
     "GeneratedSamplesDisplay",
     "GeometrySliceDisplay",
     "InvarianceReportDisplay",
@@ -40,6 +42,8 @@ __all__ = [
     "PersistenceDiagramDisplay",
     "PolytopePartitionDisplay",
     "PrincipalAnglesDisplay",
+    "RDMComparisonDisplay",
+    "RDMDisplay",
     "ReconstructionDisplay",
     "SVBFConvergenceDisplay",
     "SaliencyOrbitDisplay",
