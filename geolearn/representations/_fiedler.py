@@ -21,6 +21,7 @@ from sklearn.utils.validation import validate_data
 from threadpoolctl import threadpool_limits
 
 from .._utils import check_choice, check_scalar_param, fitted_on_success
+from ..exceptions import GeolearnWarning
 from ._rdm import METRICS, check_rdm, compute_rdm
 
 NEGATIVE_WEIGHTS = ("clip", "keep", "raise")
@@ -37,7 +38,7 @@ def _blas_threads(m):
     return threadpool_limits(1, user_api="blas") if m <= _THREADED_M else nullcontext()
 
 
-class FiedlerWarning(UserWarning):
+class FiedlerWarning(GeolearnWarning):
     """A Fiedler partition or its bootstrap interval is unreliable.
 
     Raised for an indefinite Laplacian (``negative_weights="keep"``), a repeated second

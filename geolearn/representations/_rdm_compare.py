@@ -20,6 +20,7 @@ from scipy import stats
 from sklearn.utils import check_random_state
 
 from .._utils import check_choice, check_scalar_param
+from ..exceptions import NumericalWarning
 from ._rdm import condensed_and_size
 
 METHODS = ("pearson", "spearman", "kendall_tau_a", "cosine")
@@ -328,7 +329,7 @@ def bootstrap_compare_rdms(R1, R2, method="pearson", n_boot=1000, confidence_lev
 
     Warns
     -----
-    UserWarning
+    NumericalWarning
         When some resamples leave a constant vector (the comparison is undefined there);
         they are NaN in ``distribution`` and left out of the summaries.
 
@@ -371,7 +372,7 @@ def _summarise(statistic, dist, m, confidence_level, p_method):
         warnings.warn(
             f"{dist.size - finite.size} of {dist.size} bootstrap resamples gave a constant "
             "RDM vector (comparison undefined); they are NaN in distribution and left out.",
-            UserWarning, stacklevel=3)
+            NumericalWarning, stacklevel=3)
     if finite.size == 0:
         raise ValueError("every bootstrap resample gave a constant RDM vector; the "
                          "bootstrap is undefined for these RDMs.")

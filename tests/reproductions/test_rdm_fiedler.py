@@ -9,7 +9,6 @@ averaging noisy "subjects" raises the accuracy.
 """
 
 import itertools
-import time
 import warnings
 
 import numpy as np
@@ -166,26 +165,24 @@ def bca(digits, rdms):
     """The BCa part: 60 images per digit, n_boot=300, Bonferroni over the 5 pairs."""
     y, _, _ = digits
     sub = first_per_digit(y, 60)
-    start = time.perf_counter()
     out = {}
     for name in ("pixels", "pure noise"):
         with pytest.warns(FiedlerWarning, match="n_boot=300 < 500"):
             out[name] = fiedler_pairwise(rdms[name][np.ix_(sub, sub)], y[sub], pairs=BCA_PAIRS,
                                          n_boot=300, n_permutations=999, random_state=0)
-    return out, time.perf_counter() - start
+    return out
 
 
 @pytest.mark.slow
 def test_digits_bca_pixels_separate_every_pair(bca):
     """Figs. 8-9: a well-clustered representation partitions every pair significantly
     (Bonferroni-corrected BCa lower bound above chance). Reference-run lower bounds 0.98,
-    0.67, 0.62, 0.97, 0.93; measured 0.983, 0.705, 0.596, 0.966, 0.950. The spec's time
-    budget for the BCa part is 60 s (measured about 8 s on a loaded 2-core machine)."""
-    results, seconds = bca
+    0.67, 0.62, 0.97, 0.93; measured 0.983, 0.705, 0.596, 0.966, 0.950. Its time is
+    measured in benchmarks/bench_rdm.py, not asserted here."""
+    results = bca
     lows = [r["ci_low"] for r in results["pixels"]]
     assert all(low > 0.55 for low in lows), lows
     assert all(r["confidence_level"] == pytest.approx(1 - 0.05 / 5) for r in results["pixels"])
-    assert seconds < 60
 
 
 @pytest.mark.slow
@@ -197,7 +194,7 @@ def test_digits_bca_pixels_separate_every_pair(bca):
 def test_digits_bca_pure_noise_intervals_contain_chance(bca):
     """Figs. 8-9 (EfficientNet-b0 'not significantly above noise'): for pure noise every
     Bonferroni-corrected BCa interval contains 0.5 (reference-run lower bounds 0.5)."""
-    results, _ = bca
+    results = bca
     intervals = [(r["ci_low"], r["ci_high"]) for r in results["pure noise"]]
     assert all(low <= 0.5 <= high for low, high in intervals), intervals
 
@@ -207,7 +204,7 @@ def test_digits_pure_noise_not_significant_by_permutation(bca):
     """The same claim through the label-permutation p-value, which accounts for the chance
     level above 0.5: no pure-noise pair is significant at the Bonferroni level 0.01 (measured
     p = 0.85, 0.84, 0.85, 0.13, 0.71), while every pixel pair is (p = 0.001)."""
-    results, _ = bca
+    results = bca
     assert all(r["p_permutation"] > 0.01 for r in results["pure noise"])
     assert all(r["p_permutation"] <= 0.01 for r in results["pixels"])
 
@@ -222,16 +219,3 @@ def test_digits_mean_subject_beats_every_subject(digits):
     single = [mean_pair_accuracy(R, y) for R in subject_rdms]
     mean_subject = mean_pair_accuracy(mean_rdm(np.stack(subject_rdms)), y)
     assert mean_subject >= max(single) + 0.05, (single, mean_subject)
-
-
-@pytest.mark.slow
-def test_fiedler_accuracy_of_1000_stimuli_is_fast(rdms, digits):
-    """Performance target: fiedler_accuracy for m = 1,000 in < 0.5 s (best of 3)."""
-    y, _, _ = digits
-    R, labels = rdms["pixels"][:1000, :1000], y[:1000] % 2
-    times = []
-    for _ in range(3):
-        start = time.perf_counter()
-        fiedler_accuracy(R, labels)
-        times.append(time.perf_counter() - start)
-    assert min(times) < 0.5, times
