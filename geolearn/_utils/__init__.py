@@ -7,6 +7,7 @@ from .validation import (
     check_choice,
     check_diagram,
     check_diagrams,
+    check_dtype_range,
     check_hidden_sizes,
     check_image_shape,
     check_images,
@@ -17,6 +18,7 @@ from .validation import (
     check_positive,
     check_positive_integer,
     check_scalar_param,
+    check_squares_finite,
 )
 
 __all__ = [
@@ -24,6 +26,7 @@ __all__ = [
     "check_choice",
     "check_diagram",
     "check_diagrams",
+    "check_dtype_range",
     "check_hidden_sizes",
     "check_image_shape",
     "check_images",
@@ -35,6 +38,7 @@ __all__ = [
     "check_positive",
     "check_positive_integer",
     "check_scalar_param",
+    "check_squares_finite",
     "discard_fitted",
     "fitted_on_success",
     "iter_batches",
