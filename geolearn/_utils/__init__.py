@@ -2,6 +2,7 @@
 
 from .fitting import discard_fitted, fitted_on_success
 from .memory import available_memory, check_memory
+from .random import row_seeds
 from .torch import iter_batches, resolve_device, to_numpy, to_tensor, torch_seed, torch_threads
 from .validation import (
     check_choice,
@@ -19,6 +20,7 @@ from .validation import (
     check_positive_integer,
     check_scalar_param,
     check_squares_finite,
+    preserved_dtype,
 )
 
 __all__ = [
@@ -41,8 +43,10 @@ __all__ = [
     "check_squares_finite",
     "discard_fitted",
     "fitted_on_success",
+    "preserved_dtype",
     "iter_batches",
     "resolve_device",
+    "row_seeds",
     "to_numpy",
     "to_tensor",
     "torch_seed",

@@ -207,6 +207,21 @@ def check_model_inputs(X, image_shape=None, *, min_samples=1, name="X"):
     return X
 
 
+def preserved_dtype(X):
+    """float32 for float32 input, else float64: the output dtype of a float32-preserving method.
+
+    Transformers whose computation runs in float32 anyway (torch networks) or loses
+    nothing at float32 precision return float32 for float32 input, as scikit-learn's
+    do; the rest compute and return float64 (eigenproblems, LPs, curvature).
+
+    Examples
+    --------
+    >>> preserved_dtype(np.zeros(2, np.float32)), preserved_dtype([1, 2])
+    (<class 'numpy.float32'>, <class 'numpy.float64'>)
+    """
+    return np.float32 if getattr(X, "dtype", None) == np.float32 else np.float64
+
+
 def _largest(X):
     X = np.asarray(X)
     return float(np.max(np.abs(X))) if X.size else 0.0

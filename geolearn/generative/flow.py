@@ -23,6 +23,7 @@ from .._utils import (
     check_hidden_sizes,
     check_positive_integer,
     iter_batches,
+    preserved_dtype,
     to_numpy,
     to_tensor,
 )
@@ -310,8 +311,14 @@ class FlowDensity(ObjectiveTrainingMixin, MeanScoreMixin, OneToOneFeatureMixin, 
         Returns
         -------
         Z : ndarray of shape (n_samples, n_features)
+            float32 for float32 ``X`` (the flow computes in float32), else float64.
         """
-        return self._forward(self._standardised(X))[0]
+        return self._forward(self._standardised(X))[0].astype(preserved_dtype(X), copy=False)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        return tags
 
     @torch.no_grad()
     def inverse_transform(self, Z):

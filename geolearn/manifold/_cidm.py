@@ -795,6 +795,7 @@ class CIDM(TransformerMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
+        # float64 only: the kernel eigenproblem and the Nyström softmax need its range
         tags.transformer_tags.preserves_dtype = ["float64"]
         return tags
 

@@ -15,7 +15,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from .._utils import iter_batches
+from .._utils import iter_batches, preserved_dtype
 from .metrics import embedding_mse
 
 _EPS = np.finfo(np.float64).eps
@@ -250,7 +250,8 @@ class LinearEmbeddingMap(TransformerMixin, RegressorMixin, BaseEstimator):
 
         Returns
         -------
-        Y_hat : ndarray of float64, shape (n, d_B)
+        Y_hat : ndarray of shape (n, d_B)
+            float32 for float32 ``X`` (computed in float64, then rounded), else float64.
         """
         check_is_fitted(self)
         X = validate_data(self, X, dtype=(np.float64, np.float32), reset=False)
@@ -258,7 +259,7 @@ class LinearEmbeddingMap(TransformerMixin, RegressorMixin, BaseEstimator):
         for sl in iter_batches(len(X), self.batch_size):
             np.matmul(np.asarray(X[sl], dtype=np.float64), self.coef_.T, out=out[sl])
         out += self.intercept_
-        return out
+        return out.astype(preserved_dtype(X), copy=False)
 
     def predict(self, X):
         """Same as :meth:`transform` (the map as a multi-output regressor).
@@ -269,7 +270,7 @@ class LinearEmbeddingMap(TransformerMixin, RegressorMixin, BaseEstimator):
 
         Returns
         -------
-        Y_hat : ndarray of float64, shape (n, d_B)
+        Y_hat : ndarray of shape (n, d_B), float32 for float32 ``X``, else float64
         """
         return self.transform(X)
 
@@ -297,6 +298,7 @@ class LinearEmbeddingMap(TransformerMixin, RegressorMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         tags.target_tags.multi_output = True
         tags.target_tags.single_output = False
         return tags
