@@ -2,11 +2,13 @@
 
 from .fitting import discard_fitted, fitted_on_success
 from .memory import available_memory, check_memory
+from .random import row_seeds
 from .torch import iter_batches, resolve_device, to_numpy, to_tensor, torch_seed, torch_threads
 from .validation import (
     check_choice,
     check_diagram,
     check_diagrams,
+    check_dtype_range,
     check_hidden_sizes,
     check_image_shape,
     check_images,
@@ -17,6 +19,8 @@ from .validation import (
     check_positive,
     check_positive_integer,
     check_scalar_param,
+    check_squares_finite,
+    preserved_dtype,
 )
 
 __all__ = [
@@ -24,6 +28,7 @@ __all__ = [
     "check_choice",
     "check_diagram",
     "check_diagrams",
+    "check_dtype_range",
     "check_hidden_sizes",
     "check_image_shape",
     "check_images",
@@ -35,10 +40,13 @@ __all__ = [
     "check_positive",
     "check_positive_integer",
     "check_scalar_param",
+    "check_squares_finite",
     "discard_fitted",
     "fitted_on_success",
+    "preserved_dtype",
     "iter_batches",
     "resolve_device",
+    "row_seeds",
     "to_numpy",
     "to_tensor",
     "torch_seed",

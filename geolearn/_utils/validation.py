@@ -3,6 +3,7 @@
 import numbers
 
 import numpy as np
+import torch
 from sklearn.utils.validation import check_array, column_or_1d
 
 
@@ -203,6 +204,105 @@ def check_model_inputs(X, image_shape=None, *, min_samples=1, name="X"):
         return check_images(X, image_shape, min_samples=min_samples, name=name)
     X = check_array(X, dtype=np.float32, allow_nd=True, ensure_min_samples=min_samples,
                     input_name=name)
+    return X
+
+
+def preserved_dtype(X):
+    """float32 for float32 input, else float64: the output dtype of a float32-preserving method.
+
+    Transformers whose computation runs in float32 anyway (torch networks) or loses
+    nothing at float32 precision return float32 for float32 input, as scikit-learn's
+    do; the rest compute and return float64 (eigenproblems, LPs, curvature).
+
+    Examples
+    --------
+    >>> preserved_dtype(np.zeros(2, np.float32)), preserved_dtype([1, 2])
+    (<class 'numpy.float32'>, <class 'numpy.float64'>)
+    """
+    return np.float32 if getattr(X, "dtype", None) == np.float32 else np.float64
+
+
+def _largest(X):
+    X = np.asarray(X)
+    return float(np.max(np.abs(X))) if X.size else 0.0
+
+
+def check_dtype_range(X, dtype=np.float32, *, name="X", where="the float32 torch model",
+                      fix=None):
+    """Refuse finite values beyond the range of ``dtype``: the cast would make them infinite.
+
+    Use where float64 data enters float32 (torch) code, so that 1e300 gives this error
+    rather than NaN or infinite results.
+
+    Parameters
+    ----------
+    X : array-like of float
+    dtype : numpy or torch floating dtype, default=np.float32
+    name : str, default="X"
+    where : str
+        What computes in ``dtype``, named in the message.
+    fix : str, optional
+        The cure the message proposes; default: rescale ``name``.
+
+    Returns
+    -------
+    X : the input, unchanged
+
+    Examples
+    --------
+    >>> check_dtype_range(np.array([1e300]), np.float32)
+    Traceback (most recent call last):
+    ...
+    ValueError: X holds values up to 1e+300 in absolute value, beyond the float32 range \
+(3.4e+38) of the float32 torch model; rescale X (e.g. StandardScaler).
+    """
+    if isinstance(dtype, torch.dtype):
+        limit, label = float(torch.finfo(dtype).max), str(dtype).removeprefix("torch.")
+    else:
+        limit, label = float(np.finfo(dtype).max), np.dtype(dtype).name
+    peak = _largest(X)
+    if peak > limit:
+        fix = fix or f"rescale {name} (e.g. StandardScaler)"
+        raise ValueError(f"{name} holds values up to {peak:.3g} in absolute value, beyond the "
+                         f"{label} range ({limit:.2g}) of {where}; {fix}.")
+    return X
+
+
+def check_squares_finite(X, name="X", what="squared distances"):
+    """Refuse values whose squared distances overflow float64 (they would give NaN silently).
+
+    Rows of ``n`` features with ``|x_i| <= M`` have ``|x - y|^2 <= 4 n M^2``: ``M`` must
+    stay below ``sqrt(max_float64 / (4 n))``, about 6.7e153 / sqrt(n).
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features), float64
+    name : str, default="X"
+    what : str, default="squared distances"
+        What overflows, named in the message.
+
+    Returns
+    -------
+    X : the input, unchanged
+
+    Examples
+    --------
+    >>> check_squares_finite(np.ones((2, 3)))
+    array([[1., 1., 1.],
+           [1., 1., 1.]])
+    >>> check_squares_finite(np.full((2, 3), 1e300))
+    Traceback (most recent call last):
+    ...
+    ValueError: X holds values up to 1e+300 in absolute value: its squared distances \
+overflow float64 (|x| must stay below 3.9e+153 with 3 features); rescale X (e.g. StandardScaler).
+    """
+    n = max(int(np.prod(np.shape(X)[1:])), 1)
+    limit = float(np.sqrt(np.finfo(np.float64).max / (4 * n)))
+    peak = _largest(X)
+    if peak > limit:
+        raise ValueError(f"{name} holds values up to {peak:.3g} in absolute value: its {what} "
+                         f"overflow float64 (|x| must stay below {limit:.2g} with {n} features); "
+                         f"rescale {name} (e.g. StandardScaler).")
     return X
 
 

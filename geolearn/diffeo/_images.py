@@ -1,8 +1,10 @@
 """Image input of the family: square frames, fitted shapes and the estimator checks they fail."""
 
 # sklearn's checks feed tabular rows of 1-20 features; the estimators need square images of
-# side >= 4 (flat rows with image_shape), so fit raises on their data. tests/diffeo checks
-# the same contracts (clone, pickle, dtypes, nan/inf, n_features_in_, pipelines) on images.
+# side >= 4 (flat rows with image_shape), so fit raises on their data.
+# tests/diffeo/test_image_contract.py checks the same contracts on images (nan/inf, dtypes,
+# pickle, clone, idempotent and shape-resetting refits, row order and subsets) and that
+# each of these checks fails only for this reason.
 _TABULAR_CHECKS = (
     "check_dict_unchanged",
     "check_dont_overwrite_parameters",
@@ -33,7 +35,8 @@ def tabular_check_failures(*checks):
     return dict.fromkeys(
         _TABULAR_CHECKS + checks,
         "needs square images (or flat rows with image_shape): sklearn's tabular check data "
-        "cannot be folded into them")
+        "cannot be folded into them; tests/diffeo/test_image_contract.py checks the same "
+        "contract on images")
 
 
 def image_side(shape):

@@ -14,7 +14,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_array, check_is_fitted
 
-from .._utils import check_images, fitted_on_success, iter_batches
+from .._utils import check_images, fitted_on_success, iter_batches, row_seeds
 from ..models import call_flat_if_refused, fit_or_use, is_prefit
 from ._exceptions import StabilityWarning
 from ._images import check_fitted_shape, image_side, tabular_check_failures
@@ -33,7 +33,6 @@ from ._sampler import (
 
 AVERAGES = ("mean", "median", "median_per_unit")
 NOISE_NORMS = ("per_sample", "average")
-_RNG_BLOCK = 64  # samples per random stream: results do not depend on batch_size
 _TINY = 1e-300
 _RECOMMENDED_PROBES = 100
 
@@ -85,16 +84,14 @@ def log_std(values, axis=None):
 
 
 # --------------------------------------------------------------------------- engine
-def _normals(entropy, stream, start, stop, shape):
-    """Rows ``start:stop`` of a standard normal array drawn in fixed blocks of samples.
+def _normals(keys, stream, shape):
+    """Standard normals of ``shape`` per row, from a generator keyed on the row and ``stream``.
 
-    Each block has its own seed, so any batching of the rows gives the same numbers.
+    ``keys`` are the rows' :func:`geolearn._utils.row_seeds`: a probe's draws do not
+    depend on the other probes, their order or the batching.
     """
-    parts = []
-    for b in range(start // _RNG_BLOCK, (stop - 1) // _RNG_BLOCK + 1):
-        z = np.random.default_rng([entropy, *stream, b]).standard_normal((_RNG_BLOCK, *shape))
-        parts.append(z[max(start - b * _RNG_BLOCK, 0):stop - b * _RNG_BLOCK])
-    return np.concatenate(parts)
+    return np.stack([np.random.default_rng([key, *stream]).standard_normal(shape)
+                     for key in keys])
 
 
 def _pair_sq_distances(F, max_pairs, rng):
@@ -191,7 +188,7 @@ def _deformed(X, x_ref, r, radii, tally, cfg):
     n = X.shape[-1]
     for k in range(cfg.n_diffeo):
         for sl in cfg.batches:
-            z = _normals(cfg.entropy, (0, r, k), sl.start, sl.stop, (2, cfg.c, cfg.c))
+            z = _normals(cfg.row_keys[sl], (0, r, k), (2, cfg.c, cfg.c))
             coeffs = _coefficients(z, cfg.T, cfg.c, device=X.device)
             fields = _fields_from_coefficients(coeffs, n)
             tally.non_diffeo += int((_max_xi_from_coefficients(coeffs, n) >= 1).sum())
@@ -207,8 +204,7 @@ def _noised(x_ref, r, radii, cfg):
     d = x_ref[0].numel()
     for k in range(cfg.n_diffeo):
         for sl in cfg.batches:
-            g = torch.as_tensor(_normals(cfg.entropy, (1, r, k), sl.start, sl.stop, (d,)),
-                                device=x_ref.device)
+            g = torch.as_tensor(_normals(cfg.row_keys[sl], (1, r, k), (d,)), device=x_ref.device)
             scale = torch.as_tensor(radii[k, sl], device=x_ref.device) / torch.linalg.vector_norm(
                 g, dim=1)
             yield sl, x_ref[sl] + (scale[:, None] * g).reshape(x_ref[sl].shape)
@@ -233,7 +229,8 @@ def _progress(probe, n_calls, verbose):
 def _stability(probe, X, *, T, c, interp, average, noise_norm, n_diffeo, n_repeats,
                max_pairs, batch_size, entropy, verbose=0):
     """The engine of :class:`DiffeoStability`; ``X`` is a float64 tensor ``(N, C, n, n)``."""
-    cfg = Bunch(T=T, c=c, interp=interp, n_diffeo=n_diffeo, entropy=entropy,
+    keys = row_seeds(X.cpu().numpy(), entropy, "DiffeoStability")
+    cfg = Bunch(T=T, c=c, interp=interp, n_diffeo=n_diffeo, row_keys=keys, entropy=entropy,
                 batches=list(iter_batches(len(X), batch_size)))
     # one pass for f(x), then a deformed and a noised pass per draw
     probe, bar = _progress(probe, len(cfg.batches) * (1 + 2 * n_diffeo * n_repeats), verbose)
@@ -370,7 +367,9 @@ class DiffeoStability(MetaEstimatorMixin, BaseEstimator):
         error at ``fit``). ``None``: the torch model's own device, else the
         CPU. A user's module is never moved: a mismatch is an error.
     random_state : int, RandomState instance or None
-        Seeds deformations, noise and pair sampling.
+        Seeds deformations, noise and pair sampling. Each probe's deformations and
+        noise come from a generator keyed on ``random_state`` and the probe's values,
+        so they do not depend on the other probes, their order or ``batch_size``.
     verbose : int, default=0
         ``> 0`` shows a progress bar of the forward passes of :meth:`stability`.
 

@@ -10,7 +10,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._utils import check_images, check_positive_integer
+from .._utils import check_images, check_positive_integer, row_seeds
 from ._exceptions import StabilityWarning
 from ._images import check_fitted_shape, image_side, tabular_check_failures
 from ._sampler import (
@@ -58,27 +58,31 @@ def _range_for(n, c):
     return _default_range(n, max(c) if isinstance(c, tuple) else c)
 
 
-def _draw_fields(rng, size, n, *, T, c, delta, delta_formula, reject_non_diffeo, device):
-    """One pixel displacement field per image, ``(size, 2, n, n)`` float64 on ``device``."""
-    cs = (rng.randint(c[0], c[1] + 1, size) if isinstance(c, tuple)
-          else np.full(size, c))
+def _draw_fields(rngs, n, *, T, c, delta, delta_formula, reject_non_diffeo, device):
+    """One pixel displacement field per generator of ``rngs``, ``(len(rngs), 2, n, n)`` float64.
+
+    Each field is drawn from its own generator (cut-off, temperature, then the mode
+    amplitudes), so it does not depend on the other fields of the batch.
+    """
+    c_max = max(c) if isinstance(c, tuple) else c
+    cs = np.array([g.integers(c[0], c[1] + 1) if isinstance(c, tuple) else c for g in rngs])
     if T is None:
         Ts = np.array([temperature_for_delta(delta, ci, n, delta_formula) for ci in cs])
     elif isinstance(T, str):  # "auto": log-uniform in the range of each image's cut-off
-        lo, hi = np.array([_default_range(n, ci) for ci in cs]).T
-        Ts = np.exp(rng.uniform(np.log(lo), np.log(hi)))
+        Ts = np.array([np.exp(g.uniform(*np.log(_default_range(n, ci))))
+                       for g, ci in zip(rngs, cs)])
     elif isinstance(T, tuple):
-        Ts = np.exp(rng.uniform(np.log(T[0]), np.log(T[1]), size))
+        Ts = np.array([np.exp(g.uniform(np.log(T[0]), np.log(T[1]))) for g in rngs])
     else:
-        Ts = np.full(size, float(T))
-    m = int(cs.max())
-    z = rng.standard_normal((size, 2, m, m))
+        Ts = np.full(len(rngs), float(T))
+    z = np.stack([g.standard_normal((2, c_max, c_max)) for g in rngs])
     if reject_non_diffeo:
         for _ in range(_MAX_REDRAWS):
             bad = _max_xi_from_coefficients(_coefficients(z, Ts, cs), n).numpy() >= 1
             if not bad.any():
                 break
-            z[bad] = rng.standard_normal((int(bad.sum()), 2, m, m))
+            for i in np.flatnonzero(bad):
+                z[i] = rngs[i].standard_normal((2, c_max, c_max))
         else:
             warnings.warn(f"{int(bad.sum())} fields are still not diffeomorphisms after "
                           f"{_MAX_REDRAWS} redraws: lower T or c.", StabilityWarning,
@@ -86,22 +90,26 @@ def _draw_fields(rng, size, n, *, T, c, delta, delta_formula, reject_non_diffeo,
     return _fields_from_coefficients(_coefficients(z, Ts, cs, device=device), n)
 
 
-def _deform_rows(X, rng, params):
+def _deform_rows(X, rngs, params):
     """Deform each image of the tensor ``X`` (N, C, n, n) with probability ``params.p``.
 
-    ``params`` is a :class:`MaxEntropyDiffeo` or a :class:`DiffeoAugment`: both
-    hold the sampling parameters under the same names.
+    ``rngs`` holds one generator per image: whether and how image ``i`` is deformed
+    depends on ``rngs[i]`` only. ``params`` is a :class:`MaxEntropyDiffeo` or a
+    :class:`DiffeoAugment`: both hold the sampling parameters under the same names.
     """
-    p = params.p
-    rows = np.flatnonzero(rng.uniform(size=len(X)) < p) if p < 1 else np.arange(len(X))
+    rows = [i for i, g in enumerate(rngs) if params.p >= 1 or g.uniform() < params.p]
     out = X.clone()
-    if len(rows):
-        fields = _draw_fields(rng, len(rows), X.shape[-1], T=params.T, c=params.c,
+    if rows:
+        fields = _draw_fields([rngs[i] for i in rows], X.shape[-1], T=params.T, c=params.c,
                               delta=params.delta, delta_formula=params.delta_formula,
                               reject_non_diffeo=params.reject_non_diffeo, device=X.device)
         idx = torch.as_tensor(rows, device=X.device)
         out[idx] = _remap(X[idx], fields, params.interp)
     return out
+
+
+def _generators(seeds):
+    return [np.random.default_rng(seed) for seed in seeds]
 
 
 class MaxEntropyDiffeo(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
@@ -135,8 +143,12 @@ class MaxEntropyDiffeo(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         Redraw fields with ``max Xi >= 1`` (at most 20 times, then warn). The
         paper does not reject.
     random_state : int, RandomState instance or None
-        An int reseeds at every call, so ``fit(X).transform(X)`` equals
-        ``fit_transform(X)`` with ``apply_on="always"``.
+        Each image's field is drawn from a generator keyed on ``random_state`` and the
+        image's values, so an image is deformed the same way whatever the other rows,
+        their order or number. An int gives the same fields at every call, so
+        ``fit(X).transform(X)`` equals ``fit_transform(X)`` with ``apply_on="always"``;
+        a RandomState gives fresh fields at each call (identical images in one call are
+        deformed alike).
 
     Attributes
     ----------
@@ -199,6 +211,11 @@ class MaxEntropyDiffeo(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self.apply_on = apply_on
         self.reject_non_diffeo = reject_non_diffeo
         self.random_state = random_state
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        return tags
 
     def fit(self, X, y=None):
         """Validate the parameters and learn the image shape.
@@ -268,8 +285,10 @@ class MaxEntropyDiffeo(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
     def _deform(self, X):
         images, X = self._check_X(X, reset=False)
+        # keyed on the image's values (as float64, so float32 and float64 inputs agree)
+        seeds = row_seeds(images.astype(np.float64), self.random_state, "MaxEntropyDiffeo")
         out = _deform_rows(torch.from_numpy(np.require(images, requirements="W")),
-                           check_random_state(self.random_state), self)
+                           _generators(seeds), self)
         return out.numpy().reshape(X.shape)
 
 
@@ -331,7 +350,8 @@ class DiffeoAugment(torch.nn.Module):
             raise ValueError(f"x must be (B, C, n, n), (B, n, n) or (B, C*n*n); got "
                              f"{tuple(x.shape)}.")
         image_side(images.shape)
-        out = _deform_rows(images, self._rng, self)
+        seeds = self._rng.randint(0, 2**63 - 1, size=len(images), dtype=np.int64)
+        out = _deform_rows(images, _generators(seeds.tolist()), self)
         return out.reshape(x.shape)
 
 

@@ -11,7 +11,14 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._utils import check_hidden_sizes, check_image_shape, iter_batches, to_numpy, to_tensor
+from .._utils import (
+    check_hidden_sizes,
+    check_image_shape,
+    iter_batches,
+    preserved_dtype,
+    to_numpy,
+    to_tensor,
+)
 from ..exceptions import DataRangeWarning
 from ..models import frozen
 from ._losses import (
@@ -279,10 +286,16 @@ class LatentModel(ObjectiveTrainingMixin, ClassNamePrefixFeaturesOutMixin, Trans
 
         Returns
         -------
-        Z : ndarray of shape (n_samples, n_latent), float64
+        Z : ndarray of shape (n_samples, n_latent)
+            float32 for float32 ``X`` (the network computes in float32), else float64.
         """
         check_is_fitted(self)
-        return self._encode(self._validate_X(X, reset=False)).astype(np.float64)
+        return self._encode(self._validate_X(X, reset=False)).astype(preserved_dtype(X))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        return tags
 
     def inverse_transform(self, Z):
         """Decode latent points to the mean of ``p(x|z)`` (probabilities for 'bernoulli').

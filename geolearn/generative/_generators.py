@@ -6,7 +6,7 @@ import torch
 from sklearn.base import TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .._utils import check_scalar_param, iter_batches, to_numpy, to_tensor
+from .._utils import check_scalar_param, iter_batches, preserved_dtype, to_numpy, to_tensor
 from ..models import frozen
 from ._base import check_codes
 
@@ -120,10 +120,17 @@ class CodecMixin(TransformerMixin):
 
         Returns
         -------
-        codes : ndarray of shape (n_samples, n_features_out), float64
+        codes : ndarray of shape (n_samples, n_features_out)
+            float32 for float32 ``X`` (the network computes in float32), else float64.
         """
         check_is_fitted(self)
-        return self._encode(self._validate_X(X, reset=False))
+        return self._encode(self._validate_X(X, reset=False)).astype(preserved_dtype(X),
+                                                                      copy=False)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        return tags
 
     def inverse_transform(self, codes):
         """Decode codes (as :meth:`transform` gives them) to flat rows.

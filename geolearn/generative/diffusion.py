@@ -37,7 +37,7 @@ from .ddpm import (
     time_features,
     time_grid,
 )
-from .flow import check_standardisation
+from .flow import check_standardisation, standardise
 
 _LOG_2PI = math.log(2 * math.pi)
 
@@ -158,7 +158,8 @@ class DiffusionDensity(ObjectiveTrainingMixin, MeanScoreMixin, DensityMixin, Bas
             self._set_schedule()
             self.mean_, self.scale_ = (check_standardisation(X) if self.standardize else
                                        (np.zeros(X.shape[1]), np.ones(X.shape[1])))
-        Xs = torch.as_tensor((X - self.mean_) / self.scale_, dtype=torch.float32)
+        Xs = standardise(X, self.mean_, self.scale_, "the float32 noise predictor")
+        Xs = torch.as_tensor(Xs, dtype=torch.float32)
         # one "epoch" of max_iter minibatches drawn with replacement
         sampler = torch.utils.data.RandomSampler(
             Xs, replacement=True, num_samples=self.max_iter * self.batch_size)
@@ -240,8 +241,8 @@ class DiffusionDensity(ObjectiveTrainingMixin, MeanScoreMixin, DensityMixin, Bas
         grid = self._time_grid(self.likelihood_step if step is None else step)
         rs = self.random_state if random_state is None else random_state
         seeds = row_seeds(X, rs, stream="DiffusionDensity.score_samples")
-        Xs = torch.as_tensor((X - self.mean_) / self.scale_, dtype=torch.float64,
-                             device=self.device_)
+        Xs = standardise(X, self.mean_, self.scale_, "the float32 noise predictor")
+        Xs = torch.as_tensor(Xs, dtype=torch.float64, device=self.device_)
         n_links, d = len(grid) - 1, X.shape[1]
         # chunks of at most 16384 chains and 2**24 noise values
         chunk = max(1, min(16384, 2**24 // (n_links * d)) // n_rounds)

@@ -19,9 +19,11 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from torch import nn
 
 from .._utils import (
+    check_dtype_range,
     check_hidden_sizes,
     check_positive_integer,
     iter_batches,
+    preserved_dtype,
     to_numpy,
     to_tensor,
 )
@@ -124,13 +126,27 @@ def alternating_masks(n_layers, d, rng):
 
 
 def check_standardisation(X):
-    """Mean and std per column; constant columns make a density degenerate."""
-    mean, scale = X.mean(axis=0), X.std(axis=0)
+    """Mean and std per column; constant columns make a density degenerate.
+
+    Computed on the columns scaled by their largest ``|x|``, so that values beyond 1e154
+    (whose squares overflow float64) still give a finite std.
+    """
+    peak = np.abs(X).max(axis=0)
+    peak = np.where(peak > 0, peak, 1.0)
+    mean, scale = (X / peak).mean(axis=0) * peak, (X / peak).std(axis=0) * peak
     if np.any(scale <= 1e-12 * np.maximum(1.0, np.abs(mean))):
         cols = np.flatnonzero(scale <= 1e-12 * np.maximum(1.0, np.abs(mean)))[:5].tolist()
         raise ValueError(f"X has zero-variance features {cols}: the density is degenerate; drop "
                          "constant columns, e.g. VarianceThreshold.")
     return mean, scale
+
+
+def standardise(X, mean, scale, where):
+    """``(X - mean) / scale`` in float64, refused when it leaves float32's range for ``where``."""
+    with np.errstate(over="ignore"):
+        Xs = (X - mean) / scale
+    return check_dtype_range(Xs, np.float32, name="X standardised by mean_ and scale_",
+                             where=where, fix="these rows lie too far from the training data")
 
 
 class FlowDensity(ObjectiveTrainingMixin, MeanScoreMixin, OneToOneFeatureMixin, DensityMixin,
@@ -224,7 +240,7 @@ class FlowDensity(ObjectiveTrainingMixin, MeanScoreMixin, OneToOneFeatureMixin, 
         if not warm:
             self.mean_, self.scale_ = check_standardisation(X)
             self.masks_ = alternating_masks(self.n_layers, X.shape[1], rng)
-        Xs = ((X - self.mean_) / self.scale_).astype(np.float32)
+        Xs = standardise(X, self.mean_, self.scale_, "the float32 flow").astype(np.float32)
         objective = _FlowObjective(self.dequantize,
                                    torch.as_tensor(self.scale_, dtype=torch.float32))
         module = functools.partial(RealNVP, torch.as_tensor(self.masks_, dtype=torch.float32),
@@ -239,7 +255,7 @@ class FlowDensity(ObjectiveTrainingMixin, MeanScoreMixin, OneToOneFeatureMixin, 
     def _standardised(self, X):
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
-        return ((X - self.mean_) / self.scale_).astype(np.float32)
+        return standardise(X, self.mean_, self.scale_, "the float32 flow").astype(np.float32)
 
     @torch.no_grad()
     def _forward(self, Xs):
@@ -295,8 +311,14 @@ class FlowDensity(ObjectiveTrainingMixin, MeanScoreMixin, OneToOneFeatureMixin, 
         Returns
         -------
         Z : ndarray of shape (n_samples, n_features)
+            float32 for float32 ``X`` (the flow computes in float32), else float64.
         """
-        return self._forward(self._standardised(X))[0]
+        return self._forward(self._standardised(X))[0].astype(preserved_dtype(X), copy=False)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        return tags
 
     @torch.no_grad()
     def inverse_transform(self, Z):

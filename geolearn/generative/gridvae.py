@@ -361,3 +361,9 @@ class GridVAE(MeanScoreMixin, ClusterMixin, BaseVAE):
         Zt[:, :, dim] = values
         out = self._decode(Zt.reshape(-1, self.n_latent).astype(np.float32))
         return out.reshape(len(Z), len(values), -1)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # ClusterMixin clears it; transform is BaseVAE's latent mean, float32 for float32 X
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        return tags

@@ -8,7 +8,7 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, 
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._utils import check_mask, iter_batches, to_numpy
+from .._utils import check_mask, iter_batches, preserved_dtype, to_numpy
 from ..models import as_model, fit_or_use
 from ._base import check_unit_interval
 from ._rng import row_draws, row_seeds
@@ -148,9 +148,11 @@ class ELBOPurifier(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
         Returns
         -------
-        X_purified : ndarray of shape (n_samples, n_features), float64
+        X_purified : ndarray of shape (n_samples, n_features)
+            float32 for float32 ``X`` (the VAE computes in float32), else float64.
         """
         check_is_fitted(self)
+        dtype = preserved_dtype(X)
         X = validate_data(self, X, dtype=np.float32, reset=False)
         check_unit_interval(X, bounds=self.clip, what=f"ELBOPurifier with clip={self.clip}",
                             advice="Scale X like the training data or change clip.")
@@ -167,12 +169,17 @@ class ELBOPurifier(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         # more restarts: restart r is the same for any n_restarts > r
         seeds = [row_seeds(X, self.random_state, stream=f"ELBOPurifier.transform/{what}")
                  for what in ("starts", "z")]
-        out = np.empty(X.shape, dtype=np.float64)
+        out = np.empty(X.shape, dtype=dtype)
         with model.frozen():
             for sl in iter_batches(len(X), self.batch_size):
                 x = model.to_tensor(X[sl])
                 out[sl] = to_numpy(self._purify(est, grad_fn, noise, x, support, [s[sl] for s in seeds]))
         return out
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        return tags
 
     def _purify(self, est, grad_fn, noise, x, support, seeds):
         """Per sample, the restart whose end point has the lowest negative ELBO at ``z = mu``."""

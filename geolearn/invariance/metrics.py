@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from sklearn.utils import Bunch, check_array
 
-from .._utils import check_images, iter_batches, to_numpy
+from .._utils import check_dtype_range, check_images, iter_batches, to_numpy
 from ..exceptions import GeolearnWarning, NumericalWarning
 from ..models import as_model
 from ._groups import FiniteGroup, resolve_group
@@ -42,10 +42,12 @@ __all__ = [
 class _Images:
     """``X`` as ``(n, C, H, W)`` images plus the way back to the model's input layout."""
 
-    def __init__(self, X, image_shape):
+    def __init__(self, X, image_shape, adapter=None):
         X = to_numpy(X)
         self.images = np.ascontiguousarray(  # views such as np.rot90 have negative strides
             check_images(X, image_shape, dtype=[np.float32, np.float64]))
+        if adapter is not None and adapter.differentiable:  # the module casts to its dtype
+            check_dtype_range(self.images, adapter.dtype, where="the model's parameters")
         self.layout = np.shape(X)[1:]
         self.tensor = torch.from_numpy(self.images)
 
@@ -93,7 +95,7 @@ def _orbit_errors(model, X, group, error, kind, image_shape, batch_size, device,
     if reduce not in ("mean", "none"):
         raise ValueError(f"reduce must be 'mean' or 'none'; got {reduce!r}.")
     adapter = as_model(model, device=device, batch_size=batch_size)
-    data = _Images(X, image_shape)
+    data = _Images(X, image_shape, adapter)
     group = _resolve(group, data)
     if not group.non_identity:
         raise ValueError(f"{group!r} has only the identity: the invariance error is undefined.")
@@ -318,7 +320,7 @@ def integrated_gradients(model, X, target, *, steps=50, baseline="zeros", image_
     True
     """
     adapter = as_model(model, device=device, batch_size=batch_size)
-    data = _Images(X, image_shape)
+    data = _Images(X, image_shape, adapter)
     if isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps < 1:
         raise ValueError(f"steps must be a positive integer; got {steps!r}.")
     target = np.asarray(target)
@@ -374,7 +376,7 @@ def saliency_map(model, X, target, *, threshold=0.9, sigma=1.0, kernel_size=3, p
     """
     check_saliency_params(threshold, sigma, kernel_size, padding, steps)
     adapter = as_model(model, device=device, batch_size=batch_size)
-    data = _Images(X, image_shape)
+    data = _Images(X, image_shape, adapter)
     target = np.asarray(target)
     n = len(data.images)
     if target.ndim > 1 or (target.ndim == 1 and len(target) != n):
@@ -462,7 +464,7 @@ def _saliency_setup(model, X, group, y, target, baseline, steps, post, image_sha
     if target not in ("label", "pred"):
         raise ValueError(f"saliency_target must be 'label' or 'pred'; got {target!r}.")
     adapter = as_model(model, device=device, batch_size=batch_size)
-    data = _Images(X, image_shape)
+    data = _Images(X, image_shape, adapter)
     group = _resolve(group, data)
     if post["padding"] == "auto":
         post["padding"] = "circular_x" if group.name == "xtrans3" else "zeros"

@@ -15,7 +15,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
-from .._utils import check_memory, fitted_on_success, resolve_device
+from .._utils import check_memory, check_squares_finite, fitted_on_success, resolve_device
 from ..exceptions import ConvergenceWarning, NumericalWarning
 from ._kernel import (
     bandwidth_from_distances,
@@ -243,6 +243,7 @@ class CIDM(TransformerMixin, BaseEstimator):
             image_shape = tuple(X.shape[1:])
             X = np.asarray(X).reshape(len(X), -1)
         X = validate_data(self, X, reset=reset, dtype=np.float64)
+        check_squares_finite(X)  # the kernel of overflowing distances would be 0/0
         if reset:
             self.image_shape_ = image_shape
         return X
@@ -809,6 +810,7 @@ class CIDM(TransformerMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
+        # float64 only: the kernel eigenproblem and the Nyström softmax need its range
         tags.transformer_tags.preserves_dtype = ["float64"]
         return tags
 

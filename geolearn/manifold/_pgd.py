@@ -526,6 +526,12 @@ class OnManifoldPGD(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         """
         return self.generate(X).X_adv
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # float64 only: steps are projected onto CIDM tangent spaces, computed in float64
+        tags.transformer_tags.preserves_dtype = ["float64"]
+        return tags
+
     def score(self, X, y=None):
         """Attack success rate on ``X`` (source classes ``y`` or the model's predictions)."""
         return float(np.mean(self.generate(X, y).success))

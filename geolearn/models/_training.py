@@ -53,7 +53,20 @@ def collate_batch(batch):
 
 
 class RaiseOnNonFiniteLoss(Callback):
-    """Stop training with a clear error the first epoch whose training loss is not finite."""
+    """Stop training with a clear error the first epoch whose training loss is not finite.
+
+    A fit that ends with a NaN or infinite parameter (a last step taken from a finite
+    loss) raises too, rather than leaving a model that predicts NaN.
+    """
+
+    def on_train_end(self, net, **kwargs):
+        bad = [name for name, p in net.module_.named_parameters()
+               if not bool(torch.isfinite(p).all())]
+        if bad:
+            raise RuntimeError(
+                f"training ended with NaN or infinite parameters ({', '.join(bad[:3])}"
+                f"{', ...' if len(bad) > 3 else ''}) after epoch {len(net.history)}; lower lr, "
+                "or scale the input (e.g. MinMaxScaler).")
 
     def on_epoch_end(self, net, **kwargs):
         if np.isfinite(net.history[-1, "train_loss"]):

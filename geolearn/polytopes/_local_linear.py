@@ -197,6 +197,8 @@ class LocalLinearMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = False
+        # float64 only: the affine maps of the regions are solved exactly in float64
+        tags.transformer_tags.preserves_dtype = ["float64"]
         tags.target_tags.required = needs_fit(self.source) or needs_fit(self.target)
         return tags
 

@@ -13,7 +13,7 @@ from sklearn.base import (
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._utils import check_model_inputs, fitted_on_success, iter_batches, to_numpy
+from .._utils import check_model_inputs, fitted_on_success, iter_batches, preserved_dtype, to_numpy
 from ..models import as_model
 
 
@@ -178,9 +178,11 @@ class TorchEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
 
         Returns
         -------
-        E : ndarray of float64, shape (n, embedding_dim_)
+        E : ndarray of shape (n, embedding_dim_)
+            float32 for float32 ``X`` (the model computes in float32), else float64.
         """
         check_is_fitted(self)
+        dtype = preserved_dtype(X)
         X = validate_data(self, X, dtype=np.float32, allow_nd=True, reset=False)
         X = check_model_inputs(X, self.image_shape)
         if X.shape[1:] != self.input_shape_:
@@ -188,7 +190,12 @@ class TorchEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
                 f"X holds samples of shape {X.shape[1:]} but the embedder was fitted on "
                 f"{self.input_shape_}."
             )
-        return self._embed(X)
+        return self._embed(X).astype(dtype, copy=False)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        return tags
 
 
 class FourierEmbedding(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
@@ -249,13 +256,16 @@ class FourierEmbedding(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
 
         Returns
         -------
-        S : ndarray of float64, shape (n, d)
+        S : ndarray of shape (n, d), float32 for float32 ``X``, else float64
         """
+        dtype = preserved_dtype(X)
         X = validate_data(self, X, dtype=np.float64, reset=False)
         spectrum = np.fft.fft(X, axis=1)
-        return np.abs(spectrum) if self.part == "magnitude" else np.angle(spectrum)
+        S = np.abs(spectrum) if self.part == "magnitude" else np.angle(spectrum)
+        return S.astype(dtype, copy=False)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         tags.requires_fit = False
         return tags

@@ -21,7 +21,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from .._utils import iter_batches
+from .._utils import iter_batches, preserved_dtype
 from ..exceptions import NumericalWarning
 from .metrics import embedding_mse
 
@@ -262,7 +262,8 @@ class LinearEmbeddingMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regr
 
         Returns
         -------
-        Y_hat : ndarray of float64, shape (n, d_B)
+        Y_hat : ndarray of shape (n, d_B)
+            float32 for float32 ``X`` (computed in float64, then rounded), else float64.
         """
         check_is_fitted(self)
         X = validate_data(self, X, dtype=(np.float64, np.float32), reset=False)
@@ -270,7 +271,7 @@ class LinearEmbeddingMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regr
         for sl in iter_batches(len(X), self.batch_size):
             np.matmul(np.asarray(X[sl], dtype=np.float64), self.coef_.T, out=out[sl])
         out += self.intercept_
-        return out
+        return out.astype(preserved_dtype(X), copy=False)
 
     def predict(self, X):
         """Same as :meth:`transform` (the map as a multi-output regressor).
@@ -281,7 +282,7 @@ class LinearEmbeddingMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regr
 
         Returns
         -------
-        Y_hat : ndarray of float64, shape (n, d_B)
+        Y_hat : ndarray of shape (n, d_B), float32 for float32 ``X``, else float64
         """
         return self.transform(X)
 
@@ -309,6 +310,7 @@ class LinearEmbeddingMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regr
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         tags.target_tags.multi_output = True
         tags.target_tags.single_output = False
         return tags

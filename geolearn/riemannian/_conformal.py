@@ -20,7 +20,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._utils import check_scalar_param, fitted_on_success
+from .._utils import check_scalar_param, check_squares_finite, fitted_on_success
 from ..exceptions import ConvergenceWarning, NumericalWarning
 from ._kernels import KernelMetric
 
@@ -33,6 +33,19 @@ _LIBSVM_MAX_ITER = 10**7
 def _inner_budget(max_iter, n):
     """The inner SVC's ``max_iter``: the user's, or libsvm's own cap for ``-1``."""
     return max(_LIBSVM_MAX_ITER, 100 * n) if max_iter == -1 else max_iter
+
+
+def _row_norms(A):
+    """Euclidean norms of the rows, scaled by their largest entry so squares cannot overflow."""
+    peak = np.abs(A).max(axis=1, initial=0.0)
+    safe = np.where(peak > 0, peak, 1.0)
+    return peak * np.sqrt(((A / safe[:, None]) ** 2).sum(1))
+
+
+def _half_log1p_sq(r):
+    """``log(1 + r^2) / 2`` without overflow: ``log r`` where ``1 / r^2`` is below rounding."""
+    big = r > 1e150
+    return np.where(big, np.log(np.where(big, r, 1.0)), 0.5 * np.log1p(np.where(big, 0.0, r) ** 2))
 
 
 def _log_factor(X, centers, tau):
@@ -282,6 +295,7 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
         self : ConformalKernelSVC
         """
         X, y = validate_data(self, X, y, dtype=np.float64)
+        check_squares_finite(X)  # kernels of overflowing distances give NaN
         check_classification_targets(y)
         self.classes_ = np.unique(y)
         if len(self.classes_) < 2:
@@ -328,7 +342,7 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
     # -- kernel ------------------------------------------------------------------------------
     def _check_X(self, X):
         check_is_fitted(self)
-        return validate_data(self, X, dtype=np.float64, reset=False)
+        return check_squares_finite(validate_data(self, X, dtype=np.float64, reset=False))
 
     def _log_factor_and_grad(self, X):
         L = np.zeros(len(X))
@@ -421,7 +435,13 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
         if self.kernel == "rbf":
             L, grad = self._log_factor_and_grad(X)
             s = self.sigma_
-            return d * (L - math.log(s)) + 0.5 * np.log1p(s**2 * (grad**2).sum(1))
+            out = d * (L - math.log(s)) + _half_log1p_sq(s * _row_norms(grad))
+            bad = ~np.isfinite(out)
+            if bad.any():
+                raise ValueError(f"the log volume element overflows float64 for {int(bad.sum())} "
+                                 f"of {len(X)} rows (points too far from the support vectors "
+                                 "for tau_); rescale X (e.g. StandardScaler).")
+            return out
         if callable(self.kernel):
             raise ValueError("log_volume_element needs a built-in kernel (a numpy callable "
                              "cannot be differentiated).")

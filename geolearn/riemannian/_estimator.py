@@ -643,5 +643,7 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = False
+        # float64 only: curvature takes second derivatives of the metric, lost in float32
+        tags.transformer_tags.preserves_dtype = ["float64"]
         tags.requires_fit = True
         return tags

@@ -147,4 +147,6 @@ class SubspaceEmbedding(TransformerMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.three_d_array = True
+        # float64 only: principal angles from SVDs of near-aligned bases need its precision
+        tags.transformer_tags.preserves_dtype = ["float64"]
         return tags

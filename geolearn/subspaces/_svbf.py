@@ -418,6 +418,12 @@ class SVBF(_SetsMixin, TransformerMixin, BaseEstimator):
         thetas, B = self._angles(bases, dims)
         return bases, dims, thetas, B
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # float64 only: principal angles come from SVDs and eigenproblems on the Grassmannian
+        tags.transformer_tags.preserves_dtype = ["float64"]
+        return tags
+
     def transform(self, X):
         """Coordinates, angles, cosines or change of basis of new sets (``transform_output``).
 

@@ -269,4 +269,6 @@ class PersistenceTransformer(TransformerMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.three_d_array = True
+        # float64 only: filtration values of persistence diagrams (births, deaths) in float64
+        tags.transformer_tags.preserves_dtype = ["float64"]
         return tags

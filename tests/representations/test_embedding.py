@@ -29,7 +29,7 @@ def test_penultimate_embedding_is_the_input_of_the_final_linear():
     with torch.no_grad():
         ref = net[:6].eval()(torch.as_tensor(X)).numpy()  # dropout off: identity
     net.train()
-    assert E.dtype == np.float64 and E.shape == (20, 5)
+    assert E.dtype == np.float32 and E.shape == (20, 5)  # float32 images: float32 out
     np.testing.assert_allclose(E, ref, atol=1e-6)
 
 
