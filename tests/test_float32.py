@@ -59,7 +59,7 @@ PRESERVING = [
 
 # float64 is what their computation needs (the reason is in each one's __sklearn_tags__)
 FLOAT64_ONLY = {"CIDM", "OnManifoldPGD", "LocalLinearMap", "RiemannianFeatureGeometry", "SVBF",
-                "SubspaceEmbedding", "PersistenceTransformer", "ReLUPolytopes"}
+                "SubspaceEmbedding", "PersistenceTransformer", "ReLUPolytopes", "RDMTransformer"}
 
 
 def _ids(cases):

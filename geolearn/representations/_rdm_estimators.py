@@ -139,6 +139,13 @@ class RDMTransformer(TransformerMixin, BaseEstimator):
             return np.sqrt(D) if self.metric == "euclidean" else D / X.shape[1]
         return np.clip(1.0 - G, 0.0, 2.0)
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # float64 only: float32 correlations err by ~1e-6, enough to flip the ranks of
+        # near-tied dissimilarities in a Spearman comparison
+        tags.transformer_tags.preserves_dtype = ["float64"]
+        return tags
+
     def get_feature_names_out(self, input_features=None):
         """Output names ``dissim_ref0, dissim_ref1, ...`` (one per reference stimulus).
 
