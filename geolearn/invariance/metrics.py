@@ -131,7 +131,7 @@ def logit_invariance(model, X, group, *, reduce="mean", image_shape=None, batch_
 
     Returns
     -------
-    LI : float or ndarray of shape (n, |G| - 1)
+    LI : float or ndarray of shape (n, len(group) - 1)
 
     Examples
     --------
@@ -154,7 +154,7 @@ def normalized_logit_invariance(model, X, group, *, eps=1e-8, reduce="mean", ima
 
     Returns
     -------
-    NLI : float or ndarray of shape (n, |G| - 1)
+    NLI : float or ndarray of shape (n, len(group) - 1)
 
     Examples
     --------
@@ -191,7 +191,7 @@ def distribution_invariance(model, X, group, *, reduce="mean", image_shape=None,
 
     Returns
     -------
-    DI : float or ndarray of shape (n, |G| - 1)
+    DI : float or ndarray of shape (n, len(group) - 1)
 
     Examples
     --------
@@ -420,9 +420,9 @@ def saliency_invariance(model, X, group, y=None, *, target="label", steps=50, ba
     SI : float
         ``nan`` (with a warning) when every pair is degenerate.
     details : Bunch, only with ``return_details``
-        ``SI``, ``per_pair`` (n, |G| - 1) with nan for degenerate pairs,
+        ``SI``, ``per_pair`` ``(n, |G| - 1)`` with nan for degenerate pairs,
         ``n_degenerate`` (pairs where a map has norm < 1e-12), ``maps``
-        (n, |G|, H, W) realigned saliency maps, ``group``.
+        ``(n, |G|, H, W)`` realigned saliency maps, ``group``.
 
     Examples
     --------
@@ -476,7 +476,7 @@ def _saliency_setup(model, X, group, y, target, baseline, steps, post, image_sha
 
 
 def _orbit_maps(adapter, data, group, target, baseline, steps, batch_size, post):
-    """Saliency maps of every ``g x``, realigned by ``g^-1``: (n, |G|, H, W) in x's frame."""
+    """Saliency maps of every ``g x``, realigned by ``g^-1``: ``(n, |G|, H, W)`` in x's frame."""
     maps = []
     for k in range(group.order):
         m = _maps(adapter, data, group[k](data.tensor), target, baseline, steps, batch_size,

@@ -168,7 +168,7 @@ class TorchEmbedder(TransformerMixin, BaseEstimator):
 
         Returns
         -------
-        E : ndarray of float64, shape (n, embedding_dim_)
+        E : ndarray of float64, shape (n, ``embedding_dim_``)
         """
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float32, allow_nd=True, reset=False)
