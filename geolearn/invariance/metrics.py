@@ -150,7 +150,23 @@ def normalized_logit_invariance(model, X, group, *, eps=1e-8, reduce="mean", ima
                                 batch_size=256, device=None):
     """Normalised logit invariance ``mean ||f(x) - f(gx)||^2 / (||f(x)||^2 + eps)`` (Sec. 4.4).
 
-    Parameters are those of :func:`logit_invariance`, plus ``eps`` (default 1e-8).
+    Parameters
+    ----------
+    model : torch.nn.Module, skorch net, estimator or callable
+        Any model :func:`geolearn.models.as_model` accepts, as for
+        :func:`logit_invariance`.
+    X : array-like of shape (n, C, H, W), (n, H, W) or (n, C*H*W)
+        Inputs in the model's layout.
+    group : {"rot4", "xtrans3"}, FiniteGroup or list of callables
+    eps : float, default=1e-8
+        Added to the denominator ``||f(x)||^2``.
+    reduce : {"mean", "none"}, default="mean"
+        ``"none"`` returns the ``(n, |G| - 1)`` per-pair errors.
+    image_shape : tuple of int, optional
+        How to fold flat ``X`` into images for the group action.
+    batch_size : int, default=256
+    device : str or torch.device, optional
+        Checked against the model's device (the model is never moved).
 
     Returns
     -------
@@ -187,7 +203,23 @@ def distribution_invariance(model, X, group, *, reduce="mean", image_shape=None,
     model), else its centred log-probabilities (whose softmax is
     ``predict_proba``, clipped at 1e-12). A single output column ``f`` is read
     as binary log-odds, ``u = softmax([0, f])``, as scikit-learn's binary
-    ``decision_function``. Parameters as :func:`logit_invariance`.
+    ``decision_function``.
+
+    Parameters
+    ----------
+    model : torch.nn.Module, skorch net, estimator or callable
+        Any model :func:`geolearn.models.as_model` accepts, as for
+        :func:`logit_invariance`.
+    X : array-like of shape (n, C, H, W), (n, H, W) or (n, C*H*W)
+        Inputs in the model's layout.
+    group : {"rot4", "xtrans3"}, FiniteGroup or list of callables
+    reduce : {"mean", "none"}, default="mean"
+        ``"none"`` returns the ``(n, |G| - 1)`` per-pair errors.
+    image_shape : tuple of int, optional
+        How to fold flat ``X`` into images for the group action.
+    batch_size : int, default=256
+    device : str or torch.device, optional
+        Checked against the model's device (the model is never moved).
 
     Returns
     -------
