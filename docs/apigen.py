@@ -13,8 +13,15 @@ from pathlib import Path
 
 import geolearn
 
-# The user-guide page of each family (a family without one links to none).
-USER_GUIDE = {sub: f"user_guide/{sub}" for sub in geolearn.__all__}
+# The user-guide page of each family (datasets are described with the adapter layer).
+USER_GUIDE = {sub: f"user_guide/{sub}" for sub in geolearn.__all__} | {
+    "datasets": "user_guide/models"}
+
+
+def user_guide_pages(docs_dir):
+    """Return ``{family: docname}`` for the families that have a user-guide page."""
+    return {sub: page for sub, page in USER_GUIDE.items()
+            if (Path(docs_dir) / f"{page}.md").exists()}
 
 
 def public_modules(sub):
@@ -63,9 +70,9 @@ def api_pages(docs_dir):
     index = ["API reference", "=============", "",
              "Every public name of each family, generated from its ``__all__``.", "",
              ".. toctree::", "   :maxdepth: 1", ""]
+    guides = user_guide_pages(docs_dir)
     for sub in geolearn.__all__:
-        guide = USER_GUIDE[sub] if (docs_dir / f"{USER_GUIDE[sub]}.md").exists() else None
-        pages[f"api/{sub}.rst"] = _page(sub, guide)
+        pages[f"api/{sub}.rst"] = _page(sub, guides.get(sub))
         index.append(f"   {sub}")
     pages["api/index.rst"] = "\n".join(index) + "\n"
     return pages

@@ -18,7 +18,7 @@ sys.path.insert(0, str(DOCS.parent))  # this checkout's geolearn, not an install
 sys.path.insert(0, str(DOCS))
 
 import geolearn  # noqa: E402
-from apigen import write_api_pages  # noqa: E402
+from apigen import user_guide_pages, write_api_pages  # noqa: E402
 
 # The gallery runs on the CPU with a non-interactive backend.
 os.environ["CUDA_VISIBLE_DEVICES"] = ""
@@ -47,6 +47,8 @@ templates_path = ["_templates"]
 
 write_api_pages(DOCS)
 autosummary_generate = True
+# each object's page links to its family's user-guide page (see _templates/object.rst)
+autosummary_context = {"user_guide": user_guide_pages(DOCS)}
 autodoc_default_options = {"member-order": "bysource"}
 autodoc_typehints = "none"  # numpydoc's Parameters sections already give the types
 numpydoc_show_class_members = False  # autodoc's :members: lists them once
