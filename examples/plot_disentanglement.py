@@ -10,7 +10,7 @@ statistic makes images decoded from Gaussian draws interleave with the data (an
 implicit generative model). DAE-G drops the orthogonality term.
 
 The data are 3D-Shapes-like scenes (wall hue, object hue, scale, shape, orientation);
-the pictures show decodings as each attribute code moves, and the mean |cos| between
+the pictures show decodings as each attribute code moves, and the mean absolute cosine between
 the latent blocks of both models. The disentanglement metrics are scikit-learn scorers
 (``y`` = the factors), so ``cross_validate`` reports them per fold.
 """

@@ -67,6 +67,17 @@ def make_sinusoid_boundary(n_samples=400, amplitude=0.6, frequency=7.0, phase=-1
     ``y = 1[x_2 > sign * amplitude * sin(frequency * x_1 + phase)]`` (the toy task
     of Zavatone-Veth et al.; their code uses ``0.6 sin(7 x_1 - 1)``).
 
+    Parameters
+    ----------
+    n_samples : int, default=400
+        Number of points, uniform on the square.
+    amplitude, frequency, phase : float, default=0.6, 7.0, -1.0
+        The boundary ``amplitude * sin(frequency * x_1 + phase)``.
+    sign : float, default=1.0
+        ``-1`` mirrors the boundary (the other class of the paper's pair of tasks).
+    random_state : int, RandomState instance or None, default=None
+        Seeds the points.
+
     Returns
     -------
     X : ndarray of shape (n_samples, 2), float64
@@ -108,6 +119,11 @@ def make_xor(n_samples=4, *, noise=0.0, random_state=None):
     X : ndarray of shape (n_samples, 2)
     y : ndarray of shape (n_samples,)
         ``1`` where the signs of the corner's coordinates differ.
+
+    Returns
+    -------
+    X : ndarray of shape (4, 2), float64
+    y : ndarray of shape (4,), int
 
     Examples
     --------
@@ -178,6 +194,22 @@ def make_sphere_points(n_samples=1000, *, radius=1.0, noise=0.0, grid=False, ran
 
     Laplace-Beltrami eigenvalues of the unit sphere: ``l(l+1)`` with
     multiplicity ``2l+1``.
+
+    Parameters
+    ----------
+    n_samples : int, default=1000
+        Number of points.
+    radius : float, default=1.0
+        Radius of the sphere.
+    noise : float, default=0.0
+        Standard deviation of isotropic Gaussian noise added in R^3.
+    grid : bool, default=False
+        A deterministic Fibonacci lattice (near-uniform) instead of uniform
+        random points.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the points (unless ``grid``) and the noise.
+    return_params : bool, default=False
+        Also return the clean unit vectors.
 
     Returns
     -------

@@ -70,6 +70,18 @@ def log_average(values, axis=None):
 def log_std(values, axis=None):
     """Standard deviation of ``log10(values)``: the paper's error bars.
 
+    Parameters
+    ----------
+    values : array-like of positive float
+        Measurements such as ratios ``R_f`` over seeds.
+    axis : int, optional
+        Axis along which to take the deviation (None: all values).
+
+    Returns
+    -------
+    std : float or ndarray
+        A float when ``axis`` is None, else an array.
+
     Examples
     --------
     >>> from geolearn.diffeo import log_std

@@ -39,7 +39,21 @@ _TIE_TOL = 1e-12
 
 
 class ConstantFactorWarning(GeolearnWarning):
-    """A factor takes a single value (zero entropy): its term of a metric is skipped."""
+    """A factor takes a single value (zero entropy): its term of a metric is skipped.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> from geolearn.generative.metrics import ConstantFactorWarning, mig
+    >>> v = np.repeat(np.arange(4), 25)[:, None]
+    >>> factors = np.c_[v, np.zeros(100)]                 # the second factor never varies
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     score = mig(factors, np.c_[v * 0.3, np.zeros(100)])
+    >>> score, any(issubclass(w.category, ConstantFactorWarning) for w in caught)
+    (1.0, True)
+    """
 
 
 # ------------------------------------------------------------------------- validation

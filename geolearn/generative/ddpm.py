@@ -104,6 +104,22 @@ def time_features(t, n_steps, n_freq=8, frequencies="octave"):
     'octave': ``w_f = 2^f pi / T``; 'geometric': ``w_f = 10000^(-f / n_freq)`` (the
     sinusoidal embedding of DDPM and transformers, in steps).
 
+    Parameters
+    ----------
+    t : torch.Tensor of shape (B,)
+        Diffusion steps (integers or floats).
+    n_steps : int
+        The number of steps ``T`` of the chain.
+    n_freq : int, default=8
+        Number of frequencies; the output has ``2 n_freq`` columns.
+    frequencies : {"octave", "geometric"}, default="octave"
+        How the frequencies ``w_f`` are spaced (see above).
+
+    Returns
+    -------
+    features : torch.Tensor of shape (B, 2 n_freq)
+        float32.
+
     Examples
     --------
     >>> import torch

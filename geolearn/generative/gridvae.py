@@ -280,7 +280,7 @@ class GridVAE(MeanScoreMixin, ClusterMixin, BaseVAE):
 
         Returns
         -------
-        proba : ndarray of shape (n_samples, n_components_)
+        proba : ndarray of shape (n_samples, ``n_components_``)
         """
         check_is_fitted(self)
         if self.n_components_ > MAX_DENSE_COMPONENTS:

@@ -47,6 +47,19 @@ def latent_regularization(module, x, *, alpha_orth=0.0, alpha_graph=0.0, n_block
     -------
     penalty : torch.Tensor (scalar)
     parts : dict with ``"orth"`` and ``"stat"`` (``L_orth`` batch mean and ``L_stat = -t``)
+
+    Examples
+    --------
+    >>> import torch
+    >>> from geolearn.generative import latent_regularization
+    >>> class AE(torch.nn.Module):
+    ...     def __init__(self):
+    ...         super().__init__()
+    ...         self.encode, self.decode = torch.nn.Linear(6, 4), torch.nn.Linear(4, 6)
+    >>> penalty, parts = latent_regularization(AE(), torch.randn(16, 6), alpha_orth=0.5,
+    ...                                        n_blocks=2)
+    >>> penalty.ndim, sorted(parts), bool(torch.isclose(penalty, 0.5 * parts["orth"]))
+    (0, ['orth'], True)
     """
     penalty, parts = x.new_zeros(()), {}
     if not (alpha_orth or alpha_graph):
@@ -98,6 +111,25 @@ class LatentRegularizerMixin:
         likelihood (``decode`` returns logits) or a sigmoid output, else none.
     *args, **kwargs
         The net's own arguments.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from geolearn.generative import LatentRegularizerMixin
+    >>> from geolearn.models import ObjectiveNet
+    >>> class AE(torch.nn.Module):
+    ...     def __init__(self):
+    ...         super().__init__()
+    ...         self.encode, self.decode = torch.nn.Linear(6, 4), torch.nn.Linear(4, 6)
+    ...     def forward(self, x):
+    ...         return self.decode(self.encode(x))
+    >>> def mse(module, x_hat, X, y, epoch):
+    ...     return ((x_hat - X) ** 2).mean(), {}
+    >>> Net = type("Net", (LatentRegularizerMixin, ObjectiveNet), {})
+    >>> net = Net(AE, objective=mse, alpha_orth=0.1, n_latent_blocks=2, max_epochs=2,
+    ...           train_split=None, verbose=0).fit(torch.randn(16, 6), torch.zeros(16))
+    >>> "orth" in net.history[-1, "batches", -1]  # the penalty is recorded per batch
+    True
     """
 
     def __init__(self, *args, alpha_orth=0.0, alpha_graph=0.0, n_latent_blocks=None,

@@ -151,6 +151,15 @@ class MLDGNet(NeuralNet):
     reduction : {"sum", "mean"}, default="sum"
     **kwargs
         Further :class:`skorch.NeuralNet` arguments.
+
+    Examples
+    --------
+    :class:`MetaManifoldAutoencoder` trains through it; subclass it and set the
+    estimator's ``net_class`` to change the meta-step:
+
+    >>> from geolearn.generative import MetaManifoldAutoencoder, MLDGNet
+    >>> MetaManifoldAutoencoder.net_class is MLDGNet
+    True
     """
 
     def __init__(self, module, *, inner_lr, meta_test_weight, first_order=False, loss="bce",

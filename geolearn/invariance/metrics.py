@@ -134,7 +134,7 @@ def logit_invariance(model, X, group, *, reduce="mean", image_shape=None, batch_
 
     Returns
     -------
-    LI : float or ndarray of shape (n, |G| - 1)
+    LI : float or ndarray of shape (n, len(group) - 1)
 
     Examples
     --------
@@ -153,11 +153,27 @@ def normalized_logit_invariance(model, X, group, *, eps=1e-8, reduce="mean", ima
                                 batch_size=256, device=None):
     """Normalised logit invariance ``mean ||f(x) - f(gx)||^2 / (||f(x)||^2 + eps)`` (Sec. 4.4).
 
-    Parameters are those of :func:`logit_invariance`, plus ``eps`` (default 1e-8).
+    Parameters
+    ----------
+    model : torch.nn.Module, skorch net, estimator or callable
+        Any model :func:`geolearn.models.as_model` accepts, as for
+        :func:`logit_invariance`.
+    X : array-like of shape (n, C, H, W), (n, H, W) or (n, C*H*W)
+        Inputs in the model's layout.
+    group : {"rot4", "xtrans3"}, FiniteGroup or list of callables
+    eps : float, default=1e-8
+        Added to the denominator ``||f(x)||^2``.
+    reduce : {"mean", "none"}, default="mean"
+        ``"none"`` returns the ``(n, |G| - 1)`` per-pair errors.
+    image_shape : tuple of int, optional
+        How to fold flat ``X`` into images for the group action.
+    batch_size : int, default=256
+    device : str or torch.device, optional
+        Checked against the model's device (the model is never moved).
 
     Returns
     -------
-    NLI : float or ndarray of shape (n, |G| - 1)
+    NLI : float or ndarray of shape (n, len(group) - 1)
 
     Examples
     --------
@@ -190,11 +206,27 @@ def distribution_invariance(model, X, group, *, reduce="mean", image_shape=None,
     model), else its centred log-probabilities (whose softmax is
     ``predict_proba``, clipped at 1e-12). A single output column ``f`` is read
     as binary log-odds, ``u = softmax([0, f])``, as scikit-learn's binary
-    ``decision_function``. Parameters as :func:`logit_invariance`.
+    ``decision_function``.
+
+    Parameters
+    ----------
+    model : torch.nn.Module, skorch net, estimator or callable
+        Any model :func:`geolearn.models.as_model` accepts, as for
+        :func:`logit_invariance`.
+    X : array-like of shape (n, C, H, W), (n, H, W) or (n, C*H*W)
+        Inputs in the model's layout.
+    group : {"rot4", "xtrans3"}, FiniteGroup or list of callables
+    reduce : {"mean", "none"}, default="mean"
+        ``"none"`` returns the ``(n, |G| - 1)`` per-pair errors.
+    image_shape : tuple of int, optional
+        How to fold flat ``X`` into images for the group action.
+    batch_size : int, default=256
+    device : str or torch.device, optional
+        Checked against the model's device (the model is never moved).
 
     Returns
     -------
-    DI : float or ndarray of shape (n, |G| - 1)
+    DI : float or ndarray of shape (n, len(group) - 1)
 
     Examples
     --------
@@ -423,9 +455,9 @@ def saliency_invariance(model, X, group, y=None, *, target="label", steps=50, ba
     SI : float
         ``nan`` (with a warning) when every pair is degenerate.
     details : Bunch, only with ``return_details``
-        ``SI``, ``per_pair`` (n, |G| - 1) with nan for degenerate pairs,
+        ``SI``, ``per_pair`` ``(n, |G| - 1)`` with nan for degenerate pairs,
         ``n_degenerate`` (pairs where a map has norm < 1e-12), ``maps``
-        (n, |G|, H, W) realigned saliency maps, ``group``.
+        ``(n, |G|, H, W)`` realigned saliency maps, ``group``.
 
     Examples
     --------
@@ -479,7 +511,7 @@ def _saliency_setup(model, X, group, y, target, baseline, steps, post, image_sha
 
 
 def _orbit_maps(adapter, data, group, target, baseline, steps, batch_size, post):
-    """Saliency maps of every ``g x``, realigned by ``g^-1``: (n, |G|, H, W) in x's frame."""
+    """Saliency maps of every ``g x``, realigned by ``g^-1``: ``(n, |G|, H, W)`` in x's frame."""
     maps = []
     for k in range(group.order):
         m = _maps(adapter, data, group[k](data.tensor), target, baseline, steps, batch_size,

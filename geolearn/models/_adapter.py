@@ -20,7 +20,21 @@ class _StopForward(Exception):
 
 
 class GradientsUnavailableError(TypeError):
-    """A method needs gradients but the model is a black box."""
+    """A method needs gradients but the model is a black box.
+
+    A ``TypeError``: the model given is of the wrong kind for the method.
+
+    Examples
+    --------
+    >>> from sklearn.dummy import DummyClassifier
+    >>> from geolearn.models import GradientsUnavailableError, as_model
+    >>> m = as_model(DummyClassifier().fit([[0.0], [1.0]], [0, 1]))
+    >>> try:
+    ...     m.require_gradients("a saliency map")
+    ... except GradientsUnavailableError:
+    ...     print("no gradients")
+    no gradients
+    """
 
 
 def _module_device(module):
@@ -54,6 +68,11 @@ def frozen(module):
     ----------
     module : torch.nn.Module or None
         None is accepted (a black box): the block then runs unchanged.
+
+    Yields
+    ------
+    None
+        The block runs with ``module`` frozen.
 
     Examples
     --------
@@ -234,6 +253,11 @@ def forward_ad_lock():
     in it. Reverse mode (``jacrev``, ``autograd.grad``) is per thread and needs
     no lock.
 
+    Yields
+    ------
+    None
+        The block runs holding the lock.
+
     Examples
     --------
     >>> import torch
@@ -255,6 +279,26 @@ def locked_jacfwd(func, *args, **kwargs):
     wherever geolearn differentiates in forward mode, so that one fitted
     estimator can be used from several threads at once. Calls nested inside
     one another (``jacfwd(jacfwd(f))``, ``vmap``) re-enter the lock freely.
+
+    Parameters
+    ----------
+    func : callable
+        A function of torch tensors.
+    *args, **kwargs
+        Passed to ``torch.func.jacfwd`` (``argnums``, ``has_aux``, ...).
+
+    Returns
+    -------
+    jac : callable
+        ``jacfwd(func, *args, **kwargs)``, holding the lock on each call.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from geolearn.models import locked_jacfwd
+    >>> J = locked_jacfwd(torch.sin)(torch.zeros(3))
+    >>> bool(torch.equal(J, torch.eye(3)))
+    True
     """
     from torch.func import jacfwd
 
@@ -268,7 +312,30 @@ def locked_jacfwd(func, *args, **kwargs):
 
 
 def locked_jvp(func, primals, tangents, *args, **kwargs):
-    """``torch.func.jvp`` holding :func:`forward_ad_lock` (see :func:`locked_jacfwd`)."""
+    """``torch.func.jvp`` holding :func:`forward_ad_lock` (see :func:`locked_jacfwd`).
+
+    Parameters
+    ----------
+    func : callable
+        A function of torch tensors.
+    primals, tangents : tuple of torch.Tensor
+        The point and the direction, as for ``torch.func.jvp``.
+    *args, **kwargs
+        Passed to ``torch.func.jvp``.
+
+    Returns
+    -------
+    output, jvp_out : torch.Tensor
+        ``func(*primals)`` and its directional derivative along ``tangents``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from geolearn.models import locked_jvp
+    >>> out, d = locked_jvp(torch.sin, (torch.zeros(2),), (torch.ones(2),))
+    >>> d.tolist()
+    [1.0, 1.0]
+    """
     from torch.func import jvp
 
     with _FORWARD_AD_LOCK:
@@ -278,7 +345,25 @@ def locked_jvp(func, primals, tangents, *args, **kwargs):
 class ModelAdapter:
     """A model seen through one interface: outputs, layer features, gradients and Jacobians.
 
-    Do not build it directly: use :func:`as_model`.
+    Do not build it directly: use :func:`as_model`, which resolves the model's
+    kind, device and dtype and passes the arguments below.
+
+    Parameters
+    ----------
+    kind : str
+        One of the ``kind`` values below.
+    module : torch.nn.Module, optional
+        The torch module evaluated (None for a black box).
+    estimator : object, optional
+        What was passed to :func:`as_model`.
+    response : str, optional
+        For a black box, the resolved response (see :func:`resolve_response`).
+    steps : list, optional
+        For a black-box pipeline, its steps (read by ``features(layer=step)``).
+    batch_size : int, default=1024
+        Rows per forward pass.
+    name : str, optional
+        The model's name, shown by ``repr``.
 
     Attributes
     ----------
@@ -298,6 +383,20 @@ class ModelAdapter:
     differentiable : bool
         Whether gradients and Jacobians are available.
     batch_size : int or None
+
+    See Also
+    --------
+    as_model : builds the adapter from any model.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from geolearn.models import as_model
+    >>> m = as_model(torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.ReLU()))
+    >>> m.kind, m.layer_names, m.differentiable
+    ('torch', ['0', '1'], True)
+    >>> tuple(m.features(torch.zeros(4, 3), layer="0").shape)
+    (4, 2)
     """
 
     def __init__(self, *, kind, module=None, estimator=None, response=None, steps=None,
@@ -528,12 +627,12 @@ class ModelAdapter:
         batch_size : int, optional
             Upper bound on the chunk size (default: the adapter's).
         mode : {"auto", "rev", "fwd"}, default="auto"
-        max_memory : int, default=2**28
+        max_memory : int, default=2 ** 28
             Bytes of Jacobian per chunk (256 MiB).
 
         Returns
         -------
-        J : ndarray or torch.Tensor of shape (n_samples, *output_shape, *input_shape)
+        J : ndarray or torch.Tensor of shape (n_samples,) + output_shape + input_shape
 
         Examples
         --------

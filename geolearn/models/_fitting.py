@@ -27,6 +27,25 @@ def is_prefit(model):
     A torch module, a plain callable, a ``FrozenEstimator`` and any fitted
     estimator (a skorch net once initialised) are prefit; an unfitted
     estimator is not.
+
+    Parameters
+    ----------
+    model : object
+        A torch module, callable, skorch net or scikit-learn estimator.
+
+    Returns
+    -------
+    prefit : bool
+
+    Examples
+    --------
+    >>> import torch
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from geolearn.models import is_prefit
+    >>> is_prefit(torch.nn.Linear(2, 1)), is_prefit(LogisticRegression())
+    (True, False)
+    >>> is_prefit(LogisticRegression().fit([[0.0], [1.0]], [0, 1]))
+    True
     """
     from skorch import NeuralNet
 

@@ -85,6 +85,14 @@ def respond(estimator, response, X):
     Returns
     -------
     out : ndarray of shape (n_samples, n_outputs)
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from geolearn.models import resolve_response, respond
+    >>> clf = LogisticRegression().fit([[0.0], [1.0], [2.0]], [0, 1, 1])
+    >>> respond(clf, resolve_response(clf), [[0.5], [1.5]]).shape  # one binary logit
+    (2, 1)
     """
     with warnings.catch_warnings():
         # arrays in the fitted column order: a model fitted on a DataFrame has nothing to fear

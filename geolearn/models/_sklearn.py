@@ -15,7 +15,18 @@ _ACTIVATIONS = {
 
 
 class BinaryProba(nn.Module):
-    """Map one logistic output ``p`` to the two columns ``[1 - p, p]`` of ``predict_proba``."""
+    """Map one logistic output ``p`` to the two columns ``[1 - p, p]`` of ``predict_proba``.
+
+    The last layer of :func:`mlp_to_torch` for a binary ``MLPClassifier``; it
+    takes no parameters.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from geolearn.models import BinaryProba
+    >>> BinaryProba()(torch.tensor([[0.25]])).tolist()
+    [[0.75, 0.25]]
+    """
 
     def forward(self, p):
         return torch.cat([1 - p, p], dim=-1)
@@ -86,8 +97,32 @@ def mlp_to_torch(mlp, dtype=torch.float32):
 def affine_to_torch(transformer, dtype=torch.float32):
     """Convert a fitted affine scaler to an ``nn.Linear``-free elementwise module.
 
-    Supports ``StandardScaler``, ``MinMaxScaler`` and ``MaxAbsScaler``;
-    returns None for anything else.
+    Supports ``StandardScaler``, ``MinMaxScaler`` (without ``clip``) and
+    ``MaxAbsScaler``; returns None for anything else.
+
+    Parameters
+    ----------
+    transformer : estimator
+        A fitted scikit-learn transformer.
+    dtype : torch.dtype, default=torch.float32
+        Use ``torch.float64`` to match scikit-learn to machine precision.
+
+    Returns
+    -------
+    module : Affine or None
+        The elementwise map ``x * weight + bias`` equal to ``transform``, or
+        None when ``transformer`` is not an affine scaler.
+
+    Examples
+    --------
+    >>> import numpy as np, torch
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from geolearn.models import affine_to_torch
+    >>> X = np.array([[0.0, 1.0], [2.0, 5.0]])
+    >>> scaler = StandardScaler().fit(X)
+    >>> layer = affine_to_torch(scaler, dtype=torch.float64)
+    >>> bool(np.allclose(layer(torch.as_tensor(X)).numpy(), scaler.transform(X)))
+    True
     """
     from sklearn.preprocessing import MaxAbsScaler, MinMaxScaler, StandardScaler
 

@@ -29,6 +29,22 @@ class TensorDataset(torch.utils.data.Dataset):
     ``__getitems__`` lets the DataLoader index the batch in one call instead of
     collating ``batch_size`` single rows, which dominates the step time of small
     networks. Use it with ``iterator_train__collate_fn=collate_batch``.
+
+    Parameters
+    ----------
+    X : torch.Tensor of shape (n_samples, ...)
+        The inputs.
+    y : torch.Tensor of shape (n_samples, ...), optional
+        The targets; without them a batch's ``y`` is an empty ``(n, 0)`` tensor.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from geolearn.models import TensorDataset
+    >>> ds = TensorDataset(torch.arange(6.0).reshape(3, 2), torch.tensor([0, 1, 0]))
+    >>> X, y = ds.__getitems__([2, 0])
+    >>> X.tolist(), y.tolist(), len(ds)
+    ([[4.0, 5.0], [0.0, 1.0]], [0, 0], 3)
     """
 
     def __init__(self, X, y=None):
@@ -48,7 +64,27 @@ class TensorDataset(torch.utils.data.Dataset):
 
 
 def collate_batch(batch):
-    """Identity collate: :class:`TensorDataset` already returns whole batches."""
+    """Identity collate: :class:`TensorDataset` already returns whole batches.
+
+    Parameters
+    ----------
+    batch : tuple of torch.Tensor
+        ``(X, y)`` as returned by ``TensorDataset.__getitems__``.
+
+    Returns
+    -------
+    batch : tuple of torch.Tensor
+        ``batch`` unchanged.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from torch.utils.data import DataLoader
+    >>> from geolearn.models import TensorDataset, collate_batch
+    >>> ds = TensorDataset(torch.zeros(5, 2), torch.ones(5))
+    >>> [tuple(X.shape) for X, _ in DataLoader(ds, batch_size=2, collate_fn=collate_batch)]
+    [(2, 2), (2, 2), (1, 2)]
+    """
     return batch
 
 
@@ -57,6 +93,22 @@ class RaiseOnNonFiniteLoss(Callback):
 
     A fit that ends with a NaN or infinite parameter (a last step taken from a finite
     loss) raises too, rather than leaving a model that predicts NaN.
+
+    Every :class:`SkorchTrainingMixin` estimator adds it to its net's callbacks.
+
+    Examples
+    --------
+    >>> import numpy as np, torch
+    >>> from skorch import NeuralNetRegressor
+    >>> from geolearn.models import RaiseOnNonFiniteLoss
+    >>> net = NeuralNetRegressor(torch.nn.Linear(1, 1), max_epochs=2, train_split=None,
+    ...                          callbacks=[RaiseOnNonFiniteLoss()], verbose=0)
+    >>> X = np.full((4, 1), np.inf, dtype=np.float32)
+    >>> try:
+    ...     net.fit(X, np.zeros((4, 1), dtype=np.float32))
+    ... except RuntimeError as err:
+    ...     print(str(err)[:42])
+    training loss became non-finite at epoch 1
     """
 
     def on_train_end(self, net, **kwargs):
@@ -81,7 +133,19 @@ class RaiseOnNonFiniteLoss(Callback):
 
 
 class TrainingInterruptedWarning(GeolearnWarning):
-    """Training stopped before its last epoch (a KeyboardInterrupt); the net keeps its weights."""
+    """Training stopped before its last epoch (a KeyboardInterrupt); the net keeps its weights.
+
+    Examples
+    --------
+    Turn it into an error where a half-trained model must not be used:
+
+    >>> import warnings
+    >>> from geolearn.models import TrainingInterruptedWarning
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("error", TrainingInterruptedWarning)
+    ...     issubclass(TrainingInterruptedWarning, UserWarning)
+    True
+    """
 
 
 def warn_if_interrupted(estimator, net, planned, before, stacklevel=4):
@@ -108,6 +172,31 @@ class ObjectiveNet(NeuralNet):
     The objective returns ``(loss, parts)``; each part (a scalar tensor) is
     recorded in the batch history and averaged per epoch by a
     ``PassthroughScoring`` callback, so ``history`` holds e.g. ``recon`` and ``kl``.
+
+    Parameters
+    ----------
+    module : torch.nn.Module or class
+        The module trained, as for ``skorch.NeuralNet``.
+    objective : callable
+        ``objective(module, y_pred, X, y, epoch) -> (loss, parts)`` with ``parts``
+        a dict of scalar tensors.
+    parts : sequence of str, default=()
+        The names of ``parts`` recorded in ``history`` each epoch.
+    **kwargs
+        Any other ``skorch.NeuralNet`` parameter (``criterion`` is unused).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from geolearn.models import ObjectiveNet
+    >>> def objective(module, y_pred, X, y, epoch):
+    ...     mse = ((y_pred - y) ** 2).mean()
+    ...     return mse, {"mse": mse.detach()}
+    >>> net = ObjectiveNet(torch.nn.Linear(2, 1), objective=objective, parts=("mse",),
+    ...                    max_epochs=2, train_split=None, verbose=0)
+    >>> net = net.fit(torch.zeros(8, 2), torch.ones(8, 1))
+    >>> len(net.history[:, "mse"])
+    2
     """
 
     def __init__(self, module, *, objective, parts=(), **kwargs):
@@ -154,6 +243,15 @@ class SkorchTrainingMixin:
 
     Fitted: ``net_`` (the skorch net, with its ``history``), ``module_`` and
     ``device_``.
+
+    Examples
+    --------
+    >>> from geolearn.generative import GridVAE
+    >>> from geolearn.models import SkorchTrainingMixin
+    >>> issubclass(GridVAE, SkorchTrainingMixin)
+    True
+    >>> GridVAE(optimizer__weight_decay=1e-4).get_params()["optimizer__weight_decay"]
+    0.0001
     """
 
     #: The skorch net class the estimator trains with (an extension point for subclasses).

@@ -4,7 +4,24 @@ import numpy as np
 
 
 def check_matplotlib(caller="plotting"):
-    """Import matplotlib.pyplot, or raise an ImportError naming the ``plot`` extra."""
+    """Import matplotlib.pyplot, or raise an ImportError naming the ``plot`` extra.
+
+    Parameters
+    ----------
+    caller : str, default="plotting"
+        Who needs matplotlib, named in the error.
+
+    Returns
+    -------
+    plt : module
+        ``matplotlib.pyplot``.
+
+    Examples
+    --------
+    >>> from geolearn.plotting import check_matplotlib
+    >>> check_matplotlib("my display").__name__
+    'matplotlib.pyplot'
+    """
     try:
         import matplotlib.pyplot as plt
     except ImportError as exc:

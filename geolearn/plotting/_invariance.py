@@ -13,7 +13,7 @@ class SaliencyOrbitDisplay:
 
     Parameters
     ----------
-    maps : ndarray of shape (n_samples, |G|, H, W)
+    maps : ndarray of shape (n_samples, len(group), H, W)
         Realigned maps (``details.maps`` of
         :func:`geolearn.invariance.saliency_invariance`).
     si : float, optional
@@ -23,7 +23,7 @@ class SaliencyOrbitDisplay:
 
     Attributes
     ----------
-    axes_ : ndarray of matplotlib Axes, shape (n_samples, |G|)
+    axes_ : ndarray of matplotlib Axes, shape (n_samples, len(group))
     figure_ : matplotlib Figure
     images_ : ndarray of AxesImage
 
@@ -64,7 +64,7 @@ class SaliencyOrbitDisplay:
         return cls(details.maps, si=si).plot(ax=ax)
 
     def plot(self, ax=None, *, cmap="hot"):
-        """Draw the grid; ``ax`` is an array of Axes of shape (n_samples, |G|) or None."""
+        """Draw the grid; ``ax`` is an array of Axes of shape ``(n_samples, |G|)`` or None."""
         plt = check_matplotlib("SaliencyOrbitDisplay")
         n, order = self.maps.shape[:2]
         if ax is None:

@@ -48,6 +48,21 @@ class RegionEnumeration:
     n_degenerate_crossings : int
         Facet crossings where more than the facet's bit flipped (the one-bit
         flip is then an empty region, skipped).
+
+    Examples
+    --------
+    Two hidden units along the axes cut the square ``[-1, 1]^2`` into its
+    four quadrants:
+
+    >>> import numpy as np, torch
+    >>> from geolearn.polytopes import ReLUPolytopes
+    >>> net = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ReLU(), torch.nn.Linear(2, 1))
+    >>> with torch.no_grad():
+    ...     _ = net[0].weight.copy_(torch.eye(2)), net[0].bias.zero_()
+    >>> poly = ReLUPolytopes(network=net, bounds=(-1, 1)).fit(np.zeros((1, 2)))
+    >>> enum = poly.enumerate_regions()
+    >>> enum.n_regions, enum.areas.round(12).tolist(), int(enum.adjacency.nnz)
+    (4, [1.0, 1.0, 1.0, 1.0], 8)
     """
 
     patterns: np.ndarray

@@ -105,10 +105,35 @@ def local_rows(network, X, *, input_shape=None, batch_size=1024, device="cpu"):
     (``b = G(x) - J(x) x``, float64) for any other torch module, as paper 2's
     code did for conv nets.
 
+    Parameters
+    ----------
+    network : ReLUNet, torch.nn.Module or fitted MLP
+        A network :func:`as_relu_network` converts, or any torch module.
+    X : array-like of shape (n, m) or (n, ...)
+        The samples; images are flattened to ``m`` features.
+    input_shape : tuple of int, optional
+        How the module (not a :class:`ReLUNet`) wants one sample shaped.
+    batch_size : int, default=1024
+        Samples per chunk.
+    device : str or torch.device, default="cpu"
+
     Returns
     -------
     W : ndarray of shape (n, o, m)
     b : ndarray of shape (n, o)
+
+    Examples
+    --------
+    >>> import numpy as np, torch
+    >>> from geolearn.polytopes import local_rows
+    >>> torch.manual_seed(0)  # doctest: +ELLIPSIS
+    <torch._C.Generator object at ...>
+    >>> net = torch.nn.Sequential(torch.nn.Linear(3, 5), torch.nn.ReLU(), torch.nn.Linear(5, 2))
+    >>> X = np.random.RandomState(0).randn(4, 3)
+    >>> W, b = local_rows(net, X)
+    >>> G = net(torch.as_tensor(X, dtype=torch.float32)).detach().numpy()
+    >>> W.shape, bool(np.allclose(np.einsum("nom,nm->no", W, X) + b, G, atol=1e-5))
+    ((4, 2, 3), True)
     """
     device = resolve_device(device)
     return _form_rows(_local_form(network, batch_size), X, input_shape=input_shape,

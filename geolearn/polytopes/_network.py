@@ -17,8 +17,9 @@ _OUTPUT_ACTIVATIONS = {nn.Softmax: "softmax", nn.LogSoftmax: "log_softmax",
 
 @dataclass(frozen=True, eq=False)
 class ReLUNet:
-    """A ReLU MLP in canonical form ``G(x) = W_{L+1} ReLU(... ReLU(W_1 x + b_1) ...) + b_{L+1}``.
+    """A ReLU MLP in canonical form: float64 weights and biases, layer by layer.
 
+    The network is ``G(x) = W_{L+1} ReLU(... ReLU(W_1 x + b_1) ...) + b_{L+1}``.
     Built by :func:`as_relu_network`; all arrays are float64 copies.
 
     Attributes
@@ -35,6 +36,15 @@ class ReLUNet:
     output_activation : str or None
         The stripped output activation (``'softmax'``, ``'log_softmax'``,
         ``'sigmoid'``) or None; all maps refer to the logits.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from geolearn.polytopes import as_relu_network
+    >>> net = as_relu_network(torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.ReLU(),
+    ...                                           torch.nn.Linear(3, 1)))
+    >>> net.layer_sizes, net.hidden_sizes, net.weights[0].dtype.name
+    ((2, 3, 1), (3,), 'float64')
     """
 
     weights: tuple

@@ -25,6 +25,21 @@ class SegmentRegions:
         ``H(s(x_a), s(x_b))``.
     n_flips : ndarray of shape (k,)
         Bits flipped at each crossing (1 generically).
+
+    Examples
+    --------
+    Two hidden units switch on at ``x = 0`` and ``x = 0.5``; the segment
+    ``[-1, 1]`` crosses both:
+
+    >>> import numpy as np, torch
+    >>> from geolearn.polytopes import ReLUPolytopes
+    >>> net = torch.nn.Sequential(torch.nn.Linear(1, 2), torch.nn.ReLU(), torch.nn.Linear(2, 1))
+    >>> with torch.no_grad():
+    ...     _ = net[0].weight.fill_(1.0), net[0].bias.copy_(torch.tensor([0.0, -0.5]))
+    >>> poly = ReLUPolytopes(network=net, bounds=None).fit(np.zeros((1, 1)))
+    >>> seg = poly.segment_regions([-1.0], [1.0])
+    >>> seg.n_regions, seg.t_breaks.tolist(), seg.hamming
+    (3, [0.5, 0.75], 2)
     """
 
     t_breaks: np.ndarray

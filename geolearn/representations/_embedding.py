@@ -178,7 +178,7 @@ class TorchEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
 
         Returns
         -------
-        E : ndarray of shape (n, embedding_dim_)
+        E : ndarray of shape (n, ``embedding_dim_``)
             float32 for float32 ``X`` (the model computes in float32), else float64.
         """
         check_is_fitted(self)

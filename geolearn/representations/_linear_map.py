@@ -121,7 +121,7 @@ class LinearEmbeddingMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regr
 
     Attributes
     ----------
-    coef_ : ndarray of shape (n_targets, n_features_in_)
+    coef_ : ndarray of shape (n_targets, ``n_features_in_``)
         The map ``M`` (scikit-learn's multi-output convention).
     intercept_ : ndarray of shape (n_targets,)
         ``b``; zeros when ``fit_intercept=False``.

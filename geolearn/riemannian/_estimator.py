@@ -117,7 +117,7 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
     allow_nonsmooth : bool, default=False
         Allow curvature through ReLU-like activations (it is 0 almost everywhere).
     batch_size : int, default=256
-    max_memory : int, default=2**30
+    max_memory : int, default=2 ** 30
         Bytes for one chunk of Jacobians (the bound of
         :meth:`geolearn.models.ModelAdapter.jacobian`, which computes them) or Hessians.
     dtype : {"float64", "float32"}, default="float64"
@@ -252,7 +252,7 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features) or (n_samples, *input_shape)
+        X : array-like of shape (n_samples, n_features) or (n_samples,) + input_shape
         y : array-like of shape (n_samples,), default=None
             Only used to fit an unfitted ``feature_map``.
 
@@ -477,7 +477,7 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features) or (n_samples, *input_shape)
+        X : array-like of shape (n_samples, n_features) or (n_samples,) + input_shape
 
         Returns
         -------

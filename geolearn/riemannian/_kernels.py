@@ -80,6 +80,17 @@ class _ErfNNGP(_Kernel):
 def rbf_kernel(gamma=1.0):
     """``K(x, y) = exp(−γ|x − y|²)``; induces the flat metric ``g = 2γ I``.
 
+    Parameters
+    ----------
+    gamma : float, default=1.0
+        Positive inverse squared length scale γ.
+
+    Returns
+    -------
+    kernel : callable
+        ``(x, y) -> scalar`` on torch tensors of shape ``(d,)``, for
+        :class:`KernelMetric` and :class:`ConformalKernelSVC`.
+
     Examples
     --------
     >>> import torch
@@ -93,6 +104,19 @@ def rbf_kernel(gamma=1.0):
 
 def mahalanobis_rbf_kernel(M, gamma=1.0):
     """``K(x, y) = exp(−γ (x−y)ᵀ M (x−y))``; induces ``g = 2γ M`` (flat).
+
+    Parameters
+    ----------
+    M : array-like or torch.Tensor of shape (d, d)
+        Symmetric positive-definite matrix.
+    gamma : float, default=1.0
+        Positive scale γ.
+
+    Returns
+    -------
+    kernel : callable
+        ``(x, y) -> scalar`` on torch tensors of shape ``(d,)``, for
+        :class:`KernelMetric` and :class:`ConformalKernelSVC`.
 
     Examples
     --------
@@ -109,6 +133,21 @@ def mahalanobis_rbf_kernel(M, gamma=1.0):
 def polynomial_kernel(gamma=1.0, coef0=1.0, degree=3):
     """``K(x, y) = (γ x·y + c₀)^p`` (scikit-learn's form).
 
+    Parameters
+    ----------
+    gamma : float, default=1.0
+        Scale γ of the inner product.
+    coef0 : float, default=1.0
+        Offset c₀.
+    degree : int, default=3
+        Degree p.
+
+    Returns
+    -------
+    kernel : callable
+        ``(x, y) -> scalar`` on torch tensors of shape ``(d,)``, for
+        :class:`KernelMetric` and :class:`ConformalKernelSVC`.
+
     Examples
     --------
     >>> import torch
@@ -122,6 +161,12 @@ def polynomial_kernel(gamma=1.0, coef0=1.0, degree=3):
 
 def linear_kernel():
     """``K(x, y) = x·y``; induces the Euclidean metric.
+
+    Returns
+    -------
+    kernel : callable
+        ``(x, y) -> scalar`` on torch tensors of shape ``(d,)``, for
+        :class:`KernelMetric` and :class:`ConformalKernelSVC`.
 
     Examples
     --------
@@ -137,6 +182,19 @@ def erf_nngp_kernel(sigma_w=1.0, sigma_b=1.0):
 
     ``K(x,y) = (2/π) arcsin((σ_b²+σ_w² x·y) / √((1+σ_b²+σ_w²|x|²)(1+σ_b²+σ_w²|y|²)))``.
 
+    Parameters
+    ----------
+    sigma_w : float, default=1.0
+        Standard deviation σ_w of the input weights.
+    sigma_b : float, default=1.0
+        Standard deviation σ_b of the biases.
+
+    Returns
+    -------
+    kernel : callable
+        ``(x, y) -> scalar`` on torch tensors of shape ``(d,)``, for
+        :class:`KernelMetric` and :class:`ConformalKernelSVC`.
+
     Examples
     --------
     >>> import torch
@@ -150,6 +208,18 @@ def erf_nngp_kernel(sigma_w=1.0, sigma_b=1.0):
 
 def laplacian_kernel(*args, **kwargs):
     """Refused: ``exp(−γ|x − y|)`` is not C² on the diagonal, so it induces no metric.
+
+    Named so that ``kernel="laplacian"`` fails with the reason instead of "unknown kernel".
+
+    Parameters
+    ----------
+    *args, **kwargs
+        Ignored.
+
+    Raises
+    ------
+    ValueError
+        Always.
 
     Examples
     --------

@@ -252,7 +252,7 @@ class PullbackMetric(_MetricEngine):
         otherwise; ``"fd"``: central finite differences for black-box maps.
     batch_size : int, default=256
         Largest number of points per vectorised chunk.
-    max_memory : int, default=2**30
+    max_memory : int, default=2 ** 30
         Bytes allowed for one chunk's Jacobians (passed to the adapter, which
         counts ``m·d`` numbers per point) or Hessians; chunks shrink to fit.
     dtype : torch.dtype, default=torch.float64

@@ -147,6 +147,11 @@ def nngp_metric(X, activation="erf", sigma_w=1.0, sigma_b=1.0, degree=None):
     degree : int, optional
         Only for ``activation="monomial"``.
 
+    Returns
+    -------
+    g : ndarray or tensor of shape (N, d, d)
+        A tensor when ``X`` is one.
+
     Examples
     --------
     >>> import numpy as np
@@ -161,7 +166,21 @@ def nngp_metric(X, activation="erf", sigma_w=1.0, sigma_b=1.0, degree=None):
 def nngp_log_volume(X, activation="erf", sigma_w=1.0, sigma_b=1.0, degree=None):
     """Log volume element ``½ log det g`` of the infinite-width metric, shape (N,).
 
-    Parameters are those of :func:`nngp_metric`.
+    Parameters
+    ----------
+    X : array-like or tensor of shape (N, d)
+    activation : {"erf", "sigmoid", "monomial"}, default="erf"
+        As for :func:`nngp_metric`.
+    sigma_w, sigma_b : float, default=1.0
+        Standard deviations of weights (no ``1/d`` factor) and biases.
+    degree : int, optional
+        Only for ``activation="monomial"``.
+
+    Returns
+    -------
+    log_volume : ndarray or tensor of shape (N,)
+        A tensor when ``X`` is one.
+
 
     Examples
     --------
@@ -177,7 +196,23 @@ def nngp_ricci_scalar(X, activation="erf", sigma_w=1.0, sigma_b=1.0, degree=None
     """Ricci scalar of the infinite-width metric, shape (N,).
 
     For erf it equals ``−(π/2)(d−1)(d+2)σ_w² u / ((1+2σ_b²)√D)``,
-    ``D = 1 + 2σ_b² + 2σ_w² u``. Parameters are those of :func:`nngp_metric`.
+    ``D = 1 + 2σ_b² + 2σ_w² u``.
+
+    Parameters
+    ----------
+    X : array-like or tensor of shape (N, d)
+    activation : {"erf", "sigmoid", "monomial"}, default="erf"
+        As for :func:`nngp_metric`.
+    sigma_w, sigma_b : float, default=1.0
+        Standard deviations of weights (no ``1/d`` factor) and biases.
+    degree : int, optional
+        Only for ``activation="monomial"``.
+
+    Returns
+    -------
+    ricci_scalar : ndarray or tensor of shape (N,)
+        A tensor when ``X`` is one.
+
 
     Examples
     --------
@@ -202,6 +237,11 @@ def conformal_rbf_log_volume(X, centers, tau, sigma):
     centers : array-like of shape (k, d)
     tau, sigma : float
         Bandwidth of the conformal factor and of the base kernel.
+
+    Returns
+    -------
+    log_volume : ndarray or tensor of shape (N,)
+        A tensor when ``X`` is one.
 
     Examples
     --------

@@ -30,7 +30,7 @@ class SVBFClassifier(_SetsMixin, ClassifierMixin, BaseEstimator):
     ``c = 1`` every metric ranks classes by the smallest principal angle
     ``theta_1(V, W_j)``, the paper's rule.
 
-    Read more in the :ref:`User Guide <subspaces>`.
+    Read more in the :doc:`User Guide </user_guide/subspaces>`.
 
     Parameters
     ----------

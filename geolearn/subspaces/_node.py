@@ -51,7 +51,7 @@ class SVBFNode(nn.Module):
 
     For each set ``X`` (``n x l``, orthonormal columns) it returns the unit vector
     ``b`` (``k``) with ``K b`` the direction of ``W`` closest to ``span(X)``: the top
-    eigenvector of ``(X^T K)^T (X^T K)``, sign-normalised (largest-|entry|
+    eigenvector of ``(X^T K)^T (X^T K)``, sign-normalised (largest-magnitude entry
     positive). Its eigenvalue is ``cos^2 theta_1``; ``fit_loss_`` is minus its
     batch mean (``"cos"``: of ``cos theta_1``), so minimising it fits the variety
     (paper Eq. 3 and Eq. 7).

@@ -74,7 +74,7 @@ def _flag_signature(n_components, intersection_dim, n, min_dim):
 
 
 def _sign_normalise(V, dim):
-    """Flip vectors along ``dim`` so that each one's largest-|entry| is positive."""
+    """Flip vectors along ``dim`` so that each one's largest-magnitude entry is positive."""
     idx = V.abs().argmax(dim=dim, keepdim=True)
     sign = torch.sign(torch.gather(V, dim, idx))
     return V * torch.where(sign == 0, torch.ones_like(sign), sign)
@@ -115,7 +115,7 @@ class SVBF(_SetsMixin, TransformerMixin, BaseEstimator):
     ``"cos2"`` the solution is the flag mean; with one vector per set it is
     the uncentred PCA of the normalised vectors.
 
-    Read more in the :ref:`User Guide <subspaces>`.
+    Read more in the :doc:`User Guide </user_guide/subspaces>`.
 
     Parameters
     ----------
