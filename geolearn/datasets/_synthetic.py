@@ -120,11 +120,6 @@ def make_xor(n_samples=4, *, noise=0.0, random_state=None):
     y : ndarray of shape (n_samples,)
         ``1`` where the signs of the corner's coordinates differ.
 
-    Returns
-    -------
-    X : ndarray of shape (4, 2), float64
-    y : ndarray of shape (4,), int
-
     Examples
     --------
     >>> from geolearn.datasets import make_xor

@@ -12,6 +12,28 @@ def call_flat_if_refused(method, X, *args, **kwargs):
     scikit-learn estimators take 2-D ``X`` only ("Found array with dim 4"),
     while image-aware estimators take ``(n, C, H, W)``: so the images are passed
     as they are first, and flattened only when refused for their dimension.
+
+    Parameters
+    ----------
+    method : callable
+        A model's ``fit``, ``predict``, ``predict_proba``, ... taking ``X`` first.
+    X : array-like of shape (n_samples, ...)
+    *args, **kwargs
+        Passed on to ``method``.
+
+    Returns
+    -------
+    result : what ``method`` returns
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from geolearn.models import call_flat_if_refused
+    >>> images, y = np.random.RandomState(0).rand(6, 1, 2, 2), np.arange(6) % 2
+    >>> clf = call_flat_if_refused(LogisticRegression().fit, images, y)
+    >>> clf.n_features_in_
+    4
     """
     try:
         return method(X, *args, **kwargs)

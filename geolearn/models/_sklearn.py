@@ -141,7 +141,25 @@ def affine_to_torch(transformer, dtype=torch.float32):
 
 
 class Affine(nn.Module):
-    """Elementwise ``x * weight + bias`` (a fitted scaler as a differentiable layer)."""
+    """Elementwise ``x * weight + bias`` (a fitted scaler as a differentiable layer).
+
+    :func:`affine_to_torch` builds it from a fitted ``StandardScaler``,
+    ``MinMaxScaler`` or ``MaxAbsScaler``; ReLU-network tools fold it into the
+    next linear layer.
+
+    Parameters
+    ----------
+    weight, bias : array-like of shape (n_features,)
+        Per-feature scale and shift.
+    dtype : torch.dtype, default=torch.float32
+
+    Examples
+    --------
+    >>> import torch
+    >>> from geolearn.models import Affine
+    >>> Affine([2.0, 0.5], [1.0, 0.0])(torch.tensor([[1.0, 4.0]]))
+    tensor([[3., 2.]])
+    """
 
     def __init__(self, weight, bias, dtype=torch.float32):
         super().__init__()

@@ -155,6 +155,35 @@ def warn_if_interrupted(estimator, net, planned, before, stacklevel=4):
     records at its end; ``before`` rows were there before this fit. ``stacklevel`` points
     the warning at the user's ``fit`` call. For estimators that are skorch nets themselves
     (``net`` is ``estimator``); :class:`SkorchTrainingMixin` calls it for the others.
+
+    Parameters
+    ----------
+    estimator : estimator
+        Named in the warning.
+    net : skorch.NeuralNet
+        The net that trained.
+    planned : int
+        Epochs the fit asked for.
+    before : int
+        History rows before this fit (``partial_fit`` and ``warm_start`` append).
+    stacklevel : int, default=4
+
+    Returns
+    -------
+    None
+
+    Examples
+    --------
+    >>> import numpy as np, torch, warnings
+    >>> from skorch import NeuralNetRegressor
+    >>> from geolearn.models import warn_if_interrupted
+    >>> net = NeuralNetRegressor(torch.nn.Linear(1, 1), max_epochs=3, train_split=None,
+    ...                          verbose=0).fit(np.ones((4, 1), "f4"), np.ones((4, 1), "f4"))
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_if_interrupted(net, net, planned=5, before=0)
+    >>> str(caught[0].message)[:60]
+    'NeuralNetRegressor: training was interrupted during epoch 4 '
     """
     done = sum("dur" in row for row in net.history.to_list()[before:])
     stopped_early = any(isinstance(cb, EarlyStopping) and cb.misses_ >= cb.patience

@@ -45,6 +45,17 @@ class FiedlerWarning(GeolearnWarning):
     eigenvalue (the Fiedler vector is not unique), a degenerate partition (disconnected
     graph, all stimuli on one side), a BCa bias correction outside the bootstrap range
     (clipped), and fewer than 500 bootstrap resamples.
+
+    Examples
+    --------
+    >>> import numpy as np, warnings
+    >>> from geolearn.representations import FiedlerWarning, fiedler_vector
+    >>> R = np.ones((4, 4)) - np.eye(4)              # all stimuli equally far apart
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     _ = fiedler_vector(R)
+    >>> any(issubclass(w.category, FiedlerWarning) for w in caught)
+    True
     """
 
 

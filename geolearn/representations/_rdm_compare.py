@@ -43,6 +43,16 @@ class RDMComparisonResult:
         One-sided p-value of ``statistic > 0``.
     distribution : ndarray of shape (n_boot,)
         The bootstrap statistics.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geolearn.representations import bootstrap_compare_rdms, compute_rdm
+    >>> V = np.random.default_rng(0).normal(size=(30, 8))
+    >>> res = bootstrap_compare_rdms(compute_rdm(V), compute_rdm(V + 0.5), n_boot=50,
+    ...                              random_state=0)
+    >>> round(res.statistic, 6), res.distribution.shape   # a shift leaves the RDM as it is
+    (1.0, (50,))
     """
 
     statistic: float
