@@ -232,8 +232,8 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
         X_given, X = X, validate_data(self, X, dtype=np.float64)
         net = as_relu_network(fitted_network(self.network, X_given, y))
         if net.n_inputs != X.shape[1]:
-            raise ValueError(f"X has {X.shape[1]} features but the network expects "
-                             f"{net.n_inputs} inputs.")
+            raise ValueError(f"X has {X.shape[1]} features, but the network is expecting "
+                             f"{net.n_inputs} features as input.")
         self.network_ = net
         self.layer_sizes_ = net.layer_sizes
         self.n_hidden_units_ = net.n_hidden_units

@@ -210,6 +210,7 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
         return tuple(quantities)
 
     def _check_X(self, X, *, reset, name="X"):
+        frame = X if hasattr(X, "columns") else None  # validate_data records its names
         X = X.detach().cpu().numpy() if isinstance(X, torch.Tensor) else X
         X = check_array(X, dtype=np.float64, allow_nd=True, input_name=name)
         if reset:
@@ -232,7 +233,8 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
             raise ValueError(
                 f"{name} has {flat.shape[1]} features, but {type(self).__name__} is expecting "
                 f"{self.n_features_in_} features as input = prod(input_shape={self.input_shape_}).")
-        return validate_data(self, flat, reset=reset)
+        return validate_data(self, flat if frame is None else frame, reset=reset,
+                             dtype=np.float64)
 
     def _check_point(self, x, name):
         x = np.asarray(x.detach().cpu() if isinstance(x, torch.Tensor) else x, dtype=np.float64)

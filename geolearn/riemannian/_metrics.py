@@ -11,7 +11,7 @@ import warnings
 import torch
 from torch.func import jacrev, vmap
 
-from .._utils import check_choice, check_scalar_param, iter_batches
+from .._utils import check_choice, check_numeric_array, check_scalar_param, iter_batches
 from ..models import as_model
 from ..models import locked_jacfwd as jacfwd  # forward AD is process-global in torch
 from . import _curvature
@@ -84,6 +84,9 @@ class _MetricEngine:
         self.batch_size = batch_size
 
     def _as_points(self, X, name="X"):
+        if not isinstance(X, torch.Tensor):  # sparse, DataFrames and object arrays too
+            X = check_numeric_array(X, name, ensure_2d=False, allow_nd=True,
+                                    ensure_min_samples=0, ensure_all_finite=False, copy=True)
         X = torch.as_tensor(X).to(device=self.device, dtype=self.dtype)
         if X.ndim != 2 or len(X) == 0:
             raise ValueError(f"{name} must be a non-empty (N, d) array of points; "
@@ -287,6 +290,11 @@ class PullbackMetric(_MetricEngine):
         # copy, never cast in place
         self._model = model.to(self.device, self.dtype)
         self._map = self._model.module if self._model is not model else feature_map
+
+    def _as_points(self, X, name="X"):
+        X = super()._as_points(X, name)
+        self._model.check_sample_shape(tuple(X.shape[1:]), name)  # before any torch error
+        return X
 
     # -- the map ---------------------------------------------------------------------------
     def _phi(self, x):
