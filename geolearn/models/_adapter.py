@@ -684,7 +684,9 @@ in_features of its first layer '0').
             chunk = _chunk_size(out_numel * in_numel * X0.element_size(), max_memory, batch_size)
             jac = vmap((locked_jacfwd if mode == "fwd" else jacrev)(single))
             for sl in iter_batches(len(X), chunk):
-                J = jac(convert(X[sl]))
+                # a copy: forward AD gives a view's tangent the size of its whole base
+                # (every row of X, times the d tangents), not of the chunk
+                J = jac(convert(X[sl]).clone())
                 outs.append(J if is_tensor else to_numpy(J))
         return torch.cat(outs) if is_tensor else np.concatenate(outs)
 
