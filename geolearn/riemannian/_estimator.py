@@ -116,8 +116,10 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
         Allow curvature through ReLU-like activations (it is 0 almost everywhere).
     batch_size : int, default=256
     max_memory : int, default=2**30
-        Bytes for one chunk of Jacobians (the bound of
-        :meth:`geolearn.models.ModelAdapter.jacobian`, which computes them) or Hessians.
+        Bytes for one chunk of points: their Jacobians and the autodiff
+        intermediates behind them (estimated per point, see
+        :class:`PullbackMetric`), or their Hessians. Volumes and eigenvalues are
+        reduced chunk by chunk, so the peak memory stays near this bound.
     dtype : {"float64", "float32"}, default="float64"
     device : str, default=None
         ``None`` keeps a module where it lives (CPU for kernels); ``"auto"``
