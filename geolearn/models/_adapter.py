@@ -10,7 +10,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from .._utils import check_numeric_array, iter_batches, resolve_device, to_numpy, to_tensor
+from .._utils import (
+    check_numeric_array,
+    iter_batches,
+    resolve_device,
+    to_numpy,
+    to_tensor,
+)
 from ._response import resolve_response, respond
 from ._sklearn import affine_to_torch, mlp_to_torch
 

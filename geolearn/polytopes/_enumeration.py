@@ -9,8 +9,17 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 
-from ._lp import (chebyshev_lp, clip_polygon, facet_center, facet_radius, facets_clarkson,
-                  facets_lp, is_bounded, polygon_area, stack_rows)
+from ._lp import (
+    chebyshev_lp,
+    clip_polygon,
+    facet_center,
+    facet_radius,
+    facets_clarkson,
+    facets_lp,
+    is_bounded,
+    polygon_area,
+    stack_rows,
+)
 from ._maps import forward_bits, hrep, local_maps
 from ._segments import segment_exact
 

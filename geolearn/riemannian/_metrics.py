@@ -11,8 +11,13 @@ import warnings
 import torch
 from torch.func import jacrev, vmap
 
-from .._utils import (check_choice, check_memory, check_numeric_array, check_scalar_param,
-                      iter_batches)
+from .._utils import (
+    check_choice,
+    check_memory,
+    check_numeric_array,
+    check_scalar_param,
+    iter_batches,
+)
 from ..models import as_model
 from ..models import locked_jacfwd as jacfwd  # forward AD is process-global in torch
 from . import _curvature
