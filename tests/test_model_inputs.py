@@ -188,6 +188,8 @@ def test_custom_modules_and_black_boxes_are_left_to_the_model():
             return self.head(self.body(x))
 
     assert as_model(Reversed()).forward(np.ones((2, 3), np.float32)).shape == (2, 2)
+    glu = as_model(nn.Sequential(nn.GLU(), nn.Linear(2, 3)))  # GLU halves the features
+    assert glu.forward(np.ones((2, 4), np.float32)).shape == (2, 3)
     clf = LogisticRegression().fit(X_TAB, Y)
     box = as_model(clf)
     np.testing.assert_allclose(box.forward(sp.csr_matrix(X_TAB)), box.forward(X_TAB), rtol=1e-6)

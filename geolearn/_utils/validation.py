@@ -33,7 +33,8 @@ def check_numeric_array(X, name="X", **check_array_params):
     try:
         return check_array(X, input_name=name, **check_array_params)
     except (ValueError, TypeError) as exc:
-        bad = _first_non_number(X)
+        kind = getattr(getattr(X, "dtype", None), "kind", "O")  # DataFrames, lists: "O"
+        bad = _first_non_number(X) if kind in "OSU" else None
         if bad is None:
             raise
         raise ValueError(f"{name} must hold numbers; it has dtype "

@@ -42,9 +42,11 @@ def _module_dtype(module):
     return torch.float32
 
 
-# Modules a sample passes through unchanged in shape on its way to the first layer.
+# Modules a sample passes through unchanged in shape on its way to the first layer (with the
+# activations, but for the two of them that change it).
 _SHAPE_PRESERVING = (nn.Identity, nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d,
                      nn.AlphaDropout)
+_SHAPE_CHANGING_ACTIVATIONS = (nn.GLU, nn.MultiheadAttention)
 _CONVS = (nn.Conv1d, nn.Conv2d, nn.Conv3d)
 
 
@@ -64,7 +66,8 @@ def _input_layer(module):
             if isinstance(child, nn.Flatten) and child.start_dim == 1 and child.end_dim == -1:
                 flattened = True
             elif not (isinstance(child, _SHAPE_PRESERVING)
-                      or type(child).__module__ == "torch.nn.modules.activation"):
+                      or (type(child).__module__ == "torch.nn.modules.activation"
+                          and not isinstance(child, _SHAPE_CHANGING_ACTIVATIONS))):
                 name.append(child_name)
                 module = child
                 break
