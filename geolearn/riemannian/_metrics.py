@@ -372,7 +372,7 @@ class PullbackMetric(_MetricEngine):
         cure = "use a layer with fewer features (m) or smaller inputs (d)"
         check_memory(per_point, what, cure)
         if per_point > self.max_memory:
-            warnings.warn(f"{what} need about {per_point / 2**20:.0f} MiB, more than "
+            warnings.warn(f"{what} need about {per_point:,} bytes, more than "
                           f"max_memory={self.max_memory}: computing one point at a time. To "
                           f"stay within max_memory, {cure}.", UserWarning, stacklevel=4)
         return max(1, min(self.batch_size, int(self.max_memory // per_point)))
