@@ -4,6 +4,7 @@ import threading
 from contextlib import contextmanager
 
 import numpy as np
+import scipy.sparse
 import torch
 
 
@@ -68,6 +69,9 @@ def to_numpy(t):
     """Detach a tensor to a numpy array on the CPU (arrays pass through)."""
     if isinstance(t, torch.Tensor):
         return t.detach().cpu().numpy()
+    if scipy.sparse.issparse(t):  # np.asarray would make it a 0-d object array
+        raise TypeError("X is a scipy sparse matrix, but dense data is required: pass "
+                        "X.toarray().")
     return np.asarray(t)
 
 

@@ -3,8 +3,58 @@
 import numbers
 
 import numpy as np
+import scipy.sparse as sp
 import torch
 from sklearn.utils.validation import check_array, column_or_1d
+
+
+def check_numeric_array(X, name="X", **check_array_params):
+    """``check_array`` whose errors for sparse and non-numeric inputs name ``name`` and the cure.
+
+    A scipy sparse matrix is a ``TypeError`` naming ``.toarray()``; an object
+    array holding something that is not a number is a ``ValueError`` naming
+    ``name``, its dtype and the value (numpy's own message names neither). A
+    pandas DataFrame is read as its numeric values. The other keywords are
+    ``check_array``'s.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> check_numeric_array(np.array([[1, 2]], dtype=object)).dtype
+    dtype('float64')
+    >>> check_numeric_array(np.array([[1, "a"]], dtype=object))
+    Traceback (most recent call last):
+    ...
+    ValueError: X must hold numbers; it has dtype object and holds 'a', which is not one.
+    """
+    if sp.issparse(X):
+        raise TypeError(f"{name} is a scipy sparse matrix, but dense data is required: pass "
+                        f"{name}.toarray().")
+    check_array_params.setdefault("dtype", "numeric")
+    try:
+        return check_array(X, input_name=name, **check_array_params)
+    except (ValueError, TypeError) as exc:
+        kind = getattr(getattr(X, "dtype", None), "kind", "O")  # DataFrames, lists: "O"
+        bad = _first_non_number(X) if kind in "OSU" else None
+        if bad is None:
+            raise
+        raise ValueError(f"{name} must hold numbers; it has dtype "
+                         f"{getattr(X, 'dtype', 'object')} and holds {bad!r}, which is not "
+                         "one.") from exc
+
+
+def _first_non_number(X):
+    """The first entry of ``X`` that float() refuses, or None."""
+    try:
+        values = np.asarray(X, dtype=object).ravel()
+    except ValueError:  # ragged
+        return None
+    for v in values:
+        try:
+            float(v)
+        except (TypeError, ValueError):
+            return v
+    return None
 
 
 def check_image_shape(image_shape, name="image_shape"):
@@ -48,10 +98,14 @@ def check_images(X, image_shape=None, *, dtype=np.float32, estimator=None, min_s
     images : ndarray of shape (n, C, H, W)
     """
     shape = check_image_shape(image_shape)
+    if sp.issparse(X):
+        raise TypeError(f"{name} is a scipy sparse matrix, but images must be dense: pass "
+                        f"{name}.toarray().")
     X = X if hasattr(X, "ndim") else np.asarray(X)
     ndim = getattr(X, "ndim", None)
     if ndim == 2:
-        X = check_array(X, dtype=dtype, estimator=estimator, ensure_min_samples=min_samples)
+        X = check_numeric_array(X, name, dtype=dtype, estimator=estimator,
+                                ensure_min_samples=min_samples)
         if shape is None:
             raise ValueError(
                 f"{name} is flat with shape {X.shape}: pass image_shape=(C, H, W) or (H, W) "
@@ -64,8 +118,8 @@ def check_images(X, image_shape=None, *, dtype=np.float32, estimator=None, min_s
             )
         return X.reshape(len(X), *shape)
     if ndim in (3, 4):
-        X = check_array(X, dtype=dtype, allow_nd=True, estimator=estimator,
-                        ensure_min_samples=min_samples)
+        X = check_numeric_array(X, name, dtype=dtype, allow_nd=True, estimator=estimator,
+                                ensure_min_samples=min_samples)
         if X.ndim == 3:
             X = X[:, None]
         if shape is not None and X.shape[1:] != shape:
@@ -202,9 +256,8 @@ def check_model_inputs(X, image_shape=None, *, min_samples=1, name="X"):
     """
     if image_shape is not None:
         return check_images(X, image_shape, min_samples=min_samples, name=name)
-    X = check_array(X, dtype=np.float32, allow_nd=True, ensure_min_samples=min_samples,
-                    input_name=name)
-    return X
+    return check_numeric_array(X, name, dtype=np.float32, allow_nd=True,
+                               ensure_min_samples=min_samples)
 
 
 def preserved_dtype(X):

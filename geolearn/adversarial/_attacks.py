@@ -18,9 +18,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_array
 
-from .._utils import iter_batches, to_numpy
+from .._utils import check_numeric_array, iter_batches, to_numpy
 from ..exceptions import GeolearnWarning
 from ..models import as_model
 from ._validation import (
@@ -409,7 +408,7 @@ def patch_attack(estimator, X, y, mask, *, method="pgd", n_iter=2048, step_size=
 
 def _check_patch_inputs(model, X, y, mask, method, n_iter, step_size, clip):
     """``(X as float64, y as class indices, flat mask, (lo, hi))``, or a clear error."""
-    X = check_array(X, dtype=np.float64)
+    X = model.check_input(check_numeric_array(X, dtype=np.float64))
     if method not in ("pgd", "nag"):
         raise ValueError(f"method must be 'pgd' or 'nag'; got {method!r}.")
     check_positive(n_iter, "n_iter", integer=True)

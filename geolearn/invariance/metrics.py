@@ -14,9 +14,15 @@ import warnings
 
 import numpy as np
 import torch
-from sklearn.utils import Bunch, check_array
+from sklearn.utils import Bunch
 
-from .._utils import check_dtype_range, check_images, iter_batches, to_numpy
+from .._utils import (
+    check_dtype_range,
+    check_images,
+    check_numeric_array,
+    iter_batches,
+    to_numpy,
+)
 from ..exceptions import GeolearnWarning, NumericalWarning
 from ..models import as_model
 from ._groups import FiniteGroup, resolve_group
@@ -573,8 +579,8 @@ def jacobian_sigma_max(model, X, *, reduce="mean", batch_size=256, device=None):
         raise ValueError(f"reduce must be 'mean', 'median' or 'none'; got {reduce!r}.")
     adapter = as_model(model, device=device, batch_size=batch_size)
     adapter.require_gradients("jacobian_sigma_max")
-    X = np.ascontiguousarray(check_array(to_numpy(X), dtype=[np.float32, np.float64],
-                                         allow_nd=True))
+    X = np.ascontiguousarray(check_numeric_array(to_numpy(X), dtype=[np.float32, np.float64],
+                                                 allow_nd=True))
     d = int(np.prod(X.shape[1:]))
     sigmas = []
     for sl in iter_batches(len(X), batch_size):

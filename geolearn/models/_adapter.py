@@ -10,7 +10,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from .._utils import iter_batches, resolve_device, to_numpy, to_tensor
+from .._utils import (
+    check_numeric_array,
+    iter_batches,
+    resolve_device,
+    to_numpy,
+    to_tensor,
+)
 from ._response import resolve_response, respond
 from ._sklearn import affine_to_torch, mlp_to_torch
 
@@ -48,6 +54,40 @@ def _module_dtype(module):
         if t.is_floating_point():
             return t.dtype
     return torch.float32
+
+
+# Modules a sample passes through unchanged in shape on its way to the first layer (with the
+# activations, but for the two of them that change it).
+_SHAPE_PRESERVING = (nn.Identity, nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d,
+                     nn.AlphaDropout)
+_SHAPE_CHANGING_ACTIVATIONS = (nn.GLU, nn.MultiheadAttention)
+_CONVS = (nn.Conv1d, nn.Conv2d, nn.Conv3d)
+
+
+def _input_layer(module):
+    """``(name, layer, flattened)``: the first Linear/Conv layer every sample meets.
+
+    Only where the order of layers is certain: a chain of ``nn.Sequential``
+    through activations, dropout and a ``Flatten`` of the sample (whether the
+    layer sees it flattened). None for anything else (a custom ``forward`` may
+    use its submodules in any order).
+    """
+    name, flattened = [], False
+    while not isinstance(module, (nn.Linear, *_CONVS)):
+        if not isinstance(module, nn.Sequential):
+            return None
+        for child_name, child in module.named_children():
+            if isinstance(child, nn.Flatten) and child.start_dim == 1 and child.end_dim == -1:
+                flattened = True
+            elif not (isinstance(child, _SHAPE_PRESERVING)
+                      or (type(child).__module__ == "torch.nn.modules.activation"
+                          and not isinstance(child, _SHAPE_CHANGING_ACTIVATIONS))):
+                name.append(child_name)
+                module = child
+                break
+        else:
+            return None
+    return ".".join(name), module, flattened
 
 
 def _first(out):
@@ -402,6 +442,7 @@ class ModelAdapter:
     def __init__(self, *, kind, module=None, estimator=None, response=None, steps=None,
                  batch_size=1024, name=None):
         self.kind = kind
+        self._input_spec = None
         self.module = module
         self.estimator = estimator
         self.response = response
@@ -440,6 +481,88 @@ class ModelAdapter:
                 "fitted MLPClassifier/MLPRegressor (optionally in a Pipeline after "
                 "StandardScaler/MinMaxScaler/MaxAbsScaler)."
             )
+
+    def check_input(self, X, name="X"):
+        """``X`` validated as input of the model: the one check of every model-taking method.
+
+        An array-like (a DataFrame is read as its values) becomes a numeric
+        ndarray; a scipy sparse matrix is a ``TypeError`` naming ``.toarray()``
+        (a black box receives it as it is: its estimator may take it); an
+        object array holding something that is not a number is a
+        ``ValueError``. A tensor is returned as it is. Then each sample's shape
+        is checked against the model's input: the ``n_features_in_`` of a
+        scikit-learn model, the ``in_features`` or ``in_channels`` of a
+        network's first ``Linear``/``Conv`` layer (where the order of its layers
+        is certain: ``nn.Sequential`` chains). A mismatch is a ``ValueError``
+        stating what ``X`` has and what the model expects, before any torch
+        error.
+
+        Examples
+        --------
+        >>> import numpy as np, torch
+        >>> from geolearn.models import as_model
+        >>> m = as_model(torch.nn.Sequential(torch.nn.Linear(4, 2), torch.nn.ReLU()))
+        >>> m.check_input(np.zeros((3, 5)))
+        Traceback (most recent call last):
+        ...
+        ValueError: X has 5 features, but Sequential is expecting 4 features as input (the \
+in_features of its first layer '0').
+        """
+        if isinstance(X, torch.Tensor):
+            self.check_sample_shape(tuple(X.shape[1:]), name)
+            return X
+        if self.module is None:
+            return X if hasattr(X, "shape") else np.asarray(X)
+        X = check_numeric_array(X, name, ensure_2d=False, allow_nd=True, ensure_min_samples=0,
+                                ensure_min_features=0, ensure_all_finite=False)
+        if X.ndim == 0:
+            raise ValueError(f"{name} must be an array of samples (n_samples, ...); got a "
+                             "scalar.")
+        self.check_sample_shape(X.shape[1:], name)
+        return X
+
+    def check_sample_shape(self, shape, name="X"):
+        """Raise a ``ValueError`` when samples of ``shape`` cannot be the model's input.
+
+        See :meth:`check_input`; shapes the model's input is unknown for pass.
+        """
+        spec = self._input_spec
+        if spec is None:
+            spec = self._input_spec = self._find_input_spec()
+        if spec is False or len(shape) == 0:
+            return
+        layer_name, layer, flattened, n_features = spec
+        numel = int(np.prod(shape))
+        if n_features is not None:
+            if numel != n_features:
+                raise ValueError(f"{name} has {numel} features, but {self.name} is expecting "
+                                 f"{n_features} features as input.")
+            return
+        where = f"(the {{}} of its first layer {layer_name!r})"
+        if isinstance(layer, nn.Linear):
+            have = numel if flattened else shape[-1]
+            if have != layer.in_features:
+                raise ValueError(f"{name} has {have} features, but {self.name} is expecting "
+                                 f"{layer.in_features} features as input "
+                                 + where.format("in_features") + ".")
+            return
+        dims = int(type(layer).__name__[-2])  # Conv1d -> 1
+        c = layer.in_channels
+        if flattened or len(shape) != dims + 1 or shape[0] != c:
+            spatial = ("L", "H, W", "D, H, W")[dims - 1]
+            got = (f"samples with {shape[0]} channels of shape {tuple(shape)}"
+                   if len(shape) == dims + 1 else f"samples of shape {tuple(shape)}")
+            raise ValueError(f"{name} has {got}, but {self.name} is expecting {c} input "
+                             f"channel{'s' if c > 1 else ''}: samples of shape ({c}, {spatial}) "
+                             + where.format("in_channels")[:-1] + f", a {type(layer).__name__}).")
+
+    def _find_input_spec(self):
+        """``(layer name, layer, flattened, n_features)`` of the model's input, or False."""
+        n_features = getattr(self.estimator, "n_features_in_", None)
+        if self.kind in ("sklearn-mlp", "pipeline") and n_features is not None:
+            return None, None, False, int(n_features)
+        found = _input_layer(self.module)
+        return False if found is None else (*found, None)
 
     def to_tensor(self, X):
         """``X`` as a tensor on the model's device and dtype."""
@@ -489,6 +612,7 @@ class ModelAdapter:
             raise ValueError("input=True needs a layer: the model's input is x itself.")
 
         def f(x):
+            self.check_sample_shape(tuple(x.shape[1:]))
             out, reached = _run_capturing(module, x, target, pre=input)
             if not reached:
                 what = "the input of layer" if input else "layer"
@@ -509,6 +633,7 @@ class ModelAdapter:
         features : ndarray of shape (n_samples, ...)
         """
         batch_size = self.batch_size if batch_size is None else batch_size
+        X = self.check_input(X)
         if self.module is None:
             return self._black_box_features(X, layer, batch_size)
         f = self.feature_fn(layer)
@@ -523,7 +648,7 @@ class ModelAdapter:
         if layer is None or self._steps is None or layer == self._steps[-1][0]:
             # the whole model's (or pipeline's) response
             return np.concatenate([respond(self.estimator, self.response, X[sl])
-                                   for sl in iter_batches(len(X), batch_size)])
+                                   for sl in iter_batches(X.shape[0], batch_size)])
         out = X
         for name, step in self._steps[:-1]:
             out = step.transform(out)
@@ -567,6 +692,7 @@ class ModelAdapter:
         True
         """
         grad = self.input_gradient_fn(loss, layer=layer)
+        X = self.check_input(X)
         with self.frozen():
             if isinstance(X, torch.Tensor):
                 t = targets.to(X.device) if isinstance(targets, torch.Tensor) else targets
@@ -649,6 +775,7 @@ class ModelAdapter:
             raise ValueError(f"mode must be 'auto', 'rev' or 'fwd'; got {mode!r}.")
         batch_size = self.batch_size if batch_size is None else batch_size
         f = self.feature_fn(layer)
+        X = self.check_input(X)
         is_tensor = isinstance(X, torch.Tensor)
         convert = (lambda t: t) if is_tensor else self.to_tensor
 
@@ -665,7 +792,9 @@ class ModelAdapter:
             chunk = _chunk_size(out_numel * in_numel * X0.element_size(), max_memory, batch_size)
             jac = vmap((locked_jacfwd if mode == "fwd" else jacrev)(single))
             for sl in iter_batches(len(X), chunk):
-                J = jac(convert(X[sl]))
+                # a copy: forward AD gives a view's tangent the size of its whole base
+                # (every row of X, times the d tangents), not of the chunk
+                J = jac(convert(X[sl]).clone())
                 outs.append(J if is_tensor else to_numpy(J))
         return torch.cat(outs) if is_tensor else np.concatenate(outs)
 

@@ -1,6 +1,7 @@
 """Every region of a ReLU network: traversal of the dual graph (paper 1, Algorithm 1)
 and, for 2-D boxes, exact polygon subdivision."""
 
+import time
 import warnings
 from collections import deque
 from dataclasses import dataclass
@@ -44,7 +45,9 @@ class RegionEnumeration:
         Ordered vertices of each region cut by the box (2-D with a box only).
     areas : ndarray of shape (N,) or None
     complete : bool
-        False when ``max_regions`` stopped the enumeration (a warning says so).
+        False when ``max_regions`` or ``max_time`` stopped the enumeration (a
+        warning says how far it got). The regions given are then a part of the
+        whole, each with its own statistics, and the graph is the one between them.
     n_degenerate_crossings : int
         Facet crossings where more than the facet's bit flipped (the one-bit
         flip is then an empty region, skipped).
@@ -116,11 +119,18 @@ def _finish(net, patterns, edges, lo, hi, solver, complete, n_degenerate, polygo
                              n_degenerate_crossings=n_degenerate)
 
 
-def _truncated(max_regions):
-    warnings.warn(f"enumeration stopped at max_regions={max_regions}: the count is incomplete "
-                  "(RegionEnumeration.complete is False). Raise max_regions.",
-                  PartialResultWarning,
+def _truncated(budget, n_regions, start, more=""):
+    """Warn that a budget (``"max_regions=..."`` or ``"max_time=..."``) stopped the enumeration."""
+    name = budget.split("=")[0]
+    plural = "s" if n_regions != 1 else ""
+    warnings.warn(f"enumeration stopped at {budget} after {time.monotonic() - start:.1f} s "
+                  f"with {n_regions} region{plural}{more}: the count is incomplete "
+                  f"(RegionEnumeration.complete is False). Raise {name}.", PartialResultWarning,
                   stacklevel=3)
+
+
+def _out_of_time(start, max_time):
+    return max_time is not None and time.monotonic() - start > max_time
 
 
 def region_neighbours(net, s, lo, hi, *, scale, tol, facet_method, solver):
@@ -172,12 +182,25 @@ def region_neighbours(net, s, lo, hi, *, scale, tol, facet_method, solver):
 
 
 def traverse(net, start, lo, hi, *, scale, tol, facet_method, solver, max_regions,
-             device="cpu", verbose=0):
-    """Paper 1, Algorithm 1 with robust neighbours found by crossing each facet."""
+             max_time=None, device="cpu", verbose=0):
+    """Paper 1, Algorithm 1 with robust neighbours found by crossing each facet.
+
+    Past ``max_regions`` regions no new one is queued; past ``max_time`` seconds the
+    traversal stops, keeping the regions expanded so far (at least the first one).
+    """
+    t0 = time.monotonic()
     s0 = forward_bits(net, start[None])[0][0]
     index, patterns, queue = {s0.tobytes(): 0}, [s0], deque([0])
-    edges, radii, bounded, n_degenerate, complete = [], {}, {}, 0, True
+    edges, radii, bounded, n_degenerate, refused = [], {}, {}, 0, False
     while queue:
+        if radii and _out_of_time(t0, max_time):
+            # regions are expanded in the order they were found: keep the first len(radii)
+            n = len(radii)
+            _truncated(f"max_time={max_time:g}", n, t0,
+                       f" expanded ({len(patterns) - n} more found, not expanded)")
+            patterns, edges = patterns[:n], [e for e in edges if e[1] < n]
+            return _traversed(net, patterns, edges, radii, bounded, lo, hi, solver, False,
+                              n_degenerate, device)
         r = queue.popleft()
         try:
             nbs, n_deg, radii[r], bounded[r] = region_neighbours(
@@ -190,7 +213,7 @@ def traverse(net, start, lo, hi, *, scale, tol, facet_method, solver, max_region
             key = nb.tobytes()
             if key not in index:
                 if len(patterns) >= max_regions:
-                    complete = False
+                    refused = True
                     continue
                 index[key] = len(patterns)
                 patterns.append(nb)
@@ -198,8 +221,15 @@ def traverse(net, start, lo, hi, *, scale, tol, facet_method, solver, max_region
             edges.append((r, index[key], unit + 1))
         if verbose and len(radii) % 100 == 0:
             print(f"[enumerate_regions] {len(index)} regions found, {len(queue)} to expand")
-    if not complete:
-        _truncated(max_regions)
+    if refused:
+        _truncated(f"max_regions={max_regions}", len(patterns), t0)
+    return _traversed(net, patterns, edges, radii, bounded, lo, hi, solver, not refused,
+                      n_degenerate, device)
+
+
+def _traversed(net, patterns, edges, radii, bounded, lo, hi, solver, complete, n_degenerate,
+               device):
+    """The :class:`RegionEnumeration` of the expanded regions of a traversal."""
     n = len(patterns)
     polygons = None
     if net.n_inputs == 2 and lo is not None:
@@ -207,8 +237,8 @@ def traverse(net, start, lo, hi, *, scale, tol, facet_method, solver, max_region
 
         polygons = [Polytope(p, *hrep(net, p), None, None, lo, hi).polygon() for p in patterns]
     return _finish(net, patterns, edges, lo, hi, solver, complete, n_degenerate, polygons,
-                   radii=[radii.get(i, np.nan) for i in range(n)],
-                   bounded=[bounded.get(i, False) for i in range(n)], device=device)
+                   radii=[radii[i] for i in range(n)], bounded=[bounded[i] for i in range(n)],
+                   device=device)
 
 
 def _share_edge(V, v1, direction, length, normal, tol):
@@ -220,37 +250,54 @@ def _share_edge(V, v1, direction, length, normal, tol):
     return min(t.max(), length) - max(t.min(), 0.0) > tol
 
 
-def subdivide(net, lo, hi, *, solver, max_regions, device="cpu"):
-    """Exact 2-D partition of a box: clip convex cells layer by layer (LP-free)."""
+def _split(cell, W, b, min_area):
+    """The pieces of a convex cell cut by the units ``(W, b)`` of the next layer."""
+    V, bits, Wc, bc = cell
+    Ahat, bh = W @ Wc, W @ bc + b
+    pieces = [(V, [])]
+    for a, z0 in zip(Ahat, bh):
+        if np.linalg.norm(a) < 1e-14:  # constant unit on this cell: no split
+            pieces = [(P, sb + [z0 > 0]) for P, sb in pieces]
+            continue
+        nxt = []
+        for P, sb in pieces:
+            for Q, bit in ((clip_polygon(P, a, -z0), False), (clip_polygon(P, -a, z0), True)):
+                if polygon_area(Q) > min_area:
+                    nxt.append((Q, sb + [bit]))
+        pieces = nxt
+    out = []
+    for P, sb in pieces:
+        s = np.array(sb, bool)
+        out.append((P, np.concatenate([bits, s]), s[:, None] * Ahat, s * bh))
+    return out
+
+
+def subdivide(net, lo, hi, *, solver, max_regions, max_time=None, device="cpu"):
+    """Exact 2-D partition of a box: clip convex cells layer by layer (LP-free).
+
+    Each cell is refined through every layer before the next one (depth first, which
+    gives the regions in the order of a layer-by-layer refinement), so a budget
+    (``max_regions``, ``max_time`` seconds) stops with whole regions: the first ones,
+    at least one.
+    """
+    t0 = time.monotonic()
     box = np.array([[lo[0], lo[1]], [hi[0], lo[1]], [hi[0], hi[1]], [lo[0], hi[1]]], float)
     min_area = 1e-14 * polygon_area(box)
-    cells = [(box, np.zeros(0, bool), np.eye(2), np.zeros(2))]
-    for W, b in zip(net.weights[:-1], net.biases[:-1]):
-        new = []
-        for V, bits, Wc, bc in cells:
-            Ahat, bh = W @ Wc, W @ bc + b
-            pieces = [(V, [])]
-            for a, z0 in zip(Ahat, bh):
-                if np.linalg.norm(a) < 1e-14:  # constant unit on this cell: no split
-                    pieces = [(P, sb + [z0 > 0]) for P, sb in pieces]
-                    continue
-                nxt = []
-                for P, sb in pieces:
-                    for Q, bit in ((clip_polygon(P, a, -z0), False), (clip_polygon(P, -a, z0), True)):
-                        if polygon_area(Q) > min_area:
-                            nxt.append((Q, sb + [bit]))
-                pieces = nxt
-            for P, sb in pieces:
-                s = np.array(sb, bool)
-                new.append((P, np.concatenate([bits, s]), s[:, None] * Ahat, s * bh))
-        cells = new
-        if len(cells) > max_regions:
-            _truncated(max_regions)
-            cells = cells[:max_regions]
+    layers = list(zip(net.weights[:-1], net.biases[:-1]))
+    stack = [((box, np.zeros(0, bool), np.eye(2), np.zeros(2)), 0)]
+    cells, complete = [], True
+    while stack:
+        if cells and (len(cells) >= max_regions or _out_of_time(t0, max_time)):
+            budget = (f"max_regions={max_regions}" if len(cells) >= max_regions
+                      else f"max_time={max_time:g}")
+            _truncated(budget, len(cells), t0)
             complete = False
             break
-    else:
-        complete = True
+        cell, k = stack.pop()
+        if k == len(layers):
+            cells.append(cell)
+            continue
+        stack.extend((piece, k + 1) for piece in reversed(_split(cell, *layers[k], min_area)))
     patterns = np.array([bits for _, bits, _, _ in cells]).reshape(len(cells), -1)
     polygons = [V for V, _, _, _ in cells]
     index = {p.tobytes(): i for i, p in enumerate(patterns)}

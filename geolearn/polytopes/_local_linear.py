@@ -464,8 +464,8 @@ class LocalLinearClustering(ClassifierMixin, BaseEstimator):
         self._form = _local_form(self.network_, self.batch_size)
         C = self._rows(X)
         if C.shape[2] - int(self.include_bias) != X.shape[1]:
-            raise ValueError(f"X has {X.shape[1]} features but the network expects "
-                             f"{C.shape[2] - int(self.include_bias)} inputs.")
+            raise ValueError(f"X has {X.shape[1]} features, but the network is expecting "
+                             f"{C.shape[2] - int(self.include_bias)} features as input.")
         rng = check_random_state(self.random_state)
         centers, inertia, distinct = [], [], []
         for j in range(C.shape[1]):

@@ -240,8 +240,8 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
         X_given, X = X, validate_data(self, X, dtype=np.float64)
         net = as_relu_network(fitted_network(self.network, X_given, y))
         if net.n_inputs != X.shape[1]:
-            raise ValueError(f"X has {X.shape[1]} features but the network expects "
-                             f"{net.n_inputs} inputs.")
+            raise ValueError(f"X has {X.shape[1]} features, but the network is expecting "
+                             f"{net.n_inputs} features as input.")
         self.network_ = net
         self.layer_sizes_ = net.layer_sizes
         self.n_hidden_units_ = net.n_hidden_units
@@ -498,7 +498,8 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
         return np.array([self.segment_regions(a, b, method=method).n_regions
                          for a, b in zip(XA, XB)], dtype=int)
 
-    def enumerate_regions(self, bounds="fitted", start=None, method="auto", max_regions=100000):
+    def enumerate_regions(self, bounds="fitted", start=None, method="auto", max_regions=100000,
+                          max_time=None):
         """Every region of the network in a box or in R^m (paper 1, Algorithm 1).
 
         Parameters
@@ -511,12 +512,18 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
             and a box; ``'auto'`` uses it then, else ``'traversal'``.
         max_regions : int, default=100000
             Stop (with a warning and ``complete=False``) past this many regions.
+        max_time : float, optional
+            Seconds: stop (with a warning saying how many regions were enumerated,
+            and ``complete=False``) once this much time has passed, keeping the
+            regions fully enumerated so far (at least one). None: no limit.
 
         Returns
         -------
         RegionEnumeration
         """
         check_is_fitted(self, "patterns_")
+        check_positive_integer(max_regions, "max_regions")
+        check_scalar_param(max_time, "max_time", low=0, allow_none=True)
         box = self._method_bounds(bounds)
         lo, hi = (None, None) if box is None else box
         m = self.n_features_in_
@@ -527,7 +534,7 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
                 raise ValueError("method='subdivision' needs 2-D inputs and a box; got "
                                  f"m={m}, bounds={bounds!r}.")
             return subdivide(self.network_, lo, hi, solver=self._solver(),
-                             max_regions=max_regions, device=self._device)
+                             max_regions=max_regions, max_time=max_time, device=self._device)
         if method != "traversal":
             raise ValueError(f"method must be 'auto', 'traversal' or 'subdivision'; got {method!r}.")
         scale = self._scale(box)
@@ -536,7 +543,8 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
         start = self._validate(np.atleast_2d(start))[0]
         return traverse(self.network_, start, lo, hi, scale=scale, tol=self.tol,
                         facet_method=self.facet_method, solver=self._solver(),
-                        max_regions=max_regions, device=self._device, verbose=self.verbose)
+                        max_regions=max_regions, max_time=max_time, device=self._device,
+                        verbose=self.verbose)
 
     def _start_point(self, lo, hi, scale):
         """The box centre (or the origin), nudged off any boundary."""

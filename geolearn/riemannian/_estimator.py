@@ -117,9 +117,11 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
     allow_nonsmooth : bool, default=False
         Allow curvature through ReLU-like activations (it is 0 almost everywhere).
     batch_size : int, default=256
-    max_memory : int, default=2 ** 30
-        Bytes for one chunk of Jacobians (the bound of
-        :meth:`geolearn.models.ModelAdapter.jacobian`, which computes them) or Hessians.
+    max_memory : int, default=2**30
+        Bytes for one chunk of points: their Jacobians and the autodiff
+        intermediates behind them (estimated per point, see
+        :class:`PullbackMetric`), or their Hessians. Volumes and eigenvalues are
+        reduced chunk by chunk, so the peak memory stays near this bound.
     dtype : {"float64", "float32"}, default="float64"
     device : str, default=None
         ``None`` keeps a module where it lives (CPU for kernels); ``"auto"``
@@ -212,6 +214,7 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
         return tuple(quantities)
 
     def _check_X(self, X, *, reset, name="X"):
+        frame = X if hasattr(X, "columns") else None  # validate_data records its names
         X = X.detach().cpu().numpy() if isinstance(X, torch.Tensor) else X
         X = check_array(X, dtype=np.float64, allow_nd=True, input_name=name)
         if reset:
@@ -234,7 +237,8 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
             raise ValueError(
                 f"{name} has {flat.shape[1]} features, but {type(self).__name__} is expecting "
                 f"{self.n_features_in_} features as input = prod(input_shape={self.input_shape_}).")
-        return validate_data(self, flat, reset=reset)
+        return validate_data(self, flat if frame is None else frame, reset=reset,
+                             dtype=np.float64)
 
     def _check_point(self, x, name):
         x = np.asarray(x.detach().cpu() if isinstance(x, torch.Tensor) else x, dtype=np.float64)

@@ -11,7 +11,13 @@ import warnings
 import torch
 from torch.func import jacrev, vmap
 
-from .._utils import check_choice, check_scalar_param, iter_batches
+from .._utils import (
+    check_choice,
+    check_memory,
+    check_numeric_array,
+    check_scalar_param,
+    iter_batches,
+)
 from ..exceptions import GeolearnWarning, NumericalWarning
 from ..models import as_model
 from ..models import locked_jacfwd as jacfwd  # forward AD is process-global in torch
@@ -24,10 +30,12 @@ def _concat(fn, X, size):
     """``fn`` applied to ``X`` in chunks of ``size`` points, concatenated.
 
     Runs under ``no_grad``: ``torch.func`` transforms still differentiate with
-    respect to the inputs, but no graph is kept to the module's parameters.
+    respect to the inputs, but no graph is kept to the module's parameters. Each
+    chunk is a copy: forward AD gives a view's tangent the size of its whole base
+    (every point, times the tangents), not of the chunk.
     """
     with torch.no_grad():
-        return torch.cat([fn(X[sl]) for sl in iter_batches(len(X), max(1, int(size)))])
+        return torch.cat([fn(X[sl].clone()) for sl in iter_batches(len(X), max(1, int(size)))])
 
 
 def check_scale(scale):
@@ -85,6 +93,9 @@ class _MetricEngine:
         self.batch_size = batch_size
 
     def _as_points(self, X, name="X"):
+        if not isinstance(X, torch.Tensor):  # sparse, DataFrames and object arrays too
+            X = check_numeric_array(X, name, ensure_2d=False, allow_nd=True,
+                                    ensure_min_samples=0, ensure_all_finite=False, copy=True)
         X = torch.as_tensor(X).to(device=self.device, dtype=self.dtype)
         if X.ndim != 2 or len(X) == 0:
             raise ValueError(f"{name} must be a non-empty (N, d) array of points; "
@@ -252,9 +263,13 @@ class PullbackMetric(_MetricEngine):
         otherwise; ``"fd"``: central finite differences for black-box maps.
     batch_size : int, default=256
         Largest number of points per vectorised chunk.
-    max_memory : int, default=2 ** 30
-        Bytes allowed for one chunk's Jacobians (passed to the adapter, which
-        counts ``m·d`` numbers per point) or Hessians; chunks shrink to fit.
+    max_memory : int, default=2**30
+        Bytes allowed for one chunk of points: their Jacobians (``m·d`` numbers
+        each) and the autodiff intermediates behind them (``d`` tangents, or
+        ``m`` cotangents, of every intermediate of the map's forward pass,
+        measured once on two points), or their Hessians; chunks shrink to fit,
+        and quantities reduced per point (volumes, eigenvalues, metrics) are
+        computed chunk by chunk, never holding every point's Jacobian.
     dtype : torch.dtype, default=torch.float64
     device : str or torch.device, optional
     vectorize : bool, default=True
@@ -293,11 +308,17 @@ class PullbackMetric(_MetricEngine):
         self.vectorize = vectorize
         self.fd_step = fd_step
         self._n_outputs = None
+        self._point_bytes = {}
         model = as_model(feature_map)
         # a module in another dtype (a float32 network) is evaluated as the adapter's cast
         # copy, never cast in place
         self._model = model.to(self.device, self.dtype)
         self._map = self._model.module if self._model is not model else feature_map
+
+    def _as_points(self, X, name="X"):
+        X = super()._as_points(X, name)
+        self._model.check_sample_shape(tuple(X.shape[1:]), name)  # before any torch error
+        return X
 
     # -- the map ---------------------------------------------------------------------------
     def _phi(self, x):
@@ -319,6 +340,64 @@ class PullbackMetric(_MetricEngine):
             return self.jacobian_mode
         return "fwd" if d <= m else "rev"
 
+    def _intermediate_bytes(self, X):
+        """Bytes of the intermediates one more point adds to a forward pass of the map.
+
+        Counted as the tensors autograd saves for a backward pass, on one point and
+        on two: the difference leaves out what does not grow with the points (the
+        weights).
+        """
+        sizes = []
+
+        def pack(t):
+            sizes.append(t.numel() * t.element_size())
+            return t
+
+        def saved(x):
+            sizes.clear()
+            with torch.enable_grad(), torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+                self._map(x.detach().clone().requires_grad_(True))
+            return sum(sizes)
+
+        x = X[:1]
+        with self._model.frozen():
+            return max(0, saved(torch.cat([x, x])) - saved(x))
+
+    def _chunk_points(self, X, mode):
+        """Points per chunk so that one chunk's Jacobians and intermediates fit ``max_memory``.
+
+        Raises ``MemoryError`` up front when one point alone needs more than the
+        memory available.
+        """
+        d, m = X.shape[1], self.n_outputs(X)
+        if mode not in self._point_bytes:
+            jac = m * d * X.element_size()
+            if mode == "fd":  # 2d shifted copies of the points, their outputs and J
+                per_point = jac + 2 * d * (d + m) * X.element_size()
+            else:  # J, its transpose and the SVD's copy; every intermediate carries d
+                # tangents (fwd) or m cotangents (rev)
+                per_point = 3 * jac + (d if mode == "fwd" else m) * self._intermediate_bytes(X)
+            self._point_bytes[mode] = per_point
+        per_point = self._point_bytes[mode]
+        what = f"the Jacobian of one point ({m} x {d}) and its autodiff intermediates"
+        cure = "use a layer with fewer features (m) or smaller inputs (d)"
+        check_memory(per_point, what, cure)
+        if per_point > self.max_memory:
+            warnings.warn(f"{what} need about {per_point:,} bytes, more than "
+                          f"max_memory={self.max_memory}: computing one point at a time. To "
+                          f"stay within max_memory, {cure}.", GeolearnWarning, stacklevel=4)
+        return max(1, min(self.batch_size, int(self.max_memory // per_point)))
+
+    def _in_chunks(self, fn, X):
+        """``fn`` on chunks of the points that fit ``max_memory``, concatenated (tuples too)."""
+        X = self._as_points(X)
+        mode = self._mode(X.shape[1], self.n_outputs(X))
+        # copies, not views: see _concat
+        outs = [fn(X[sl].clone()) for sl in iter_batches(len(X), self._chunk_points(X, mode))]
+        if isinstance(outs[0], tuple):
+            return tuple(torch.cat(parts) for parts in zip(*outs))
+        return torch.cat(outs)
+
     def _chunk(self, per_point_numbers):
         """Points per vectorised chunk so that ``8·per_point_numbers`` bytes each fit."""
         return max(1, min(self.batch_size, self.max_memory // (8 * per_point_numbers)))
@@ -334,16 +413,17 @@ class PullbackMetric(_MetricEngine):
         most ``batch_size`` points within ``max_memory`` bytes), looped over
         points when ``vmap`` cannot trace the map; ``"fd"`` is the engine's own.
         """
-        X = self._as_points(X)
+        return self._in_chunks(self._jacobian_chunk, X)
+
+    def _jacobian_chunk(self, X):
         N, d = X.shape
-        m = self.n_outputs(X)
-        mode = self._mode(d, m)
+        mode = self._mode(d, self.n_outputs(X))
         with self._model.frozen():
             if mode == "fd":
                 J = self._fd_jacobian(X)
-            else:
+            else:  # X is one chunk (_chunk_points): the adapter keeps it whole
                 J = self._per_point(lambda: self._model.jacobian(
-                    X, batch_size=self.batch_size, mode=mode, max_memory=self.max_memory,
+                    X, batch_size=None, mode=mode, max_memory=self.max_memory,
                 ).reshape(N, -1, d), self._jac_fn(mode), X)
         return self._check_finite(J, "Jacobian of the feature map")
 
@@ -413,13 +493,20 @@ class PullbackMetric(_MetricEngine):
 
     def metric(self, X):
         """Metric tensors ``g = s·JᵀJ``, shape (N, d, d)."""
-        J = self.jacobian(X)
-        g = self.scale_value(X) * J.transpose(1, 2) @ J
-        return 0.5 * (g + g.transpose(1, 2))
+        s = self.scale_value(X)
+
+        def chunk(Z):
+            J = self._jacobian_chunk(Z)
+            g = s * J.transpose(1, 2) @ J
+            return 0.5 * (g + g.transpose(1, 2))
+
+        return self._in_chunks(chunk, X)
 
     def metric_eigvals(self, X):
         """Non-trivial eigenvalues ``s·σ_i(J)²``, descending, shape (N, min(m, d))."""
-        return self.scale_value(X) * torch.linalg.svdvals(self.jacobian(X)) ** 2
+        s = self.scale_value(X)
+        return self._in_chunks(lambda Z: s * torch.linalg.svdvals(self._jacobian_chunk(Z)) ** 2,
+                               X)
 
     def log_volume(self, X, rank=None, rtol=None, method="svd", return_rank=False):
         """Log volume element ``(r/2) log s + Σ_{i≤r} log σ_i(J)`` (natural log), shape (N,).
@@ -439,20 +526,31 @@ class PullbackMetric(_MetricEngine):
             Also return the rank used at each point.
         """
         check_choice(method, "method", ("svd", "cholesky"))
-        J = self.jacobian(X)
+        _check_rank_rtol(rank, rtol, min(self.n_outputs(X), self._as_points(X).shape[1]))
+        out = self._in_chunks(lambda Z: self._log_volume_chunk(Z, rank, rtol, method), X)
+        return out if return_rank else out[0]
+
+    def _log_volume_chunk(self, X, rank, rtol, method):
+        J = self._jacobian_chunk(X)
         s = self.scale_value(X)
         m, d = J.shape[1:]
         if method == "cholesky" and rank is None and m >= d:
             L, info = torch.linalg.cholesky_ex(s * J.transpose(1, 2) @ J)
-            if (info == 0).all():
-                logv = torch.log(torch.diagonal(L, dim1=1, dim2=2)).sum(1)
-                r = torch.full((len(J),), d, dtype=torch.int64, device=J.device)
-                return (logv, r) if return_rank else logv
+            logv = torch.log(torch.diagonal(L, dim1=1, dim2=2)).sum(1)
+            r = torch.full((len(J),), d, dtype=torch.int64, device=J.device)
+            failed = info != 0  # those points fall back to the SVD, each on its own
+            if failed.any():
+                logv[failed], r[failed] = self._svd_log_volume(J[failed], s, rank, rtol)
+            return logv, r
+        return self._svd_log_volume(J, s, rank, rtol)
+
+    @staticmethod
+    def _svd_log_volume(J, s, rank, rtol):
+        m, d = J.shape[1:]
         sv = torch.linalg.svdvals(J)
         logv, r = log_volume_from_singular_values(
             sv, rank, rtol, max(m, d) * torch.finfo(J.dtype).eps)
-        logv = logv + 0.5 * math.log(s) * r.to(logv.dtype)
-        return (logv, r) if return_rank else logv
+        return logv + 0.5 * math.log(s) * r.to(logv.dtype), r
 
     def christoffel(self, X):
         """Christoffel symbols ``Γ^κ_{μν}`` (Gauss route), shape (N, d, d, d)."""

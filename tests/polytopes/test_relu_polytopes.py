@@ -183,7 +183,7 @@ def test_bad_inputs(data):
     check_bad_inputs(est, X, cases=("nan", "inf", "ndim", "few_samples", "unfitted"),
                      min_samples=1)
     cases = [
-        (dict(), X[:, :2], ValueError, "2 features.*expects 3"),
+        (dict(), X[:, :2], ValueError, "2 features.*expecting 3"),
         (dict(network=None), X, ValueError, "network=None"),
         (dict(network=nn.Sequential(nn.Linear(3, 2), nn.Tanh())), X, ValueError, "Tanh"),
         (dict(network=MLPClassifier((3,), activation="tanh", max_iter=5).fit(X, y)), X,

@@ -44,7 +44,8 @@ def test_jacobian_modes_agree_with_finite_differences(d, m):
         assert J.shape == (9, m, d)
         np.testing.assert_allclose(J, ref, atol=1e-7)
     loop = PullbackMetric(net, vectorize=False).jacobian(X)
-    tiny = PullbackMetric(net, max_memory=1, batch_size=2).jacobian(X)
+    with pytest.warns(UserWarning, match="more than max_memory=1: computing one point"):
+        tiny = PullbackMetric(net, max_memory=1, batch_size=2).jacobian(X)
     np.testing.assert_allclose(loop, ref, atol=1e-7)
     np.testing.assert_allclose(tiny, PullbackMetric(net).jacobian(X), rtol=1e-13, atol=1e-16)
 

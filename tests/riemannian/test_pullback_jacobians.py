@@ -1,16 +1,15 @@
 """PullbackMetric's first-order Jacobians come from the one adapter, with its memory bound."""
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
 from torch import nn
 
-from geolearn.models import (
-    ModelAdapter,
-    _adapter,  # its iter_batches is patched to see the chunks
-    as_model,
-)
+from geolearn.models import ModelAdapter, as_model
 from geolearn.riemannian import PullbackMetric, RiemannianFeatureGeometry
+from geolearn.riemannian import _metrics  # its iter_batches is patched to see the chunks
 
 F64 = torch.float64
 
@@ -42,14 +41,15 @@ def test_pullback_jacobians_go_through_the_adapter(calls, d, m):
         calls.clear()
         pm = PullbackMetric(net, jacobian=mode, batch_size=4, max_memory=12345)
         J = pm.jacobian(X)
-        assert [(c["n"], c["dtype"], c["mode"], c["batch_size"], c["max_memory"])
-                for c in calls] == [(6, F64, resolved, 4, 12345)]
+        # the engine's chunks of at most batch_size points, each one adapter call
+        assert [(c["n"], c["dtype"], c["mode"], c["max_memory"]) for c in calls] == [
+            (4, F64, resolved, 12345), (2, F64, resolved, 12345)]
         assert isinstance(J, torch.Tensor) and J.dtype == F64 and J.shape == (6, m, d)
         torch.testing.assert_close(J, torch.as_tensor(as_model(net).jacobian(
             X.numpy(), mode=resolved)), rtol=0, atol=0)
         calls.clear()
         pm.metric(X), pm.log_volume(X), pm.metric_eigvals(X)
-        assert len(calls) == 3
+        assert len(calls) == 6
     calls.clear()
     PullbackMetric(net, jacobian="fd").metric(X)  # the engine's own finite differences
     with pytest.warns(UserWarning, match="looping"):
@@ -63,7 +63,8 @@ def test_the_estimator_passes_max_memory_to_the_adapter(calls):
     geo = RiemannianFeatureGeometry(_mlp(), max_memory=4096, batch_size=3).fit(X)
     calls.clear()
     geo.metric_tensor(X)
-    assert [(c["mode"], c["batch_size"], c["max_memory"]) for c in calls] == [("fwd", 3, 4096)]
+    assert [(c["n"], c["mode"], c["max_memory"]) for c in calls] == [(3, "fwd", 4096),
+                                                                      (2, "fwd", 4096)]
 
 
 def test_a_tiny_max_memory_gives_the_same_metric(monkeypatch):
@@ -71,22 +72,29 @@ def test_a_tiny_max_memory_gives_the_same_metric(monkeypatch):
     X = torch.randn(9, 3, dtype=F64)
     ref = PullbackMetric(net)
     chunks = []
-    iter_batches = _adapter.iter_batches
-    monkeypatch.setattr(_adapter, "iter_batches",
+    iter_batches = _metrics.iter_batches
+    monkeypatch.setattr(_metrics, "iter_batches",
                         lambda n, size: chunks.append(size) or iter_batches(n, size))
-    for max_memory in (1, 5 * 3 * 8 * 2):  # one point per chunk, then two
+    # one point's Jacobian (5 x 3) three times, plus 3 tangents of 12 saved intermediates
+    per_point = 3 * 5 * 3 * 8 + 3 * 12 * 8
+    for max_memory, size in ((1, 1), (2 * per_point, 2)):  # one point per chunk, then two
         tiny = PullbackMetric(net, max_memory=max_memory)
-        for name in ("jacobian", "metric", "log_volume", "ricci_scalar"):
-            torch.testing.assert_close(getattr(tiny, name)(X), getattr(ref, name)(X),
-                                       rtol=1e-13, atol=1e-15)
-    assert set(chunks) == {1, 2, 256}  # 256: the default batch_size of ref
+        with warnings.catch_warnings():  # max_memory=1: one point at a time, with a warning
+            warnings.filterwarnings("ignore", "the Jacobian of one point", UserWarning)
+            for name in ("jacobian", "metric", "log_volume", "ricci_scalar"):
+                chunks.clear()
+                torch.testing.assert_close(getattr(tiny, name)(X), getattr(ref, name)(X),
+                                           rtol=1e-13, atol=1e-15)
+                assert size in chunks
     Xn = X.numpy()
     geo = RiemannianFeatureGeometry(net, quantities=("log_volume", "ricci_scalar")).fit(Xn)
     tiny = RiemannianFeatureGeometry(net, quantities=("log_volume", "ricci_scalar"),
                                      max_memory=1).fit(Xn)
-    np.testing.assert_allclose(tiny.metric_tensor(Xn), geo.metric_tensor(Xn), rtol=1e-13,
-                               atol=1e-15)
-    np.testing.assert_allclose(tiny.transform(Xn), geo.transform(Xn), rtol=1e-12, atol=1e-14)
+    with pytest.warns(UserWarning, match="one point at a time"):
+        np.testing.assert_allclose(tiny.metric_tensor(Xn), geo.metric_tensor(Xn), rtol=1e-13,
+                                   atol=1e-15)
+        np.testing.assert_allclose(tiny.transform(Xn), geo.transform(Xn), rtol=1e-12,
+                                   atol=1e-14)
 
 
 def test_a_module_map_is_evaluated_frozen_and_its_modes_restored():
