@@ -2,6 +2,7 @@
 
 from .fitting import discard_fitted, fitted_on_success
 from .memory import available_memory, check_memory
+from .progress import progress_bar
 from .random import row_seeds
 from .torch import iter_batches, resolve_device, to_numpy, to_tensor, torch_seed, torch_threads
 from .validation import (
@@ -45,8 +46,9 @@ __all__ = [
     "check_squares_finite",
     "discard_fitted",
     "fitted_on_success",
-    "preserved_dtype",
     "iter_batches",
+    "preserved_dtype",
+    "progress_bar",
     "resolve_device",
     "row_seeds",
     "to_numpy",

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 
+from .._utils import progress_bar
 from ..exceptions import PartialResultWarning
 from ._lp import (
     chebyshev_lp,
@@ -192,39 +193,40 @@ def traverse(net, start, lo, hi, *, scale, tol, facet_method, solver, max_region
     s0 = forward_bits(net, start[None])[0][0]
     index, patterns, queue = {s0.tobytes(): 0}, [s0], deque([0])
     edges, radii, bounded, n_degenerate, refused = [], {}, {}, 0, False
-    while queue:
-        if radii and _out_of_time(t0, max_time):
-            # regions are expanded in the order they were found: keep the first len(radii)
-            n = len(radii)
-            _truncated(f"max_time={max_time:g}", n, t0,
-                       f" expanded ({len(patterns) - n} more found, not expanded)")
-            patterns, edges = patterns[:n], [e for e in edges if e[1] < n]
-            return _traversed(net, patterns, edges, radii, bounded, lo, hi, solver, False,
-                              n_degenerate, device)
-        r = queue.popleft()
-        try:
-            nbs, n_deg, radii[r], bounded[r] = region_neighbours(
-                net, patterns[r], lo, hi, scale=scale, tol=tol, facet_method=facet_method,
-                solver=solver)
-        except RuntimeError as exc:
-            raise RuntimeError(f"region {r} of the enumeration: {exc}") from exc
-        n_degenerate += n_deg
-        for unit, nb in nbs:
-            key = nb.tobytes()
-            if key not in index:
-                if len(patterns) >= max_regions:
-                    refused = True
-                    continue
-                index[key] = len(patterns)
-                patterns.append(nb)
-                queue.append(index[key])
-            edges.append((r, index[key], unit + 1))
-        if verbose and len(radii) % 100 == 0:
-            print(f"[enumerate_regions] {len(index)} regions found, {len(queue)} to expand")
-    if refused:
-        _truncated(f"max_regions={max_regions}", len(patterns), t0)
-    return _traversed(net, patterns, edges, radii, bounded, lo, hi, solver, not refused,
-                      n_degenerate, device)
+    with progress_bar(desc="enumerate_regions", unit="region", verbose=verbose) as bar:
+        while queue:
+            if radii and _out_of_time(t0, max_time):
+                # regions are expanded in the order they were found: keep the first len(radii)
+                n = len(radii)
+                _truncated(f"max_time={max_time:g}", n, t0,
+                           f" expanded ({len(patterns) - n} more found, not expanded)")
+                patterns, edges = patterns[:n], [e for e in edges if e[1] < n]
+                return _traversed(net, patterns, edges, radii, bounded, lo, hi, solver, False,
+                                  n_degenerate, device)
+            r = queue.popleft()
+            try:
+                nbs, n_deg, radii[r], bounded[r] = region_neighbours(
+                    net, patterns[r], lo, hi, scale=scale, tol=tol, facet_method=facet_method,
+                    solver=solver)
+            except RuntimeError as exc:
+                raise RuntimeError(f"region {r} of the enumeration: {exc}") from exc
+            n_degenerate += n_deg
+            for unit, nb in nbs:
+                key = nb.tobytes()
+                if key not in index:
+                    if len(patterns) >= max_regions:
+                        refused = True
+                        continue
+                    index[key] = len(patterns)
+                    patterns.append(nb)
+                    queue.append(index[key])
+                edges.append((r, index[key], unit + 1))
+            bar.update()
+            bar.set_postfix(found=len(index), queued=len(queue), refresh=False)
+        if refused:
+            _truncated(f"max_regions={max_regions}", len(patterns), t0)
+        return _traversed(net, patterns, edges, radii, bounded, lo, hi, solver, not refused,
+                          n_degenerate, device)
 
 
 def _traversed(net, patterns, edges, radii, bounded, lo, hi, solver, complete, n_degenerate,
@@ -272,7 +274,7 @@ def _split(cell, W, b, min_area):
     return out
 
 
-def subdivide(net, lo, hi, *, solver, max_regions, max_time=None, device="cpu"):
+def subdivide(net, lo, hi, *, solver, max_regions, max_time=None, device="cpu", verbose=0):
     """Exact 2-D partition of a box: clip convex cells layer by layer (LP-free).
 
     Each cell is refined through every layer before the next one (depth first, which
@@ -286,18 +288,21 @@ def subdivide(net, lo, hi, *, solver, max_regions, max_time=None, device="cpu"):
     layers = list(zip(net.weights[:-1], net.biases[:-1]))
     stack = [((box, np.zeros(0, bool), np.eye(2), np.zeros(2)), 0)]
     cells, complete = [], True
-    while stack:
-        if cells and (len(cells) >= max_regions or _out_of_time(t0, max_time)):
-            budget = (f"max_regions={max_regions}" if len(cells) >= max_regions
-                      else f"max_time={max_time:g}")
-            _truncated(budget, len(cells), t0)
-            complete = False
-            break
-        cell, k = stack.pop()
-        if k == len(layers):
-            cells.append(cell)
-            continue
-        stack.extend((piece, k + 1) for piece in reversed(_split(cell, *layers[k], min_area)))
+    with progress_bar(desc="enumerate_regions", unit="region", verbose=verbose) as bar:
+        while stack:
+            if cells and (len(cells) >= max_regions or _out_of_time(t0, max_time)):
+                budget = (f"max_regions={max_regions}" if len(cells) >= max_regions
+                          else f"max_time={max_time:g}")
+                _truncated(budget, len(cells), t0)
+                complete = False
+                break
+            cell, k = stack.pop()
+            if k == len(layers):
+                cells.append(cell)
+                bar.update()
+                continue
+            stack.extend((piece, k + 1)
+                         for piece in reversed(_split(cell, *layers[k], min_area)))
     patterns = np.array([bits for _, bits, _, _ in cells]).reshape(len(cells), -1)
     polygons = [V for V, _, _, _ in cells]
     index = {p.tobytes(): i for i, p in enumerate(patterns)}

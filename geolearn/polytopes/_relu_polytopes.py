@@ -13,6 +13,7 @@ from .._utils import (
     check_positive_integer,
     check_scalar_param,
     fitted_on_success,
+    progress_bar,
     resolve_device,
 )
 from ..exceptions import GeolearnWarning, PartialResultWarning
@@ -93,6 +94,7 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
     random_state : int, RandomState or None, default=None
         For the LP subset and the default directions of ``hamming_at_radius``.
     verbose : int, default=0
+        ``> 0`` shows progress bars of the region LPs and of ``enumerate_regions``.
 
     Attributes
     ----------
@@ -297,10 +299,12 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
                           PartialResultWarning,
                           stacklevel=3)
         self.lp_region_index_ = idx
-        results = Parallel(n_jobs=self.n_jobs, verbose=self.verbose)(
+        jobs = Parallel(n_jobs=self.n_jobs, return_as="generator")(
             delayed(_region_stats)(self.network_, self.patterns_[r], *self._box(), stats,
                                    self.tol, self.facet_method, self._solver(), region=r)
             for r in idx)
+        results = list(progress_bar(jobs, total=len(idx), desc="ReLUPolytopes region LPs",
+                                    unit="region", verbose=self.verbose))
         if "chebyshev" in stats:
             self.chebyshev_radius_ = np.full(R, np.nan)
             self.chebyshev_center_ = np.full((R, m), np.nan)
@@ -534,7 +538,8 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
                 raise ValueError("method='subdivision' needs 2-D inputs and a box; got "
                                  f"m={m}, bounds={bounds!r}.")
             return subdivide(self.network_, lo, hi, solver=self._solver(),
-                             max_regions=max_regions, max_time=max_time, device=self._device)
+                             max_regions=max_regions, max_time=max_time, device=self._device,
+                             verbose=self.verbose)
         if method != "traversal":
             raise ValueError(f"method must be 'auto', 'traversal' or 'subdivision'; got {method!r}.")
         scale = self._scale(box)

@@ -141,3 +141,22 @@ def test_the_lp_solver_prints_nothing():
     out = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True,
                          text=True, check=True, cwd=str(Path(__file__).parents[2]))
     assert out.stdout.startswith("regions ") and "HiGHS" not in out.stdout + out.stderr
+
+
+def test_verbose_shows_progress_bars_and_changes_nothing(capsys):
+    """Defect: verbose=1 printed a joblib line only; long LP loops and enumerations showed no
+    progress."""
+    net = xor_net()
+    X = np.random.default_rng(0).uniform(-1, 1, (200, 2))
+    kw = dict(bounds=(-1, 1), region_stats=("chebyshev",))
+    quiet = ReLUPolytopes(net, **kw).fit(X)
+    capsys.readouterr()
+    loud = ReLUPolytopes(net, verbose=1, **kw).fit(X)
+    err = capsys.readouterr().err
+    R = quiet.n_regions_
+    assert "ReLUPolytopes region LPs: 100%" in err and f"{R}/{R}" in err
+    np.testing.assert_array_equal(loud.chebyshev_radius_, quiet.chebyshev_radius_)
+    for method in ("subdivision", "traversal"):
+        enum = loud.enumerate_regions(method=method)
+        assert f"enumerate_regions: {enum.n_regions}" in capsys.readouterr().err
+        assert enum.n_regions == quiet.enumerate_regions(method=method).n_regions
