@@ -22,6 +22,10 @@ def run(outdir=None):
     target = categorical_rdm(y)
     pair = (y == 3) | (y == 8)
     rdms = {}
+    print("  r: Pearson correlation of a representation's RDM (1 - correlation of every image "
+          "pair) with the categorical RDM (0 within a digit, 1 across), 0 = no digit structure; "
+          "Fiedler accuracy: the unsupervised two-way cut of the 3s and 8s (chance 0.5). "
+          "See docs/user_guide/rdm.md.")
     for name, V in reps.items():
         R = rdms[name] = compute_rdm(V)
         res = bootstrap_compare_rdms(R, target, n_boot=300, random_state=0)
