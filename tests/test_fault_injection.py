@@ -38,8 +38,11 @@ from geolearn.manifold import OnManifoldPGD
 from geolearn.polytopes import LocalLinearClustering, LocalLinearMap, ReLUPolytopes, local_rows
 from geolearn.representations import (
     CanonicalAdversarialDetector,
+    NetworkRDM,
     TorchEmbedder,
+    categorical_rdm,
     cross_model_detection,
+    make_rdm_scorer,
 )
 from geolearn.riemannian import PullbackMetric, RiemannianFeatureGeometry
 from tests.threads import model_state
@@ -231,6 +234,11 @@ CASES = {
     "CanonicalAdversarialDetector.decision_function": (
         "method", FaultyDetector, lambda m: CanonicalAdversarialDetector(detector=m),
         (X6, Y6 % 2), lambda e: e.decision_function(X6)),
+    "NetworkRDM.fit": (
+        "call", lambda: _net(6, 3), lambda m: NetworkRDM(m, batch_size=8).fit(X6).rdms_["3"]),
+    "make_rdm_scorer": (
+        "call", lambda: _net(6, 3),
+        lambda m: make_rdm_scorer(X6[:30], categorical_rdm(Y6[:30]), "3")(m, X6, Y6)),
     # adversarial
     "fgsm": ("call", lambda: _net(6, 3), lambda m: fgsm(m, X6, Y6, 0.1)),
     "pgd": ("call", lambda: _net(6, 3), lambda m: pgd(m, X6, Y6, 0.1, steps=3, random_state=0)),
