@@ -116,4 +116,10 @@ axes[1, 0].set_title("Fiedler vector of the pixel RDM, 3 vs 8")
 layer_result = bootstrap_compare_rdms(layers.rdms_["3"], target, n_boot=500, random_state=0)
 RDMComparisonDisplay.from_results({**results, "trained layer": layer_result}, ax=axes[1, 1])
 fig.tight_layout()
+
+if __name__ == "__main__":  # run as a script: save the figures in the working folder
+    for i in plt.get_fignums():
+        name = "plot_rdm.png" if len(plt.get_fignums()) == 1 else f"plot_rdm_{i}.png"
+        plt.figure(i).savefig(name, dpi=100, bbox_inches="tight")
+        print(f"saved {name}")
 plt.show()

@@ -16,6 +16,7 @@ from torch import nn
 
 from geolearn.adversarial import carlini_wagner_l2, fgsm, pgd
 from geolearn.datasets import load_digits_images
+from geolearn.exceptions import GeolearnWarning
 from geolearn.demo.representations import (
     digits_cnn,
     digits_experiment_data,
@@ -246,7 +247,8 @@ def test_pgd_and_cw_on_the_digits_ffnn(digits_nets):
     grads = [None if p.grad is None else p.grad.clone() for p in module.parameters()]
     X_fgsm = fgsm(ffnn, X, y, 0.2)
     X_pgd = pgd(ffnn, X, y, 0.2, random_state=0)
-    X_cw, success = carlini_wagner_l2(ffnn, X, y, c=1.0, steps=100)
+    with pytest.warns(GeolearnWarning, match="never misclassified"):  # flagged in success
+        X_cw, success = carlini_wagner_l2(ffnn, X, y, c=1.0, steps=100)
     assert module.training
     for p, g in zip(module.parameters(), grads):  # skorch leaves the last step's gradients
         assert (p.grad is None and g is None) or torch.equal(p.grad, g)
