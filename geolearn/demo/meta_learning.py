@@ -21,6 +21,9 @@ def run(outdir=None):
     print(f"  {len(X)} images of a rotating glyph (16 x 16 x 3, an annulus of images); "
           f"{len(test)} neighbouring views held out")
     models = {}
+    print("  each a distance between the held-out views and their reconstructions, lower is "
+          "better: MSE of the pixels; persistence W2, of the point clouds' persistence diagrams "
+          "(their loops and components); kNN spectral, of their neighbourhood graphs")
     for name, strategy in (("plain", None), ("meta-learned (C)", "neighborhood")):
         models[name] = MetaManifoldAutoencoder(
             architecture="mlp", episodic_strategy=strategy, n_iter=400, log_every=50,

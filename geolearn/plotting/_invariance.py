@@ -131,13 +131,14 @@ class InvarianceReportDisplay:
     def plot(self, ax=None):
         """Draw the table on ``ax`` (a new figure when None)."""
         fig, ax = axes_or_new(ax, figsize=(1.5 * (len(self.metrics) + 1),
-                                           0.5 * (len(self.reports) + 2)))
+                                           0.3 * (len(self.reports) + 1) + 0.4))
         cells = [[f"{float(r[m]):.3f}" if abs(float(r[m])) < 1e3 else f"{float(r[m]):.3g}"
                   for m in self.metrics] for r in self.reports.values()]
         headers = ["acc (G)" if m == "transformed_accuracy" else m for m in self.metrics]
         ax.axis("off")
+        # the table fills the axes: no white band between the title and the rows
         self.table_ = ax.table(cellText=cells, rowLabels=list(self.reports), colLabels=headers,
-                               loc="center")
+                               bbox=[0, 0, 1, 1])
         ax.set_title("LI (logits) and DI (output distribution): 0 = invariant; "
                      "SI (saliency): 1 = invariant", fontsize="small")
         self.ax_, self.figure_ = ax, fig
