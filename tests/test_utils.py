@@ -85,3 +85,18 @@ def test_to_tensor_of_flipped_views_including_one_row():
     X = np.arange(12, dtype=np.float32).reshape(6, 2)[::-1]
     for rows in (X, X[:1], X[5:], np.rot90(X)):
         np.testing.assert_array_equal(to_tensor(rows).numpy(), rows)
+
+
+def test_to_tensor_of_a_read_only_array_copies_without_a_warning():
+    """Defect: torch warned (once a process) that a read-only array was shared, not writable."""
+    import warnings
+
+    from geolearn._utils import to_tensor
+
+    X = np.ones((3, 2), np.float32)
+    X.flags.writeable = False
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        t = to_tensor(X)
+    t[0, 0] = 5.0
+    assert X[0, 0] == 1.0

@@ -62,6 +62,8 @@ def to_tensor(X, device="cpu", dtype=torch.float32):
     X = np.ascontiguousarray(X)
     if any(stride < 0 for stride in X.strides):
         X = X.copy()
+    if not X.flags.writeable:  # torch would share (and warn about) a read-only buffer
+        return torch.tensor(X, dtype=dtype, device=device)
     return torch.as_tensor(X, dtype=dtype, device=device)
 
 
