@@ -33,9 +33,9 @@ class RDMTransformer(TransformerMixin, BaseEstimator):
 
     Attributes
     ----------
-    X_ref_ : ndarray of shape (n_ref, n_features_in_)
+    X_ref_ : ndarray of shape (n_ref, ``n_features_in_``)
         The reference stimuli (float64).
-    mean_, scale_ : ndarray of shape (n_features_in_,)
+    mean_, scale_ : ndarray of shape (``n_features_in_``,)
         Feature means and ``std + 1e-7`` of the references (``"zscore_correlation"`` only).
     n_features_in_ : int
     feature_names_in_ : ndarray of str
