@@ -22,8 +22,7 @@ from sklearn.base import (
 )
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from skorch import NeuralNet
-from skorch.callbacks import Callback, PassthroughScoring
+from skorch.callbacks import Callback
 from torch.func import functional_call
 
 from .._utils import (
@@ -34,7 +33,7 @@ from .._utils import (
     to_tensor,
     torch_threads,
 )
-from ..models import SkorchTrainingMixin, TensorDataset, frozen
+from ..models import ObjectiveNet, SkorchTrainingMixin, TensorDataset, frozen, unwrap_module
 from ._base import check_unit_interval, validate_rows
 from ._generators import CodecMixin, ReconstructionScoreMixin
 from ._modules import Autoencoder
@@ -58,7 +57,7 @@ def reconstruction_loss(logits, x, loss="bce", reduction="sum"):
 
 
 def mldg_objective(module, params, x_train, x_test, *, inner_lr, meta_test_weight,
-                   first_order=False, loss_fn=reconstruction_loss):
+                   first_order=False, loss_fn=reconstruction_loss, output=None):
     """The MLDG objective ``J(theta) = L(S_train; theta) + beta L(S_test; theta*)``.
 
     ``theta* = theta - alpha grad L(S_train; theta)`` is a virtual step: the network is
@@ -78,6 +77,10 @@ def mldg_objective(module, params, x_train, x_test, *, inner_lr, meta_test_weigh
     first_order : bool, default=False
     loss_fn : callable, default=reconstruction_loss
         ``loss_fn(module_output, x) -> scalar``.
+    output : torch.Tensor, default=None
+        The network's output on ``x_train`` at ``params``, when the caller has it
+        (skorch's forward pass, which runs through a ``DistributedDataParallel``
+        wrapper); None computes it.
 
     Returns
     -------
@@ -95,7 +98,9 @@ def mldg_objective(module, params, x_train, x_test, *, inner_lr, meta_test_weigh
     >>> bool(torch.isclose(J, l_tr + 0.5 * l_te))
     True
     """
-    loss_train = loss_fn(functional_call(module, params, (x_train,)), x_train)
+    if output is None:
+        output = functional_call(module, params, (x_train,))
+    loss_train = loss_fn(output, x_train)
     if x_test is None:
         return loss_train, loss_train, None
     # J backpropagates through loss_train again, so its graph must outlive this grad
@@ -133,13 +138,16 @@ class EpisodeLoader:
             yield X[train], X[test] if self.meta_test else X[:0]
 
 
-class MLDGNet(NeuralNet):
-    """A skorch net whose training step is the MLDG meta-step on an episode.
+class MLDGNet(ObjectiveNet):
+    """A skorch net whose loss is the MLDG objective of an episode.
 
     The batches come from an :class:`EpisodeLoader` (``iterator_train``); an epoch is
     a block of ``log_every`` iterations, so skorch's history, callbacks (progress bar,
     checkpoints, early stopping) and ``partial_fit`` work per block. The history also
-    holds the block means of ``meta_train_loss`` and ``meta_test_loss``.
+    holds the block means of ``meta_train_loss`` and ``meta_test_loss``. A batch is
+    ``(x_train, x_test)``: skorch's forward pass on ``x_train`` gives the meta-train
+    loss and :meth:`get_loss` adds the virtual step's meta-test loss, so a mixin's
+    training step (skorch's ``AccelerateMixin``) trains the same objective.
 
     Parameters
     ----------
@@ -164,40 +172,36 @@ class MLDGNet(NeuralNet):
 
     def __init__(self, module, *, inner_lr, meta_test_weight, first_order=False, loss="bce",
                  reduction="sum", **kwargs):
-        kwargs.setdefault("criterion", torch.nn.Identity)  # unused: the loss is the objective
-        super().__init__(module, **kwargs)
+        super().__init__(module, objective=None, parts=("meta_train_loss", "meta_test_loss"),
+                         **kwargs)
         self.inner_lr = inner_lr
         self.meta_test_weight = meta_test_weight
         self.first_order = first_order
         self.loss = loss
         self.reduction = reduction
 
-    def get_default_callbacks(self):
-        return [*super().get_default_callbacks(),
-                *((f"{name}_epoch", PassthroughScoring(name=name, on_train=True))
-                  for name in ("meta_train_loss", "meta_test_loss"))]
-
-    def train_step_single(self, batch, **fit_params):
-        self._set_training(True)
-        x_train, x_test = (to_tensor(x, device=self.device) for x in batch)
+    def get_loss(self, y_pred, y_true, X=None, training=False):
+        """``J`` of the episode ``(X, y_true) = (x_train, x_test)``; ``y_pred`` is f(x_train)."""
+        x_train, x_test = (to_tensor(x, device=self.device) for x in (X, y_true))
+        module = unwrap_module(self.module_)
         loss_fn = functools.partial(reconstruction_loss, loss=self.loss, reduction=self.reduction)
         J, loss_train, loss_test = mldg_objective(
-            self.module_, dict(self.module_.named_parameters()), x_train,
+            module, dict(module.named_parameters()), x_train,
             x_test if len(x_test) else None, inner_lr=self.inner_lr,
             meta_test_weight=self.meta_test_weight, first_order=self.first_order,
-            loss_fn=loss_fn)
-        value = J.item()
-        if not math.isfinite(value):
+            loss_fn=loss_fn, output=y_pred)
+        # skorch reads the loss once a batch anyway; this stops before a non-finite step
+        if not math.isfinite(J.item()):
             # the history already holds this batch's (empty) record
             iteration = sum(len(row["batches"]) for row in self.history)
             raise RuntimeError(f"the MLDG loss became non-finite at iteration {iteration}; lower "
                                "inner_lr (with reduction='sum' the step grows with the batch and "
                                "the image size) or lr.")
-        J.backward()
-        self.history.record_batch("meta_train_loss", loss_train.item())
-        if loss_test is not None:
-            self.history.record_batch("meta_test_loss", loss_test.item())
-        return {"loss": J, "y_pred": None}
+        if training:
+            self.history.record_batch("meta_train_loss", loss_train.detach())
+            if loss_test is not None:
+                self.history.record_batch("meta_test_loss", loss_test.detach())
+        return J
 
 
 class MetaManifoldAutoencoder(SkorchTrainingMixin, CodecMixin, ReconstructionScoreMixin,

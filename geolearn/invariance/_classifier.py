@@ -24,7 +24,7 @@ from sklearn.utils.validation import (
 from torch import nn
 
 from .._utils import check_image_shape, check_images
-from ..models import SkorchTrainingMixin, as_model
+from ..models import FunctionalCriterion, SkorchTrainingMixin, as_model, softmax_rows
 from . import metrics
 from ._groups import FiniteGroup, resolve_group
 from ._nets import InvarianceNet, RestoreBest, build_invariant_module
@@ -120,8 +120,9 @@ class InvariantClassifier(SkorchTrainingMixin, ClassifierMixin, BaseEstimator):
         Hold out a stratified split (skorch ``ValidSplit``).
     select_best : {"valid_acc", "valid_loss"} or None, default="valid_acc"
         With a validation split, restore the parameters of the best epoch.
-    device : str or torch.device, default="auto"
-        ``"auto"``: CUDA when available.
+    device : str, torch.device or None, default="auto"
+        ``"auto"``: CUDA when available; None leaves placement to the net
+        (``net_class`` with skorch's ``AccelerateMixin``).
     random_state : int, RandomState or None, default=None
         Seeds the initialisation, the split, batch shuffling and augmentation.
     saliency_target : {"label", "pred"}, default="label"
@@ -207,7 +208,7 @@ class InvariantClassifier(SkorchTrainingMixin, ClassifierMixin, BaseEstimator):
         "normalize": [StrOptions({"global"}), None],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither"), None],
         "select_best": [StrOptions({"valid_acc", "valid_loss"}), None],
-        "device": [str, torch.device],
+        "device": [str, torch.device, None],
         "random_state": ["random_state"],
         "saliency_target": [StrOptions({"label", "pred"})],
         "ig_steps": [Interval(Integral, 1, None, closed="left")],
@@ -395,7 +396,9 @@ class InvariantClassifier(SkorchTrainingMixin, ClassifierMixin, BaseEstimator):
                 callbacks.append(("restore_best", RestoreBest(self.select_best)))
         return {
             "default_callbacks": callbacks, "train_split": train_split,
-            "criterion": nn.CrossEntropyLoss,
+            # a plain callable: accelerate wraps a module criterion in DDP, which refuses one
+            # without parameters on CPU processes
+            "criterion": FunctionalCriterion, "predict_nonlinearity": softmax_rows,
             "optimizer": _OPTIMIZERS.get(self.optimizer, self.optimizer),
             "optimizer__weight_decay": self.weight_decay, "iterator_train__shuffle": True,
             "group": self.group_, "augment": self.augment, "nu": self.nu,

@@ -144,9 +144,11 @@ class FiniteGroup:
         idx = torch.randint(self.order, (len(x),), generator=generator)
         out = x.clone()
         for k in range(self.order):
-            mask = (idx == k).to(x.device)
-            if k != self.identity_index and bool(mask.any()):
-                out[mask] = self.transforms[k](x[mask])
+            # rows picked on the CPU, moved as indices: no device sync (as a mask would need)
+            rows = (idx == k).nonzero().squeeze(1)
+            if k != self.identity_index and len(rows):
+                rows = rows.to(x.device)
+                out[rows] = self.transforms[k](x[rows])
         return out, idx
 
     def check(self, image_shape, *, check_group=False, random_state=0):

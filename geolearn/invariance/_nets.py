@@ -6,7 +6,6 @@ from collections import OrderedDict
 import torch
 from skorch import NeuralNetClassifier
 from skorch.callbacks import Callback
-from skorch.dataset import unpack_data
 from skorch.utils import to_tensor
 from torch import nn
 
@@ -94,10 +93,14 @@ def invariance_error(f0, fg, kind, eps=1e-8):
 
 
 class InvarianceNet(NeuralNetClassifier):
-    """skorch classifier whose training step adds group augmentation and the regulariser.
+    """skorch classifier whose training forward adds group augmentation and the regulariser.
 
-    One forward pass on ``[x; g_1 x; ...; g_k x]`` gives ``f(x)`` and every
-    ``f(g x)``; the loss is ``CE(f(x), y) + nu * I`` with gradients through both.
+    In training mode :meth:`infer` draws the augmentation and makes one forward
+    pass on ``[x; g_1 x; ...; g_k x]``, which gives ``f(x)`` and every
+    ``f(g x)``; :meth:`get_loss` returns ``CE(f(x), y) + nu * I`` with gradients
+    through both. Only these two skorch hooks carry the objective, so skorch's
+    training step and any mixin's that calls them (``AccelerateMixin``, whose
+    module may be wrapped in ``DistributedDataParallel``) train the same loss.
     """
 
     def __init__(self, *args, group=None, augment=True, nu=0.0, invariance_loss="li",
@@ -109,29 +112,34 @@ class InvarianceNet(NeuralNetClassifier):
         self.invariance_loss = invariance_loss
         self.reg_elements = reg_elements
 
-    def train_step_single(self, batch, **fit_params):
-        self._set_training(True)
-        Xi, yi = unpack_data(batch)
-        x = to_tensor(Xi, device=self.device)
+    def infer(self, x, **fit_params):
+        """Logits ``f(x)``; in training mode of the augmented batch, keeping ``I`` aside."""
+        self._penalty = None
+        if not self.module_.training:
+            return super().infer(x, **fit_params)
+        x = to_tensor(x, device=self.device)
         if self.augment:
             x, _ = self.group.apply_random(x)
-        if self.nu > 0:
-            others = self.group.non_identity
-            if self.reg_elements != "all":
-                pick = torch.randperm(len(others))[: self.reg_elements]
-                others = [others[i] for i in pick.tolist()]
-            n = len(x)
-            logits = self.infer(torch.cat([x] + [self.group[k](x) for k in others]),
-                                **fit_params)
-            y_pred = logits[:n]
-            reg = invariance_error(y_pred, logits[n:].view(len(others), n, -1),
-                                   self.invariance_loss)
-            loss = self.get_loss(y_pred, yi, X=x, training=True) + self.nu * reg
-        else:
-            y_pred = self.infer(x, **fit_params)
-            loss = self.get_loss(y_pred, yi, X=x, training=True)
-        loss.backward()
-        return {"loss": loss, "y_pred": y_pred}
+        if self.nu == 0:
+            return super().infer(x, **fit_params)
+        others = self.group.non_identity
+        if self.reg_elements != "all":
+            pick = torch.randperm(len(others))[: self.reg_elements]
+            others = [others[i] for i in pick.tolist()]
+        n = len(x)
+        logits = super().infer(torch.cat([x] + [self.group[k](x) for k in others]),
+                               **fit_params)
+        self._penalty = invariance_error(logits[:n], logits[n:].view(len(others), n, -1),
+                                         self.invariance_loss)
+        return logits[:n]
+
+    def get_loss(self, y_pred, y_true, X=None, training=False):
+        """Cross-entropy, plus ``nu`` times the invariance error of the batch in training."""
+        loss = super().get_loss(y_pred, y_true, X=X, training=training)
+        penalty, self._penalty = getattr(self, "_penalty", None), None
+        if training and penalty is not None:
+            loss = loss + self.nu * penalty
+        return loss
 
 
 class RestoreBest(Callback):

@@ -28,12 +28,16 @@ from ._sklearn import Affine, BinaryProba, affine_to_torch, mlp_to_torch
 from ._tail import split_torch_tail
 from ._training import (
     NET_PARAM_PREFIXES,
+    FunctionalCriterion,
     ObjectiveNet,
+    QuietLog,
     RaiseOnNonFiniteLoss,
     SkorchTrainingMixin,
     TensorDataset,
     TrainingInterruptedWarning,
     collate_batch,
+    softmax_rows,
+    unwrap_module,
     warn_if_interrupted,
 )
 
@@ -42,9 +46,11 @@ __all__ = [
     "NET_PARAM_PREFIXES",
     "RESPONSES",
     "BinaryProba",
+    "FunctionalCriterion",
     "GradientsUnavailableError",
     "ModelAdapter",
     "ObjectiveNet",
+    "QuietLog",
     "RaiseOnNonFiniteLoss",
     "SkorchTrainingMixin",
     "TensorDataset",
@@ -62,6 +68,8 @@ __all__ = [
     "mlp_to_torch",
     "resolve_response",
     "respond",
+    "softmax_rows",
     "split_torch_tail",
+    "unwrap_module",
     "warn_if_interrupted",
 ]

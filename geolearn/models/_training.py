@@ -7,6 +7,7 @@ estimator only supplies the module and, for objectives that are not a plain
 criterion, an :class:`ObjectiveNet`.
 """
 
+import functools
 import warnings
 
 import numpy as np
@@ -21,6 +22,38 @@ from ..exceptions import GeolearnWarning
 #: Prefixes of the skorch settings an estimator accepts as keyword arguments.
 NET_PARAM_PREFIXES = ("module__", "optimizer__", "criterion__", "iterator_train__",
                       "iterator_valid__", "callbacks__", "dataset__")
+
+
+def unwrap_module(module):
+    """The user's module inside a ``DistributedDataParallel`` / ``DataParallel`` wrapper.
+
+    Wrappers (such as those accelerate puts around a net's ``module_``) forward
+    only ``forward``; an objective that calls the module's own methods
+    (``decode``, ``head``, named layers) reaches them through this. Gradients
+    flowing through the unwrapped module still reach DDP's hooks, which sit on
+    the shared parameters.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+
+    Returns
+    -------
+    module : torch.nn.Module
+        ``module`` itself when it is not wrapped.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from geolearn.models import unwrap_module
+    >>> inner = torch.nn.Linear(2, 1)
+    >>> unwrap_module(torch.nn.DataParallel(inner)) is inner, unwrap_module(inner) is inner
+    (True, True)
+    """
+    wrappers = (torch.nn.parallel.DistributedDataParallel, torch.nn.DataParallel)
+    while isinstance(module, wrappers):
+        module = module.module
+    return module
 
 
 class TensorDataset(torch.utils.data.Dataset):
@@ -132,6 +165,92 @@ class RaiseOnNonFiniteLoss(Callback):
                 f"{last}); lower lr, or scale the input (e.g. MinMaxScaler).")
 
 
+class QuietLog(Callback):
+    """skorch's ``print_log`` callback of a silent (``verbose=0``) geolearn estimator.
+
+    It prints and formats nothing: skorch's ``PrintLog`` formats its table every
+    epoch even when silent (a large share of a small epoch) and prints to any
+    sink but ``print`` whatever ``verbose`` says (``AccelerateMixin`` sets the
+    sink to ``accelerator.print``). It takes ``PrintLog``'s ``sink`` so that nets
+    which set one still can, and cannot simply be removed
+    (``callbacks__print_log=None``) for the same reason.
+
+    Parameters
+    ----------
+    sink : callable, default=print
+        Kept, never called.
+
+    Examples
+    --------
+    >>> import numpy as np, torch
+    >>> from skorch import NeuralNetRegressor
+    >>> from geolearn.models import QuietLog
+    >>> net = NeuralNetRegressor(torch.nn.Linear(1, 1), max_epochs=2, train_split=None,
+    ...                          callbacks__print_log=QuietLog())
+    >>> _ = net.fit(np.ones((4, 1), "f4"), np.ones((4, 1), "f4"))  # prints nothing
+    """
+
+    def __init__(self, sink=print):
+        self.sink = sink
+
+
+class FunctionalCriterion:
+    """A loss function as skorch's ``criterion``: a plain callable, not a ``torch.nn.Module``.
+
+    accelerate wraps a net's module criterion in ``DistributedDataParallel``,
+    which refuses a module without parameters when the processes train on the
+    CPU; a plain callable is left alone. Keyword arguments (skorch's
+    ``criterion__*`` settings) are passed on to ``fn``.
+
+    Parameters
+    ----------
+    fn : callable, default=torch.nn.functional.cross_entropy
+        ``fn(y_pred, y_true, **kwargs) -> loss``.
+    **kwargs
+        Passed to ``fn`` (e.g. ``label_smoothing``).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from geolearn.models import FunctionalCriterion
+    >>> loss = FunctionalCriterion(label_smoothing=0.1)
+    >>> logits, y = torch.tensor([[2.0, 0.0]]), torch.tensor([0])
+    >>> bool(torch.isclose(loss(logits, y),
+    ...                    torch.nn.CrossEntropyLoss(label_smoothing=0.1)(logits, y)))
+    True
+    """
+
+    def __init__(self, fn=torch.nn.functional.cross_entropy, **kwargs):
+        self.fn = fn
+        self.kwargs = kwargs
+
+    def __call__(self, y_pred, y_true):
+        return self.fn(y_pred, y_true, **self.kwargs)
+
+
+def softmax_rows(logits):
+    """Row-wise softmax: ``predict_proba``'s nonlinearity for a :class:`FunctionalCriterion`.
+
+    skorch infers the softmax only from an ``nn.CrossEntropyLoss`` criterion.
+
+    Parameters
+    ----------
+    logits : torch.Tensor of shape (n, n_classes)
+
+    Returns
+    -------
+    proba : torch.Tensor of shape (n, n_classes)
+
+    Examples
+    --------
+    >>> import torch
+    >>> from geolearn.models import softmax_rows
+    >>> softmax_rows(torch.zeros(1, 4)).tolist()
+    [[0.25, 0.25, 0.25, 0.25]]
+    """
+    return torch.softmax(logits, dim=-1)
+
+
 class TrainingInterruptedWarning(GeolearnWarning):
     """Training stopped before its last epoch (a KeyboardInterrupt); the net keeps its weights.
 
@@ -230,7 +349,7 @@ class ObjectiveNet(NeuralNet):
 
     def __init__(self, module, *, objective, parts=(), **kwargs):
         # the criterion is unused: get_loss evaluates the objective instead
-        kwargs.setdefault("criterion", torch.nn.Identity)
+        kwargs.setdefault("criterion", FunctionalCriterion)
         super().__init__(module, **kwargs)
         self.objective = objective
         self.parts = parts
@@ -242,11 +361,33 @@ class ObjectiveNet(NeuralNet):
     def get_loss(self, y_pred, y_true, X=None, training=False):
         X = to_tensor(X, device=self.device)
         y_true = to_tensor(y_true, device=self.device)
-        loss, parts = self.objective(self.module_, y_pred, X, y_true, epoch=len(self.history) - 1)
+        loss, parts = self.objective(unwrap_module(self.module_), y_pred, X, y_true,
+                                     epoch=len(self.history) - 1)
         if training:
+            # kept as tensors until the epoch ends: no device sync per batch
             for name, value in parts.items():
-                self.history.record_batch(name, value.item())
+                self.history.record_batch(name, value.detach())
         return loss
+
+    def on_epoch_end(self, net, **kwargs):
+        # before the callbacks, which average the parts per epoch
+        self._parts_to_floats()
+        super().on_epoch_end(net, **kwargs)
+
+    def on_train_end(self, net, **kwargs):
+        self._parts_to_floats()  # an interrupted epoch's parts too
+        super().on_train_end(net, **kwargs)
+
+    def _parts_to_floats(self):
+        """Turn the last epoch's recorded parts into floats, with one device transfer."""
+        if not len(self.history):
+            return
+        pending = [(row, p) for row in self.history[-1]["batches"] for p in self.parts
+                   if isinstance(row.get(p), torch.Tensor)]
+        if pending:
+            values = torch.stack([row[p].double() for row, p in pending]).tolist()
+            for (row, p), value in zip(pending, values):
+                row[p] = value
 
 
 class SkorchTrainingMixin:
@@ -266,9 +407,14 @@ class SkorchTrainingMixin:
       progress bar.
     - ``warm_start=True``: a second ``fit`` continues training the fitted net
       instead of starting again.
-    - :attr:`net_class`: the skorch class the net is built from; subclass the
-      estimator and set it to customise training (``train_step``,
-      ``get_loss``, ...).
+    - ``net_class``: the skorch class the net is built from, a subclass of
+      the estimator's own (the class attribute :attr:`net_class`), e.g. one
+      with skorch's ``AccelerateMixin`` for multi-GPU training; pass it as a
+      keyword (``net_class=...``, also a ``functools.partial`` of such a class
+      with extra net arguments) or set it on a subclass.
+    - ``device=None``: the estimator leaves device placement to the net (to
+      accelerate with ``AccelerateMixin``; a plain net stays on the CPU);
+      ``device_`` is then where the trained module's parameters are.
 
     Fitted: ``net_`` (the skorch net, with its ``history``), ``module_`` and
     ``device_``.
@@ -293,7 +439,7 @@ class SkorchTrainingMixin:
         validate in ``fit``, never in ``__init__`` or ``set_params``).
         """
         for key, value in net_params.items():
-            if key.startswith(NET_PARAM_PREFIXES):
+            if key.startswith(NET_PARAM_PREFIXES) or key == "net_class":
                 setattr(self, key, value)
             else:
                 self.__dict__.setdefault("_unknown_net_params", {})[key] = value
@@ -301,6 +447,8 @@ class SkorchTrainingMixin:
     def get_params(self, deep=True):
         params = super().get_params(deep=deep)
         params.update(self._net_params())
+        if "net_class" in vars(self):
+            params["net_class"] = self.net_class
         return params
 
     def set_params(self, **params):
@@ -309,7 +457,7 @@ class SkorchTrainingMixin:
         var_kw = [p.name for p in inspect.signature(type(self)).parameters.values()
                   if p.kind is p.VAR_KEYWORD]
         net_params = {k: params.pop(k) for k in list(params)
-                      if k.startswith(NET_PARAM_PREFIXES) or k in var_kw}
+                      if k.startswith(NET_PARAM_PREFIXES) or k in var_kw or k == "net_class"}
         self._set_net_params(net_params)
         return super().set_params(**params) if params else self
 
@@ -372,21 +520,43 @@ class SkorchTrainingMixin:
             with torch_seed(seed):
                 self.net_.partial_fit(X, y)
             return self.net_
-        self.device_ = resolve_device(self.device)
+        net_class = self._checked_net_class()
+        # device=None leaves placement to the net (accelerate puts the module on its device)
+        self.device_ = None if self.device is None else resolve_device(self.device)
         callbacks = [("finite_loss", RaiseOnNonFiniteLoss()), *default_callbacks,
                      *(self.callbacks or ())]
         if self.verbose >= 2:
             callbacks.append(("progress_bar", ProgressBar()))
         settings.setdefault("optimizer", torch.optim.Adam)
+        if not self.verbose:
+            settings["callbacks__print_log"] = QuietLog()
         settings.update(self._net_params())
         with torch_seed(seed):
-            net = self.net_class(module, lr=self.lr, max_epochs=max_epochs,
-                                 batch_size=self.batch_size, callbacks=callbacks,
-                                 device=self.device_, verbose=int(self.verbose), **settings)
+            net = net_class(module, lr=self.lr, max_epochs=max_epochs,
+                            batch_size=self.batch_size, callbacks=callbacks,
+                            device=self.device_, verbose=int(self.verbose), **settings)
             net.initialize()
             if max_epochs:
                 net.partial_fit(X, y)
+        if self.device_ is None:
+            param = next(unwrap_module(net.module_).parameters(), None)
+            self.device_ = param.device if param is not None else torch.device("cpu")
         return net
+
+    def _checked_net_class(self):
+        """``net_class``, checked to be the estimator's own class or a subclass of it.
+
+        Any other net would drop the estimator's objective (its ``get_loss``,
+        ``infer``, ...) and train something else without a word.
+        """
+        net_class, default = self.net_class, type(self).net_class
+        cls = net_class.func if isinstance(net_class, functools.partial) else net_class
+        if not (isinstance(cls, type) and issubclass(cls, default)):
+            raise TypeError(
+                f"net_class must be {default.__name__} or a subclass of it (or a "
+                f"functools.partial of one), e.g. class Net(AccelerateMixin, "
+                f"{default.__name__}); got {net_class!r}.")
+        return net_class
 
     @property
     def module_(self):

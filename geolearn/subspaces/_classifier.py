@@ -14,7 +14,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 from torch import nn
 
 from .._utils import to_numpy
-from ..models import SkorchTrainingMixin, TensorDataset, collate_batch
+from ..models import FunctionalCriterion, SkorchTrainingMixin, TensorDataset, collate_batch
 from ._grassmann import METRICS
 from ._node import centroid_logits, unit_rows
 from ._sets import unpad
@@ -251,7 +251,9 @@ class CentroidSoftmaxClassifier(SkorchTrainingMixin, ClassifierMixin, BaseEstima
         an error.
     warm_start : bool, default=False
         A second ``fit`` continues training the fitted centroids.
-    device : {"cpu", "cuda", "auto"} or torch.device, default="cpu"
+    device : {"cpu", "cuda", "auto"}, torch.device or None, default="cpu"
+        None leaves placement to the net (``net_class`` with skorch's
+        ``AccelerateMixin``).
     verbose : int, default=0
         ``1`` prints skorch's epoch log, ``2`` adds a progress bar.
     random_state : int, RandomState instance or None, default=None
@@ -289,7 +291,7 @@ class CentroidSoftmaxClassifier(SkorchTrainingMixin, ClassifierMixin, BaseEstima
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
         "callbacks": [list, None],
         "warm_start": ["boolean"],
-        "device": [str, torch.device],
+        "device": [str, torch.device, None],
         "verbose": ["verbose"],
         "random_state": ["random_state"],
     }
@@ -340,13 +342,11 @@ class CentroidSoftmaxClassifier(SkorchTrainingMixin, ClassifierMixin, BaseEstima
         rng = check_random_state(self.random_state)
         omega0 = None if warm else rng.standard_normal((len(self.classes_), X.shape[1]))
         data = TensorDataset(torch.from_numpy(X), torch.from_numpy(y_idx))
-        # skorch formats its epoch log even when silent: a large share of a small epoch
-        quiet = {} if self.verbose else {"callbacks__print_log": None}
         net = self._fit_net(
             CentroidHead, data, seed=rng, max_epochs=self.max_iter,
-            criterion=nn.CrossEntropyLoss, train_split=None, iterator_train__shuffle=False,
+            criterion=FunctionalCriterion, train_split=None, iterator_train__shuffle=False,
             iterator_train__collate_fn=collate_batch, module__omega0=omega0,
-            module__temperature=self.temperature, **quiet)
+            module__temperature=self.temperature)
         self.n_iter_ = len(net.history)
         self.centroids_ = to_numpy(unit_rows(net.module_.omega))
         return self
