@@ -100,7 +100,9 @@ def torch_seed(random_state):
     """Seed torch from a numpy ``random_state`` inside a block, restoring the global RNG after.
 
     Gives reproducible torch sampling (skorch training: weight initialisation, batch
-    order, dropout) without leaving the user's global torch RNG changed. Blocks of
+    order, dropout, noise drawn on a GPU) without leaving the user's global torch
+    RNGs changed: the CPU generator's state and, where CUDA is available, every
+    CUDA generator's are restored on exit, also when the block raises. Blocks of
     different threads run one at a time, since each reseeds the one global generator
     and restores it on exit (overlapping blocks would draw each other's numbers and
     restore each other's states). Code that only samples should rather draw from its
@@ -109,9 +111,17 @@ def torch_seed(random_state):
     from sklearn.utils import check_random_state
 
     seed = int(check_random_state(random_state).randint(0, 2**31 - 1))
-    with _GLOBAL_RNG_LOCK, torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        yield seed
+    with _GLOBAL_RNG_LOCK:
+        cpu_state = torch.get_rng_state()
+        # torch.manual_seed seeds the CUDA generators too (lazily, before CUDA starts)
+        cuda_states = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None
+        try:
+            torch.manual_seed(seed)
+            yield seed
+        finally:
+            torch.set_rng_state(cpu_state)
+            if cuda_states is not None:
+                torch.cuda.set_rng_state_all(cuda_states)
 
 
 @contextmanager

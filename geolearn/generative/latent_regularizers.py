@@ -11,6 +11,7 @@ and :class:`~geolearn.generative.DisentangledAttributeAutoencoder` to its object
 import torch
 from skorch.utils import to_tensor
 
+from ..models import unwrap_module
 from .graph_divergence import GraphDivergenceLoss
 from .orthogonality import OrthogonalityLoss
 
@@ -146,11 +147,11 @@ class LatentRegularizerMixin:
         if not training:
             return loss
         penalty, parts = latent_regularization(
-            self.module_, to_tensor(X, device=self.device), alpha_orth=self.alpha_orth,
+            unwrap_module(self.module_), to_tensor(X, device=self.device), alpha_orth=self.alpha_orth,
             alpha_graph=self.alpha_graph, n_blocks=self.n_latent_blocks,
             graph_lambda=self.graph_lambda, output_activation=self._output_activation())
-        for name, value in parts.items():
-            self.history.record_batch(name, value.item())
+        for name, value in parts.items():  # floats at the epoch's end (ObjectiveNet)
+            self.history.record_batch(name, value.detach())
         return loss + penalty
 
     def _output_activation(self):

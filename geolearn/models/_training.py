@@ -314,6 +314,44 @@ def warn_if_interrupted(estimator, net, planned, before, stacklevel=4):
                       TrainingInterruptedWarning, stacklevel=stacklevel)
 
 
+def floats_in_history(history):
+    """Turn the tensors recorded in the last epoch's batches into floats, in one transfer.
+
+    A training step that records a loss term with ``value.item()`` waits for the
+    device every batch; recording ``value.detach()`` and calling this from the
+    net's ``on_epoch_end`` (which runs before the callbacks that average the
+    batches) waits once an epoch.
+
+    Parameters
+    ----------
+    history : skorch.History
+
+    Returns
+    -------
+    None
+
+    Examples
+    --------
+    >>> import torch
+    >>> from skorch.history import History
+    >>> from geolearn.models import floats_in_history
+    >>> history = History()
+    >>> history.new_epoch(); history.new_batch()
+    >>> history.record_batch("kl", torch.tensor(0.5))
+    >>> floats_in_history(history)
+    >>> history[-1, "batches", 0, "kl"]
+    0.5
+    """
+    if not len(history):
+        return
+    pending = [(row, key) for row in history[-1]["batches"] for key, value in row.items()
+               if isinstance(value, torch.Tensor)]
+    if pending:
+        values = torch.stack([row[key].double().reshape(()) for row, key in pending]).tolist()
+        for (row, key), value in zip(pending, values):
+            row[key] = value
+
+
 class ObjectiveNet(NeuralNet):
     """A skorch ``NeuralNet`` whose loss is ``objective(module, y_pred, X, y, epoch)``.
 
@@ -371,23 +409,12 @@ class ObjectiveNet(NeuralNet):
 
     def on_epoch_end(self, net, **kwargs):
         # before the callbacks, which average the parts per epoch
-        self._parts_to_floats()
+        floats_in_history(self.history)
         super().on_epoch_end(net, **kwargs)
 
     def on_train_end(self, net, **kwargs):
-        self._parts_to_floats()  # an interrupted epoch's parts too
+        floats_in_history(self.history)  # an interrupted epoch's parts too
         super().on_train_end(net, **kwargs)
-
-    def _parts_to_floats(self):
-        """Turn the last epoch's recorded parts into floats, with one device transfer."""
-        if not len(self.history):
-            return
-        pending = [(row, p) for row in self.history[-1]["batches"] for p in self.parts
-                   if isinstance(row.get(p), torch.Tensor)]
-        if pending:
-            values = torch.stack([row[p].double() for row, p in pending]).tolist()
-            for (row, p), value in zip(pending, values):
-                row[p] = value
 
 
 class SkorchTrainingMixin:

@@ -14,7 +14,13 @@ from skorch import NeuralNetClassifier
 from skorch.callbacks import EarlyStopping, PassthroughScoring
 
 from .._utils import check_choice, check_scalar_param
-from ..models import RaiseOnNonFiniteLoss, TrainingInterruptedWarning, as_model
+from ..models import (
+    RaiseOnNonFiniteLoss,
+    TrainingInterruptedWarning,
+    as_model,
+    floats_in_history,
+    unwrap_module,
+)
 from ._rdm import check_rdm
 
 RDM_LOSSES = ("pearson", "atanh_mse")
@@ -276,8 +282,17 @@ class RDMRegularizedClassifier(NeuralNetClassifier):
             return loss
         stimuli, target = self._rdm_data_
         S = self._rdm_rng_.choice(len(stimuli), size=self.rdm_batch_size, replace=False)
-        model = as_model(self.module_)
+        # the module's own layers, also inside a DistributedDataParallel wrapper (accelerate)
+        model = as_model(unwrap_module(self.module_))
         H = model.feature_fn(self.rdm_layer)(model.to_tensor(stimuli[S]))
         rdm_loss = RDMLoss(self.rdm_loss)(H, target[np.ix_(S, S)])
-        self.history.record_batch("rdm_loss", rdm_loss.item())
+        self.history.record_batch("rdm_loss", rdm_loss.detach())  # a float at the epoch's end
         return loss + self.rdm_weight * rdm_loss
+
+    def on_epoch_end(self, net, **kwargs):
+        floats_in_history(self.history)  # before the callbacks average rdm_loss
+        super().on_epoch_end(net, **kwargs)
+
+    def on_train_end(self, net, **kwargs):
+        floats_in_history(self.history)
+        super().on_train_end(net, **kwargs)
