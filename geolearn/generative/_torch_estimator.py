@@ -8,13 +8,11 @@ the user's ``module__*`` settings) and a per-sample objective.
 """
 
 import numbers
-import warnings
 
 import numpy as np
 import torch
 from sklearn.utils._param_validation import Interval
 
-from ..exceptions import GeolearnWarning
 from ..models import ObjectiveNet, SkorchTrainingMixin, TensorDataset, collate_batch
 
 #: Constraints of the parameters every torch-trained estimator of the family has.
@@ -77,15 +75,6 @@ class ObjectiveTrainingMixin(SkorchTrainingMixin):
                     setattr(self.net_, key, value)
         return self._fit_net(module, dataset, None, seed=seed, max_epochs=max_epochs,
                              objective=objective, parts=parts, **settings)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        device = state.get("device_")
-        if device is not None and device.type == "cuda" and not torch.cuda.is_available():
-            warnings.warn(f"{type(self).__name__} was fitted on {device}, which is not available; "
-                          "using the CPU.", GeolearnWarning)
-            self.device_ = torch.device("cpu")
-            self.net_.set_params(device="cpu")
 
 
 class MeanScoreMixin:

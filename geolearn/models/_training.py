@@ -589,3 +589,13 @@ class SkorchTrainingMixin:
     def module_(self):
         """The fitted torch module (``net_.module_``)."""
         return self.net_.module_
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        device = state.get("device_")
+        if device is not None and device.type == "cuda" and not torch.cuda.is_available():
+            # skorch's unpickling already put the net's tensors on the CPU
+            warnings.warn(f"{type(self).__name__} was fitted on {device}, which is not available; "
+                          "using the CPU.", GeolearnWarning)
+            self.device_ = torch.device("cpu")
+            self.net_.set_params(device="cpu")

@@ -16,18 +16,18 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 RECIPE = ROOT / "docs" / "user_guide" / "recipes"
 
 N_SAMPLES = 128
-CLASSIFIER = dict(group="rot4", augment=False, nu=1.0, hidden_layer_sizes=(16,), max_epochs=3,
-                  batch_size=32, lr=1e-2, random_state=0, iterator_train__shuffle=False)
-VAE = dict(n_latent=2, hidden_sizes=(16,), max_epochs=3, batch_size=32, lr=1e-2,
-           random_state=0, iterator_train__shuffle=False)
+CLASSIFIER = {"group": "rot4", "augment": False, "nu": 1.0, "hidden_layer_sizes": (16,), "max_epochs": 3,
+                  "batch_size": 32, "lr": 1e-2, "random_state": 0, "iterator_train__shuffle": False}
+VAE = {"n_latent": 2, "hidden_sizes": (16,), "max_epochs": 3, "batch_size": 32, "lr": 1e-2,
+           "random_state": 0, "iterator_train__shuffle": False}
 
 
 def data():
-    """The first ``N_SAMPLES`` images of the rot4 transforming-MNIST set, and their labels."""
-    from geolearn.datasets import make_transforming_mnist
+    """The images and labels both runs train on."""
+    sys.path.insert(0, str(ROOT))
+    from tests.torch_estimators import transforming_mnist
 
-    X, y = make_transforming_mnist(group="rot4", return_X_y=True, random_state=0)
-    return X[:N_SAMPLES], y[:N_SAMPLES]
+    return transforming_mnist(N_SAMPLES)
 
 
 def fit(device=None, classifier_net=None, vae_net=None):

@@ -16,63 +16,18 @@ import time
 import numpy as np
 import pytest
 import torch
+from accelerate import Accelerator
 from sklearn.base import clone
 from skorch.callbacks import Callback
+from skorch.hf import AccelerateMixin
 
-from geolearn.generative import (
-    ChartAutoencoder,
-    DiffusionDensity,
-    DiffusionGenerator,
-    DisentangledAttributeAutoencoder,
-    FlowDensity,
-    GridVAE,
-    MetaManifoldAutoencoder,
-    VAEClassifier,
-    VAEGenerator,
-)
+from geolearn.generative import GridVAE
 from geolearn.invariance import InvariantClassifier
 from geolearn.models import SkorchTrainingMixin
-from geolearn.subspaces import CentroidSoftmaxClassifier
 
+from ..torch_estimators import IDS, TINY, TORCH_ESTIMATORS
+from ..torch_estimators import data as _data
 from . import ddp_worker
-
-accelerate = pytest.importorskip("accelerate")
-from skorch.hf import AccelerateMixin  # noqa: E402  (needs accelerate)
-
-_TINY = dict(hidden_sizes=(8,), batch_size=32, random_state=0)
-
-#: Every SkorchTrainingMixin estimator, small, with the data it fits (images or rows).
-TORCH_ESTIMATORS = [
-    (InvariantClassifier(group="rot4", nu=1.0, hidden_layer_sizes=(8,), max_epochs=2,
-                         batch_size=32, random_state=0), "images"),
-    (CentroidSoftmaxClassifier(max_iter=5, random_state=0), "lines"),
-    (GridVAE(max_epochs=2, **_TINY), "rows"),
-    (VAEClassifier(n_latent=2, max_epochs=2, **_TINY), "rows"),
-    (VAEGenerator(max_epochs=2, **_TINY), "rows"),
-    (ChartAutoencoder(n_charts=2, max_epochs=2, **_TINY), "rows"),
-    (FlowDensity(n_layers=2, max_epochs=2, **_TINY), "table"),
-    (DiffusionDensity(n_steps=50, max_iter=3, n_rounds=1, **_TINY), "table"),
-    (DiffusionGenerator(n_timesteps=50, max_epochs=2, **_TINY), "table"),
-    (DisentangledAttributeAutoencoder(image_shape=None, latent_dim=4, attribute_dims=(2, 2),
-                                      hidden_sizes=(8,), max_epochs=2, batch_size=16,
-                                      random_state=0), "attributes"),
-    (MetaManifoldAutoencoder(loss="mse", hidden_sizes=(8,), latent_dim=2, n_iter=4,
-                             batch_size=4, random_state=0), "rows"),
-]
-IDS = [type(est).__name__ for est, _ in TORCH_ESTIMATORS]
-
-
-def _data(kind):
-    rng = np.random.default_rng(0)
-    if kind in ("images", "rows"):
-        X, y = ddp_worker.data()
-        X, y = X[:64], y[:64]
-        return (X, y) if kind == "images" else (X.reshape(len(X), -1), y)
-    if kind == "lines":  # rows of one-dimensional subspaces of R^3, two classes
-        X = rng.normal(size=(40, 3))
-        return X, (X[:, 0] ** 2 > X[:, 1] ** 2).astype(int)
-    X = rng.uniform(size=(48, 6)).astype(np.float32)
-    return X, (rng.integers(0, 2, size=(48, 2)) if kind == "attributes" else None)
 
 
 def _fit(est, kind):
@@ -84,7 +39,7 @@ def _accelerated(est):
     """``est``'s own net class with AccelerateMixin in front, bound to a CPU Accelerator."""
     base = type(est).net_class
     net = type(f"Accelerated{base.__name__}", (AccelerateMixin, base), {})
-    return functools.partial(net, accelerator=accelerate.Accelerator(cpu=True))
+    return functools.partial(net, accelerator=Accelerator(cpu=True))
 
 
 def _weights(est):
@@ -187,7 +142,7 @@ class _PartTypes(Callback):
 def test_objective_parts_wait_for_the_epoch_end_to_become_floats():
     # a part read with .item() every batch would make the device wait every batch
     types = _PartTypes()
-    vae = GridVAE(max_epochs=2, callbacks=[types], **_TINY).set_params(device="cpu")
+    vae = GridVAE(max_epochs=2, callbacks=[types], **TINY).set_params(device="cpu")
     X, _ = _data("rows")
     vae.fit(X)
     assert types.types_ == [torch.Tensor] * 4
