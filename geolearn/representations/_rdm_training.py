@@ -241,7 +241,7 @@ class RDMRegularizedClassifier(NeuralNetClassifier):
         target = check_rdm(self.rdm_target, "rdm_target", min_stimuli=2)
         check_scalar_param(self.rdm_batch_size, "rdm_batch_size", kind="integer", low=2, high=m,
                            closed="both")
-        as_model(self.module_).resolve_layer(self.rdm_layer)
+        as_model(unwrap_module(self.module_)).resolve_layer(self.rdm_layer)
         return stimuli, target
 
     def initialize(self):

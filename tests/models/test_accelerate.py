@@ -47,7 +47,8 @@ def _weights(est):
 
 
 def _losses(est):
-    return est.net_.history[:, "train_loss"]
+    net = getattr(est, "net_", est)  # a skorch net is its own net
+    return net.history[:, "train_loss"]
 
 
 def test_every_torch_estimator_is_listed():
@@ -193,3 +194,61 @@ def test_two_processes_match_one(tmp_path):
     single = [row["loss"] for row in vae.history_]
     for r in ranks:
         np.testing.assert_allclose(r["vae_loss"], single, rtol=0.1)
+
+
+def _wrapped(base):
+    """``base`` whose module is wrapped while it trains, as accelerate wraps it in DDP.
+
+    The wrapper shows only ``forward``; like accelerate, the net unwraps it at the end.
+    """
+
+    class Wrapped(base):
+        def initialize_module(self):
+            super().initialize_module()
+            self.module_ = torch.nn.DataParallel(self.module_)  # on the CPU: a plain wrapper
+            return self
+
+        def on_train_begin(self, net, **kwargs):
+            super().on_train_begin(net, **kwargs)
+            self.wrapped_ = isinstance(self.module_, torch.nn.DataParallel)
+
+        def on_train_end(self, net, **kwargs):
+            super().on_train_end(net, **kwargs)
+            self.module_ = self.module_.module
+
+    return Wrapped
+
+
+@pytest.mark.parametrize("index", [2, 3], ids=IDS[2:4])
+def test_objectives_reach_the_module_inside_a_wrapper(index):
+    # the VAE objective calls module.decode (and VAEClassifier's module.head), which a
+    # DistributedDataParallel wrapper hides
+    est, kind = TORCH_ESTIMATORS[index]
+    X, y = _data(kind)
+    plain = clone(est).set_params(device="cpu").fit(X, y)
+    wrapped = clone(est).set_params(device="cpu", net_class=_wrapped(type(est).net_class))
+    wrapped.fit(X, y)
+    assert wrapped.net_.wrapped_
+    np.testing.assert_allclose(_losses(wrapped), _losses(plain), rtol=1e-6)
+
+
+def test_rdm_regularizer_reaches_its_layer_inside_a_wrapper():
+    from geolearn.representations import RDMRegularizedClassifier, categorical_rdm
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 4)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(np.int64)
+
+    def fit(cls):
+        torch.manual_seed(0)
+        module = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(),
+                                     torch.nn.Linear(8, 2))
+        return cls(module, criterion=torch.nn.CrossEntropyLoss, rdm_layer="1",
+                   rdm_stimuli=X[:20], rdm_target=categorical_rdm(y[:20]), rdm_batch_size=10,
+                   rdm_random_state=0, max_epochs=3, train_split=None, verbose=0).fit(X, y)
+
+    plain, wrapped = fit(RDMRegularizedClassifier), fit(_wrapped(RDMRegularizedClassifier))
+    assert wrapped.wrapped_
+    np.testing.assert_allclose(wrapped.history[:, "rdm_loss"], plain.history[:, "rdm_loss"],
+                               rtol=1e-6)
+    np.testing.assert_allclose(_losses(wrapped), _losses(plain), rtol=1e-6)
