@@ -576,8 +576,11 @@ class SkorchTrainingMixin:
         Any other net would drop the estimator's objective (its ``get_loss``,
         ``infer``, ...) and train something else without a word.
         """
-        net_class, default = self.net_class, type(self).net_class
-        cls = net_class.func if isinstance(net_class, functools.partial) else net_class
+        def base(net):
+            return net.func if isinstance(net, functools.partial) else net
+
+        net_class, default = self.net_class, base(type(self).net_class)
+        cls = base(net_class)
         if not (isinstance(cls, type) and issubclass(cls, default)):
             raise TypeError(
                 f"net_class must be {default.__name__} or a subclass of it (or a "

@@ -252,3 +252,18 @@ def test_rdm_regularizer_reaches_its_layer_inside_a_wrapper():
     np.testing.assert_allclose(wrapped.history[:, "rdm_loss"], plain.history[:, "rdm_loss"],
                                rtol=1e-6)
     np.testing.assert_allclose(_losses(wrapped), _losses(plain), rtol=1e-6)
+
+
+class _OrthogonalGridVAE(GridVAE):
+    # the documented way to add a latent regulariser: a partial as the class's net_class
+    from geolearn.generative.latent_regularizers import LatentRegularizerMixin
+    from geolearn.models import ObjectiveNet
+
+    net_class = functools.partial(type("Net", (LatentRegularizerMixin, ObjectiveNet), {}),
+                                  alpha_orth=1.0, n_latent_blocks=2)
+
+
+def test_a_partial_net_class_on_a_subclass_is_its_own_default():
+    X, _ = _data("rows")
+    vae = _OrthogonalGridVAE(max_epochs=1, **TINY).set_params(device="cpu").fit(X)
+    assert "orth" in vae.net_.history[-1, "batches", 0]
