@@ -382,7 +382,7 @@ def respaced_grid(n_steps, n_inference_steps=None, stop=None):
     (:func:`reverse_mean` and :func:`reverse_variance` on this grid use the respaced
     quantities); the network is called with the original step ``tau_i``. ``n_inference_steps=None`` is the full chain ``0..T``. ``stop``
     truncates the grid at that step (kept as its last point), to start the chain at
-    ``stop`` instead of ``T`` (diffuse-then-denoise).
+    ``stop`` instead of ``T`` (diffuse-then-denoise). ``S = 1`` is the single step ``T``.
 
     Parameters
     ----------
@@ -405,7 +405,8 @@ def respaced_grid(n_steps, n_inference_steps=None, stop=None):
     ([0, 1, 334, 667, 1000], [0, 1, 334, 500], [0, 1, 2, 3])
     """
     S = n_steps if n_inference_steps is None else n_inference_steps
-    taus = np.unique(np.round(np.linspace(1, n_steps, S)).astype(int)).tolist()
+    # S = 1: the one step is T (linspace would give its start, 1)
+    taus = [n_steps] if S == 1 else np.round(np.linspace(1, n_steps, S)).astype(int).tolist()
     if stop is None:
         return [0, *taus]
     return [0, *(t for t in taus if t < stop), stop]
@@ -570,7 +571,7 @@ class EMAWeights(Callback):
             return
         for k, v in net.module_.state_dict().items():
             if v.is_floating_point():
-                self.average_[k].lerp_(v, 1 - self.decay)
+                self.average_[k].mul_(self.decay).add_(v, alpha=1 - self.decay)
             else:
                 self.average_[k].copy_(v)
 
