@@ -70,9 +70,10 @@ class InpaintingDisplay:
     def from_estimator(cls, detector, X, X_out=None, *, n_images=3, attempt=0, axes=None):
         """Inpaint the first images of ``X`` (and of ``X_out``) with a fitted detector.
 
-        Uses ``detector.masks(attempt)`` and ``detector.reconstruct(images, attempt)``;
-        the distance written on each row is the detector's distance for this one mask,
-        a single term of the median that ``ood_score`` takes.
+        Uses ``detector.masks(attempt)`` and ``detector.reconstruct(images, attempt)``.
+        With ``distance='mse'`` each row also shows ``d``, the mean squared change on the
+        detector's [0, 1] data scale: the term of this attempt in the median that
+        ``ood_score`` takes.
 
         Parameters
         ----------
@@ -101,10 +102,10 @@ class InpaintingDisplay:
             labels += [f"{name} {i}" for i in range(len(data))]
         originals, inpainted = np.concatenate(originals), np.concatenate(inpainted)
         # the detector's distance: mean squared error on its [0, 1] data scale
-        low, high = detector.data_min_, detector.data_min_ + detector.data_range_
-        scaled = (originals - inpainted) / (high - low)
+        low, high = detector.data_min_, detector.data_min_ + detector.data_scale_
         distances = None
-        if detector.distance == "mse":
+        if isinstance(detector.distance, str) and detector.distance == "mse":
+            scaled = (originals - inpainted) / detector.data_scale_
             distances = (scaled ** 2).reshape(len(scaled), -1).mean(axis=1)
         mask = np.broadcast_to(np.asarray(detector.masks(attempt), dtype=float), shape)
         return cls(originals, inpainted, mask, labels, distances, low, high).plot(axes=axes)
