@@ -125,8 +125,11 @@ class ImageDistance:
         if d == "ssim":
             return ssim_distance(u, u_rec).cpu().numpy()
         if d == "lpips":
-            rgb = (lambda z: z.expand(-1, 3, -1, -1)) if u.shape[1] == 1 else (lambda z: z)
-            out = self.model(rgb(2 * u - 1).float(), rgb(2 * u_rec - 1).float())
+            def rgb(z):  # LPIPS takes RGB in [-1, 1]
+                z = (2 * z - 1).float().to(self.device)
+                return z.expand(-1, 3, -1, -1) if z.shape[1] == 1 else z
+
+            out = self.model(rgb(u), rgb(u_rec))
             return out.reshape(len(u)).double().cpu().numpy()
         if d == "feature":
             feats = self.model.forward(torch.cat([u, u_rec]).float().cpu().numpy())

@@ -232,6 +232,14 @@ default='checkerboard_alt'
     --------
     geolearn.generative.metrics.ood_auroc_scorer : AUROC scorer for GridSearchCV.
 
+    Notes
+    -----
+    Cost: training is ``O(max_epochs * n)`` network evaluations; scoring is
+    ``O(n * n_reconstructions * S)``, the method's main expense (``S =
+    n_inference_steps``). On a GPU, bit-for-bit reproducible scores also need torch's
+    deterministic algorithms (``torch.use_deterministic_algorithms(True)``), which the
+    estimator does not force.
+
     Examples
     --------
     >>> import numpy as np
@@ -445,6 +453,8 @@ default='checkerboard_alt'
         X_val, X_train = X[order[:n_val]], X[order[n_val:]]
         x0 = torch.from_numpy(np.ascontiguousarray(
             2 * self._to_unit(X_train, warn=False) - 1, dtype=np.float32))
+        if not isinstance(self.data_range, str):
+            self._to_unit(X)  # one warning for training images outside a given range
         callbacks = [("ema", EMAWeights(self.ema_decay))] if self.ema_decay is not None else []
         with torch_threads(1 if self._denoiser_kind() == "mlp" else None):
             self._train(self._module_factory(),
@@ -460,7 +470,7 @@ default='checkerboard_alt'
                           "whose scores memorisation biases low (more test inliers are "
                           "flagged than contamination says).", GeolearnWarning, stacklevel=3)
             X_val = X_train
-        self.validation_scores_ = self._ood_score(X_val, self.random_state)
+        self.validation_scores_ = self._ood_score(X_val, self.random_state, warn=False)
         self.offset_ = float(np.quantile(-self.validation_scores_, self.contamination))
         return self
 
@@ -514,13 +524,13 @@ default='checkerboard_alt'
         out = torch.where(mask.cpu(), u.repeat(A, 1), rec)  # kept pixels: the input itself
         return out.reshape(A, m, D)
 
-    def _run(self, X, attempts, key, per_unit, desc):
+    def _run(self, X, attempts, key, per_unit, desc, warn=True):
         """Apply ``per_unit(U, rec, masks)`` to the reconstructions of every batch of rows.
 
         Units (a batch of rows, a group of attempts) run on ``n_jobs`` threads; returns the
         per-unit results in the order of the attempt groups, then of the batches.
         """
-        U = self._to_unit(X)
+        U = self._to_unit(X, warn=warn)
         masks = self._masks(attempts, key)
         seeds = np.array([row_seeds(X, key, stream=f"InpaintingOODDetector/{a}")
                           for a in attempts], dtype=object)
@@ -541,7 +551,7 @@ default='checkerboard_alt'
                                         unit="batch", verbose=self.verbose))
         return units, results
 
-    def _ood_score(self, X, random_state):
+    def _ood_score(self, X, random_state, warn=True):
         attempts = list(range(self.n_reconstructions))
         C, H, W = self.image_shape_
         dist = ImageDistance(self.distance, self.feature_extractor, self.device_)
@@ -551,7 +561,7 @@ default='checkerboard_alt'
             return np.stack([dist(u, r.reshape(-1, C, H, W)) for r in rec], axis=1)
 
         units, results = self._run(X, attempts, self._key(random_state), per_unit,
-                                   "ood_score")
+                                   "ood_score", warn)
         d = np.empty((len(X), len(attempts)))
         for (sl, g), res in zip(units, results):
             d[sl, g] = res
