@@ -250,12 +250,9 @@ class UNetDenoiser(nn.Module):
 
     def __init__(self, image_shape, channels=(32, 64)):
         super().__init__()
+        self.check_shape(image_shape, channels)
         C, H, W = self.image_shape = tuple(image_shape)
         c1, c2 = channels
-        if H % 4 or W % 4 or c1 % 8 or c2 % 8:
-            raise ValueError(f"denoiser='unet' needs H and W divisible by 4 and unet_channels "
-                             f"divisible by 8; got image_shape={image_shape}, "
-                             f"unet_channels={channels}.")
         self.temb = nn.Sequential(nn.Linear(64, c2), nn.SiLU(), nn.Linear(c2, c2))
         self.inp = nn.Conv2d(C, c1, 3, padding=1)
         self.down1, self.pool1 = _TimeResBlock(c1, c1, c2), nn.Conv2d(c1, c1, 3, 2, 1)
@@ -264,6 +261,16 @@ class UNetDenoiser(nn.Module):
         self.up2 = _TimeResBlock(2 * c2, c2, c2)
         self.up1 = _TimeResBlock(c2 + c1, c1, c2)
         self.out = nn.Sequential(nn.GroupNorm(8, c1), nn.SiLU(), nn.Conv2d(c1, C, 3, padding=1))
+
+    @staticmethod
+    def check_shape(image_shape, channels):
+        """A ValueError unless H and W are divisible by 4 and the channels by 8."""
+        _, H, W = image_shape
+        c1, c2 = channels
+        if H % 4 or W % 4 or c1 % 8 or c2 % 8:
+            raise ValueError(f"denoiser='unet' needs H and W divisible by 4 and unet_channels "
+                             f"divisible by 8; got image_shape={tuple(image_shape)}, "
+                             f"unet_channels={tuple(channels)}.")
 
     def forward(self, x, t):
         temb = self.temb(time_features(t, 1, 32, "geometric"))
@@ -274,6 +281,23 @@ class UNetDenoiser(nn.Module):
         h = self.up2(torch.cat([nn.functional.interpolate(h, scale_factor=2.0), h2], 1), temb)
         h = self.up1(torch.cat([nn.functional.interpolate(h, scale_factor=2.0), h1], 1), temb)
         return self.out(h).reshape(len(x), -1)
+
+
+def unet_noise_model(image_shape, channels, alphas_cumprod):
+    """A :class:`UNetDenoiser` noise model on a schedule (a module factory for skorch).
+
+    Pass it to skorch as ``functools.partial(unet_noise_model, ...)``, so that the
+    UNet's weights are drawn when the net is initialised, under the training seed.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from geolearn.generative.ddpm import diffusion_schedule, unet_noise_model
+    >>> model = unet_noise_model((1, 8, 8), (8, 8), diffusion_schedule(100)[1])
+    >>> model.eps(torch.zeros(2, 64), torch.tensor([1, 100])).shape
+    torch.Size([2, 64])
+    """
+    return DenoiserWrapper(UNetDenoiser(image_shape, channels), alphas_cumprod)
 
 
 def denoising_objective(module, y_pred, x, y, epoch=0, reduction="sum"):

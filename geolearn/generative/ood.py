@@ -38,6 +38,7 @@ from ..exceptions import DataRangeWarning, GeolearnWarning
 from ..models import frozen
 from ._base import validate_rows
 from ._ood_distances import ImageDistance, lpips_model
+from ._rng import RowNoise
 from ._torch_estimator import NET_CONSTRAINTS, ObjectiveTrainingMixin
 from .ddpm import (
     DenoiserWrapper,
@@ -51,6 +52,7 @@ from .ddpm import (
     inpainting_mask,
     q_sample,
     respaced_grid,
+    unet_noise_model,
 )
 
 __all__ = ["InpaintingOODDetector"]
@@ -60,44 +62,14 @@ MASKS = ("checkerboard_alt", "checkerboard", "center", "random_patch")
 _MLP_MAX_FEATURES = 1024
 #: At most this many held-out rows score the offset.
 _MAX_VALIDATION = 500
-#: Noise values drawn at once per (row, attempt): whole steps, a fixed count per image size
-#: (so a row's draws never depend on the batch it is scored in).
-_NOISE_CHUNK = 4096
 _MIN_INLIERS = 10
 _RANGE_TOL = 1e-6
-
-
-def _unet_noise_model(image_shape, channels, alphas_cumprod):
-    """The UNet noise model, built by skorch under the training seed."""
-    return DenoiserWrapper(UNetDenoiser(image_shape, channels), alphas_cumprod)
 
 
 def _adam(params, **kwargs):
     """Adam; a parameter-free denoiser (an exact predictor) gets an empty stand-in parameter."""
     params = list(params)
     return torch.optim.Adam(params or [torch.nn.Parameter(torch.zeros(0))], **kwargs)
-
-
-class _RowNoise:
-    """Standard normal draws of each (row, attempt) chain from its own generator.
-
-    ``get(j)`` returns draw ``j`` (``(M, D)``) of every chain; draws are made
-    ``chunk`` steps at a time from each chain's generator, the chunk fixed by ``D``.
-    """
-
-    def __init__(self, seeds, n_features, device):
-        self.gens = [torch.Generator().manual_seed(s) for s in seeds]
-        self.D, self.device = n_features, device
-        self.chunk = max(1, _NOISE_CHUNK // n_features)
-        self.start, self.block = None, None
-
-    def get(self, j):
-        start = (j // self.chunk) * self.chunk
-        if start != self.start:
-            block = torch.stack([torch.randn(self.chunk, self.D, generator=g)
-                                 for g in self.gens])
-            self.block, self.start = block.transpose(0, 1).to(self.device), start
-        return self.block[j - start]
 
 
 class InpaintingOODDetector(ObjectiveTrainingMixin, OutlierMixin, BaseEstimator):
@@ -404,8 +376,8 @@ default='checkerboard_alt'
         channels = check_hidden_sizes(self.unet_channels, "unet_channels")
         if len(channels) != 2:
             raise ValueError(f"unet_channels must be two integers; got {self.unet_channels!r}.")
-        UNetDenoiser(self.image_shape_, channels)  # its shape errors now, not inside skorch
-        return functools.partial(_unet_noise_model, self.image_shape_, channels, a)
+        UNetDenoiser.check_shape(self.image_shape_, channels)
+        return functools.partial(unet_noise_model, self.image_shape_, channels, a)
 
     def _threads(self):
         """Torch threads per worker: one for the MLP (tiny ops) or when workers share cores."""
@@ -509,7 +481,7 @@ default='checkerboard_alt'
         u = torch.as_tensor(U, dtype=torch.float64)
         known = (2 * u - 1).float().to(dev).repeat(A, 1)
         mask = torch.as_tensor(masks, device=dev).repeat_interleave(m, dim=0)
-        noise = _RowNoise([s for row in seeds for s in row], D, dev)
+        noise = RowNoise([s for row in seeds for s in row], D, dev)
         if self.lift == "diffuse":
             grid = respaced_grid(self.n_timesteps, self.n_inference_steps, self.diffusion_t)
             x = q_sample(known, self.diffusion_t, self.alphas_cumprod_, noise.get(0))

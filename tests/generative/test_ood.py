@@ -192,9 +192,13 @@ def test_layouts_sample_and_denoisers():
     assert isinstance(mlp, NoisePredictor) and mlp.n_freq == 32
     assert mlp.frequencies == "geometric" and mlp.net[0].in_features == 64 + 64
     assert len(det.history_) == 2
-    unet = InpaintingOODDetector(**{**TINY, "denoiser": "unet", "unet_channels": (8, 8)}).fit(X)
-    assert isinstance(unet.denoiser_.denoiser, UNetDenoiser)
-    assert unet.ood_score(X[:2]).shape == (2,)
+    # the UNet's weights are drawn under the training seed: reproducible, global RNG untouched
+    rng = torch.random.get_rng_state()
+    unets = [InpaintingOODDetector(**{**TINY, "denoiser": "unet", "unet_channels": (8, 8),
+                                      "max_epochs": 1}).fit(X) for _ in range(2)]
+    assert torch.equal(torch.random.get_rng_state(), rng)
+    assert isinstance(unets[0].denoiser_.denoiser, UNetDenoiser)
+    np.testing.assert_array_equal(unets[0].ood_score(X[:2]), unets[1].ood_score(X[:2]))
 
 
 def test_distance_options(fitted):
