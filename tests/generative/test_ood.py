@@ -414,3 +414,17 @@ def test_exact_denoiser_separates_white_noise_fast(lift, gate):
         n_inference_steps=50, lift=lift, diffusion_t=300, device="cpu",
         random_state=0).fit(X_id[:20])
     assert ood_roc_auc(det.ood_score(X_id), det.ood_score(X_ood)) >= gate
+
+
+def test_colour_images_share_the_mask_across_channels():
+    X = np.random.default_rng(0).random((30, 3, 4, 4))
+    det = InpaintingOODDetector(**{**TINY, "max_epochs": 1}).fit(X)
+    assert det.image_shape_ == (3, 4, 4)
+    m = det.masks(1)
+    assert m.shape == (3, 4, 4) and (m == m[:1]).all()
+    rec = det.reconstruct(X[:2], attempt=1)
+    assert rec.shape == (2, 3, 4, 4)
+    np.testing.assert_array_equal(rec[:, m == 1], X[:2][:, m == 1])
+    flat = InpaintingOODDetector(**{**TINY, "max_epochs": 1, "image_shape": (3, 4, 4)})
+    np.testing.assert_array_equal(flat.fit(X.reshape(30, -1)).ood_score(X.reshape(30, -1)),
+                                  det.ood_score(X))
