@@ -202,7 +202,7 @@ default='checkerboard_alt'
 
     See Also
     --------
-    geolearn.generative.metrics.ood_auroc_scorer : AUROC scorer for GridSearchCV.
+    geolearn.generative.ood_auroc_scorer : AUROC scorer for GridSearchCV.
 
     Notes
     -----
