@@ -192,10 +192,15 @@ def test_layouts_sample_and_denoisers():
     assert isinstance(mlp, NoisePredictor) and mlp.n_freq == 32
     assert mlp.frequencies == "geometric" and mlp.net[0].in_features == 64 + 64
     assert len(det.history_) == 2
-    # the UNet's weights are drawn under the training seed: reproducible, global RNG untouched
+
+
+def test_unet_is_seeded_and_reproducible():
+    """The UNet's weights are drawn under the training seed; torch's global RNG is untouched."""
+    X = _images(20, side=8).reshape(20, 1, 8, 8)
     rng = torch.random.get_rng_state()
     unets = [InpaintingOODDetector(**{**TINY, "denoiser": "unet", "unet_channels": (8, 8),
-                                      "max_epochs": 1}).fit(X) for _ in range(2)]
+                                      "max_epochs": 1, "n_reconstructions": 1,
+                                      "n_inference_steps": 3}).fit(X) for _ in range(2)]
     assert torch.equal(torch.random.get_rng_state(), rng)
     assert isinstance(unets[0].denoiser_.denoiser, UNetDenoiser)
     np.testing.assert_array_equal(unets[0].ood_score(X[:2]), unets[1].ood_score(X[:2]))
