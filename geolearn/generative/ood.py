@@ -30,6 +30,7 @@ from .._utils import (
     fitted_on_success,
     iter_batches,
     progress_bar,
+    resolve_device,
     row_seeds,
     to_numpy,
     torch_threads,
@@ -167,7 +168,10 @@ default='checkerboard_alt'
         Images whose attempts are reconstructed together (memory: this times
         ``n_reconstructions`` images plus activations).
     n_jobs : int, default=None
-        Threads over the mask attempts (joblib); each runs one torch thread.
+        Threads over the mask attempts (joblib); each runs one torch thread. On the CPU the
+        MLP and custom denoisers always run one torch thread (their many small operations
+        are fastest so, and collapse when threads spin against other processes); the
+        caller's setting is restored afterwards.
     device : str or torch.device, default='auto'
     random_state : int, RandomState instance or None, default=None
         Seeds the split, training and the sampling noise of the scores (part of the
@@ -380,9 +384,14 @@ default='checkerboard_alt'
         return functools.partial(unet_noise_model, self.image_shape_, channels, a)
 
     def _threads(self):
-        """Torch threads per worker: one for the MLP (tiny ops) or when workers share cores."""
+        """Torch threads per worker: 1 for small ops on the CPU or shared cores, else unchanged.
+
+        Small ops: the MLP or a custom module on the CPU; the UNet keeps the caller's
+        setting unless ``n_jobs`` workers share the cores.
+        """
         parallel = self.n_jobs is not None and effective_n_jobs(self.n_jobs) > 1
-        return 1 if self._denoiser_kind() == "mlp" or parallel else None
+        small = self._denoiser_kind() != "unet" and resolve_device(self.device).type == "cpu"
+        return 1 if small or parallel else None
 
     @_fit_context(prefer_skip_nested_validation=True)
     @fitted_on_success
@@ -428,7 +437,7 @@ default='checkerboard_alt'
         if not isinstance(self.data_range, str):
             self._to_unit(X)  # one warning for training images outside a given range
         callbacks = [("ema", EMAWeights(self.ema_decay))] if self.ema_decay is not None else []
-        with torch_threads(1 if self._denoiser_kind() == "mlp" else None):
+        with torch_threads(self._threads()):
             self._train(self._module_factory(),
                         functools.partial(denoising_objective, reduction="mean"), x0,
                         seed=rng, max_epochs=self.max_epochs, iterator_train__shuffle=True,
