@@ -20,9 +20,11 @@ class GeolearnWarning(UserWarning):
 
 
 class DataRangeWarning(GeolearnWarning):
-    """Input outside the range a model is defined on was clipped to it.
+    """Input outside the range a model is defined on was clipped to it, or scored as it is.
 
-    For example, held-out folds of min-max scaled data scored by a Bernoulli VAE.
+    For example, held-out folds of min-max scaled data scored by a Bernoulli VAE
+    (clipped), or test images outside the ``data_range`` of an
+    ``InpaintingOODDetector`` (scored as they are: OOD images may lie outside).
     """
 
 

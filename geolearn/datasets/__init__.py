@@ -10,6 +10,7 @@ from ._generative import (
 )
 from ._images import load_digits_images, load_mnist_5k
 from ._invariance import make_transforming_mnist
+from ._ood import load_natural_patches, make_shape_images
 from ._subspaces import make_planted_variety
 from ._synthetic import (
     make_circle_points,
@@ -37,12 +38,14 @@ __all__ = [
     "load_cyclooctane",
     "load_digits_images",
     "load_mnist_5k",
+    "load_natural_patches",
     "make_circle_points",
     "make_cyclooctane",
     "make_klein_bottle_points",
     "make_planted_variety",
     "make_point_shapes",
     "make_rotating_shape_images",
+    "make_shape_images",
     "make_shapes3d_like",
     "make_sinusoid_boundary",
     "make_sphere_images",

@@ -13,13 +13,18 @@ these pieces, and so is any later diffusion method (one core, not one per estima
 - the denoising objective ``L_simple`` (:func:`denoising_objective`), for
   :class:`geolearn.models.ObjectiveNet`;
 - the forward jump :func:`q_sample` and the ancestral sampler :func:`ancestral_sample`
-  on a time grid (:func:`time_grid`), with :func:`reverse_variance`.
+  on a time grid (:func:`time_grid`, or the respaced :func:`respaced_grid`), with
+  :func:`reverse_mean` and :func:`reverse_variance`;
+- replacement inpainting (:func:`inpaint_sample`) and its masks
+  (:func:`inpainting_mask`), for :class:`~geolearn.generative.InpaintingOODDetector`;
+- :class:`EMAWeights`, a skorch callback averaging the weights over training.
 """
 
 import math
 
 import numpy as np
 import torch
+from skorch.callbacks import Callback
 from torch import nn
 
 #: Frequencies of the time features: 'octave' ``2^f pi / T``; 'geometric' ``10000^(-f/F)``.
@@ -245,12 +250,9 @@ class UNetDenoiser(nn.Module):
 
     def __init__(self, image_shape, channels=(32, 64)):
         super().__init__()
+        self.check_shape(image_shape, channels)
         C, H, W = self.image_shape = tuple(image_shape)
         c1, c2 = channels
-        if H % 4 or W % 4 or c1 % 8 or c2 % 8:
-            raise ValueError(f"denoiser='unet' needs H and W divisible by 4 and unet_channels "
-                             f"divisible by 8; got image_shape={image_shape}, "
-                             f"unet_channels={channels}.")
         self.temb = nn.Sequential(nn.Linear(64, c2), nn.SiLU(), nn.Linear(c2, c2))
         self.inp = nn.Conv2d(C, c1, 3, padding=1)
         self.down1, self.pool1 = _TimeResBlock(c1, c1, c2), nn.Conv2d(c1, c1, 3, 2, 1)
@@ -259,6 +261,16 @@ class UNetDenoiser(nn.Module):
         self.up2 = _TimeResBlock(2 * c2, c2, c2)
         self.up1 = _TimeResBlock(c2 + c1, c1, c2)
         self.out = nn.Sequential(nn.GroupNorm(8, c1), nn.SiLU(), nn.Conv2d(c1, C, 3, padding=1))
+
+    @staticmethod
+    def check_shape(image_shape, channels):
+        """A ValueError unless H and W are divisible by 4 and the channels by 8."""
+        _, H, W = image_shape
+        c1, c2 = channels
+        if H % 4 or W % 4 or c1 % 8 or c2 % 8:
+            raise ValueError(f"denoiser='unet' needs H and W divisible by 4 and unet_channels "
+                             f"divisible by 8; got image_shape={tuple(image_shape)}, "
+                             f"unet_channels={tuple(channels)}.")
 
     def forward(self, x, t):
         temb = self.temb(time_features(t, 1, 32, "geometric"))
@@ -271,11 +283,31 @@ class UNetDenoiser(nn.Module):
         return self.out(h).reshape(len(x), -1)
 
 
-def denoising_objective(module, y_pred, x, y, epoch=0):
-    """``L_simple``: squared error of the noise prediction, summed over features.
+def unet_noise_model(image_shape, channels, alphas_cumprod):
+    """A :class:`UNetDenoiser` noise model on a schedule (a module factory for skorch).
+
+    Pass it to skorch as ``functools.partial(unet_noise_model, ...)``, so that the
+    UNet's weights are drawn when the net is initialised, under the training seed.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from geolearn.generative.ddpm import diffusion_schedule, unet_noise_model
+    >>> model = unet_noise_model((1, 8, 8), (8, 8), diffusion_schedule(100)[1])
+    >>> model.eps(torch.zeros(2, 64), torch.tensor([1, 100])).shape
+    torch.Size([2, 64])
+    """
+    return DenoiserWrapper(UNetDenoiser(image_shape, channels), alphas_cumprod)
+
+
+def denoising_objective(module, y_pred, x, y, epoch=0, reduction="sum"):
+    """``L_simple``: squared error of the noise prediction, summed (or averaged) over features.
 
     For :class:`geolearn.models.ObjectiveNet`; ``y_pred = (eps_theta, eps)`` from a
-    noise model's training ``forward``. Returns ``(loss, {})``.
+    noise model's training ``forward``. ``reduction='mean'`` averages over features
+    (pixels) instead of summing. Returns ``(loss, {})``. A noise prediction whose shape
+    is not the noise's (a custom denoiser returning the wrong shape) is a ValueError,
+    never a silent broadcast.
 
     Examples
     --------
@@ -286,7 +318,28 @@ def denoising_objective(module, y_pred, x, y, epoch=0):
     2.0
     """
     eps_pred, eps = y_pred
-    return ((eps_pred - eps) ** 2).sum(-1).mean(), {}
+    check_noise_shape(eps_pred, eps)
+    err = (eps_pred - eps) ** 2
+    return (err.mean(-1) if reduction == "mean" else err.sum(-1)).mean(), {}
+
+
+def check_noise_shape(eps_pred, x):
+    """A ValueError unless the denoiser's output ``eps_pred`` has the shape of its input ``x``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from geolearn.generative.ddpm import check_noise_shape
+    >>> check_noise_shape(torch.zeros(2, 1), torch.zeros(2, 4))
+    Traceback (most recent call last):
+    ...
+    ValueError: the denoiser returned shape (2, 1) for input of shape (2, 4); it must return \
+the predicted noise with its input's shape (flat rows of C*H*W values).
+    """
+    if tuple(eps_pred.shape) != tuple(x.shape):
+        raise ValueError(f"the denoiser returned shape {tuple(eps_pred.shape)} for input of "
+                         f"shape {tuple(x.shape)}; it must return the predicted noise with its "
+                         "input's shape (flat rows of C*H*W values).")
 
 
 def time_grid(n_steps, step=1, stop=None):
@@ -321,6 +374,233 @@ def reverse_variance(alphas_cumprod, s, t, kind="forward"):
     if kind == "posterior" and s > 0:
         return (1 - a[s]) * b_st / (1 - a[t])
     return b_st
+
+
+def reverse_mean(eps, x, alphas_cumprod, s, t):
+    """Mean of the reverse step ``t -> s`` of the noise predictor ``eps``.
+
+    ``(x - beta_bar_st / sqrt(1 - abar_t) eps(x, t)) / sqrt(abar_t / abar_s)`` with
+    ``beta_bar_st = 1 - abar_t / abar_s``. With ``s = t - 1`` it is DDPM's ``mu_theta``;
+    on a respaced grid (:func:`respaced_grid`) it is the same formula with the respaced
+    ``beta'``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from geolearn.generative.ddpm import diffusion_schedule, reverse_mean
+    >>> abar = diffusion_schedule(1000)[1]
+    >>> mu = reverse_mean(lambda x, t: torch.zeros_like(x), torch.ones(1), abar, 0, 1)
+    >>> round(float(mu), 5)  # 1 / sqrt(alpha_1)
+    1.00005
+    """
+    a = alphas_cumprod
+    a_st = a[t] / a[s]
+    return (x - (1 - a_st) / math.sqrt(1 - a[t]) * eps(x, t)) / math.sqrt(a_st)
+
+
+def respaced_grid(n_steps, n_inference_steps=None, stop=None):
+    """The time grid ``[0, tau_1, ..., tau_S]`` of respaced sampling.
+
+    ``tau = round(linspace(1, T, S))`` (Nichol and Dhariwal 2021): the reverse chain
+    visits only ``tau_1 < ... < tau_S = T``, with ``abar'_i = abar_{tau_i}``
+    (:func:`reverse_mean` and :func:`reverse_variance` on this grid use the respaced
+    quantities); the network is called with the original step ``tau_i``. ``n_inference_steps=None`` is the full chain ``0..T``. ``stop``
+    truncates the grid at that step (kept as its last point), to start the chain at
+    ``stop`` instead of ``T`` (diffuse-then-denoise). ``S = 1`` is the single step ``T``.
+
+    Parameters
+    ----------
+    n_steps : int
+        ``T``.
+    n_inference_steps : int, default=None
+        ``S``, in ``1..T``.
+    stop : int, default=None
+        In ``1..T``; default ``T``.
+
+    Returns
+    -------
+    grid : list of int
+        Increasing, starting at 0 (for :func:`ancestral_sample`, :func:`inpaint_sample`).
+
+    Examples
+    --------
+    >>> from geolearn.generative.ddpm import respaced_grid
+    >>> respaced_grid(1000, 4), respaced_grid(1000, 4, stop=500), respaced_grid(3)
+    ([0, 1, 334, 667, 1000], [0, 1, 334, 500], [0, 1, 2, 3])
+    """
+    S = n_steps if n_inference_steps is None else n_inference_steps
+    # S = 1: the one step is T (linspace would give its start, 1)
+    taus = [n_steps] if S == 1 else np.round(np.linspace(1, n_steps, S)).astype(int).tolist()
+    if stop is None:
+        return [0, *taus]
+    return [0, *(t for t in taus if t < stop), stop]
+
+
+def inpaint_sample(eps, x, known, mask, alphas_cumprod, grid, noise, variance="posterior",
+                   clip=None):
+    """Replacement inpainting (Song et al. 2020; Liu et al., LMD, Algorithm 2) along ``grid``.
+
+    From ``x`` at step ``grid[-1]``, each reverse step ``t -> s`` draws the unknown
+    pixels from ``p_theta(x_s | x_t)`` (mean :func:`reverse_mean`, variance
+    :func:`reverse_variance`) and sets the known ones to a fresh forward draw
+    ``sqrt(abar_s) known + sqrt(1 - abar_s) z``; the last step (``s = 0``) takes the
+    mean for the unknown pixels and ``known`` itself for the known ones, so the kept
+    pixels of the output equal ``known`` exactly. The known and unknown pixels are
+    disjoint, so one standard normal draw ``z = noise(k)`` per step serves both. An
+    all-False ``mask`` is plain ancestral sampling.
+
+    Parameters
+    ----------
+    eps : callable ``(x_t, t) -> eps_theta``
+        ``t`` a Python int.
+    x : tensor of shape (n, n_features)
+        The state at ``grid[-1]``.
+    known : tensor of shape (n, n_features)
+        The image to inpaint (model space).
+    mask : bool tensor broadcastable to ``x``
+        True = known (kept) pixel.
+    alphas_cumprod : sequence of float of length T + 1
+    grid : list of int
+        Increasing steps starting at 0 (:func:`respaced_grid`).
+    noise : callable ``k -> tensor like x``
+        The standard normal draw of the ``k``-th step (``k = 0`` is the first step
+        from ``grid[-1]``); not called on the last step.
+    variance : {'posterior', 'forward'}, default='posterior'
+        See :func:`reverse_variance`.
+    clip : (float, float), default=None
+        Clip the inpainted (unknown) pixels of the output to this range.
+
+    Returns
+    -------
+    x0 : tensor like ``x``
+
+    Examples
+    --------
+    >>> import math, torch
+    >>> from geolearn.generative.ddpm import diffusion_schedule, inpaint_sample, respaced_grid
+    >>> abar = diffusion_schedule(1000)[1]
+    >>> eps = lambda x, t: math.sqrt(1 - abar[t]) * x  # exact for N(0, I) data
+    >>> known, mask = torch.ones(2, 4), torch.tensor([True, False, True, False])
+    >>> gen = torch.Generator().manual_seed(0)
+    >>> out = inpaint_sample(eps, torch.randn(2, 4, generator=gen), known, mask, abar,
+    ...                      respaced_grid(1000, 50), lambda k: torch.randn(2, 4, generator=gen))
+    >>> bool((out[:, mask] == 1).all())
+    True
+    """
+    a = alphas_cumprod
+    for k, (s, t) in enumerate(zip(grid[-2::-1], grid[:0:-1])):
+        mean = reverse_mean(eps, x, a, s, t)
+        if s == 0:
+            if clip is not None:
+                mean = mean.clamp(*clip)
+            return torch.where(mask, known, mean)
+        z = noise(k)
+        unknown = mean + math.sqrt(reverse_variance(a, s, t, variance)) * z
+        x = torch.where(mask, math.sqrt(a[s]) * known + math.sqrt(1 - a[s]) * z, unknown)
+    return x
+
+
+def inpainting_mask(kind, image_shape, attempt=0, n_blocks=8, patch_size=4, random_state=None):
+    """The mask of one inpainting attempt: True = known (kept) pixel, shape ``(C, H, W)``.
+
+    The block of pixel ``(i, j)`` is ``(floor(i N / H), floor(j N / W))`` for ``N =
+    n_blocks`` (the paper's ``H/N x W/N`` patches when ``N`` divides ``H`` and ``W``).
+
+    - 'checkerboard_alt': keep iff ``block_i + block_j + attempt`` is even, so the
+      kept and inpainted halves swap every attempt (the paper's default);
+    - 'checkerboard': the ``attempt = 0`` pattern for every attempt;
+    - 'center': inpaint rows ``[H//4, 3H//4)`` x columns ``[W//4, 3W//4)``;
+    - 'random_patch': of the ``patch_size`` x ``patch_size`` patches, inpaint
+      ``ceil(n_patches / 2)`` drawn with ``random_state`` (anything
+      ``numpy.random.default_rng`` takes; draw a new one each attempt).
+
+    The same mask holds for every channel.
+
+    Parameters
+    ----------
+    kind : {'checkerboard_alt', 'checkerboard', 'center', 'random_patch'}
+    image_shape : (C, H, W)
+    attempt : int, default=0
+    n_blocks : int, default=8
+        In ``1..min(H, W)``.
+    patch_size : int, default=4
+        Must divide H and W ('random_patch').
+    random_state : int, sequence of int or numpy Generator, default=None
+
+    Returns
+    -------
+    mask : bool ndarray of shape (C, H, W)
+
+    Examples
+    --------
+    >>> from geolearn.generative.ddpm import inpainting_mask
+    >>> inpainting_mask("checkerboard_alt", (1, 4, 4), attempt=1, n_blocks=2)[0].astype(int)
+    array([[0, 0, 1, 1],
+           [0, 0, 1, 1],
+           [1, 1, 0, 0],
+           [1, 1, 0, 0]])
+    """
+    C, H, W = image_shape
+    if kind in ("checkerboard_alt", "checkerboard"):
+        a = attempt if kind == "checkerboard_alt" else 0
+        bi, bj = (np.arange(H) * n_blocks) // H, (np.arange(W) * n_blocks) // W
+        keep = (bi[:, None] + bj[None, :] + a) % 2 == 0
+    elif kind == "center":
+        keep = np.ones((H, W), dtype=bool)
+        keep[H // 4:(3 * H) // 4, W // 4:(3 * W) // 4] = False
+    else:
+        p = patch_size
+        n_patches = (H // p) * (W // p)
+        patches = np.ones(n_patches, dtype=bool)
+        rng = np.random.default_rng(random_state)
+        patches[rng.choice(n_patches, math.ceil(0.5 * n_patches), replace=False)] = False
+        keep = np.kron(patches.reshape(H // p, W // p), np.ones((p, p), dtype=bool))
+    return np.broadcast_to(keep, (C, H, W)).copy()
+
+
+class EMAWeights(Callback):
+    """Replace the trained weights by their exponential moving average (skorch callback).
+
+    After every training batch the average moves by ``(1 - decay)`` towards the current
+    weights; at the end of training the module gets the average (as DDPM and the
+    paper's configurations do, with ``decay = 0.9999``). Buffers (the schedule) are
+    copied, not averaged.
+
+    Parameters
+    ----------
+    decay : float
+        In ``[0, 1)``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from skorch import NeuralNetRegressor
+    >>> from geolearn.generative.ddpm import EMAWeights
+    >>> net = NeuralNetRegressor(torch.nn.Linear(1, 1), max_epochs=2, train_split=None,
+    ...                          callbacks=[EMAWeights(0.0)], verbose=0)  # 0: the last weights
+    >>> net = net.fit(torch.ones(4, 1), torch.ones(4, 1))
+    >>> sorted(net.callbacks[0].average_)
+    ['bias', 'weight']
+    """
+
+    def __init__(self, decay):
+        self.decay = decay
+
+    def on_train_begin(self, net, **kwargs):
+        self.average_ = {k: v.detach().clone() for k, v in net.module_.state_dict().items()}
+
+    @torch.no_grad()
+    def on_batch_end(self, net, training=False, **kwargs):
+        if not training:
+            return
+        for k, v in net.module_.state_dict().items():
+            if v.is_floating_point():
+                self.average_[k].mul_(self.decay).add_(v, alpha=1 - self.decay)
+            else:
+                self.average_[k].copy_(v)
+
+    def on_train_end(self, net, **kwargs):
+        net.module_.load_state_dict(self.average_)
 
 
 def q_sample(x0, t, alphas_cumprod, noise):
@@ -380,8 +660,7 @@ def ancestral_sample(eps, x, alphas_cumprod, grid, variance="forward", generator
     """
     a = alphas_cumprod
     for s, t in zip(grid[-2::-1], grid[:0:-1]):
-        a_st = a[t] / a[s]
-        x = (x - (1 - a_st) / math.sqrt(1 - a[t]) * eps(x, t)) / math.sqrt(a_st)
+        x = reverse_mean(eps, x, a, s, t)
         if s > 0:
             noise = (torch.randn_like(x) if generator is None else
                      torch.randn(x.shape, generator=generator, dtype=x.dtype).to(x.device))

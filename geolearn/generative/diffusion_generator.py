@@ -37,6 +37,7 @@ from .ddpm import (
     diffusion_schedule,
     q_sample,
     time_grid,
+    unet_noise_model,
 )
 
 #: Rows reversed at once by ``sample`` (bounds the memory of a large draw).
@@ -190,7 +191,9 @@ class DiffusionGenerator(ObjectiveTrainingMixin, BaseEstimator):
         channels = check_hidden_sizes(self.unet_channels, "unet_channels")
         if len(channels) != 2:
             raise ValueError(f"unet_channels must be two integers; got {self.unet_channels!r}.")
-        return functools.partial(DenoiserWrapper, UNetDenoiser(self.image_shape_, channels), a)
+        UNetDenoiser.check_shape(self.image_shape_, channels)
+        # the UNet is built at initialize(), under the training seed
+        return functools.partial(unet_noise_model, self.image_shape_, channels, a)
 
     def _eps(self, x_t, t):
         return self.module_.eps(x_t, torch.full((len(x_t),), t, dtype=torch.long,

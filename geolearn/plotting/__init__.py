@@ -18,6 +18,7 @@ from ._generative import (
 from ._invariance import InvarianceReportDisplay, SaliencyOrbitDisplay
 from ._manifold import DiffusionEmbeddingDisplay, NystromProjectionDisplay
 from ._meta_learning import ReconstructionDisplay, TrainingCurvesDisplay
+from ._ood import InpaintingDisplay, OODScoreDisplay
 from ._polytopes import PolytopePartitionDisplay, SegmentRegionsDisplay
 from ._rdm import FiedlerDisplay, RDMComparisonDisplay, RDMDisplay
 from ._representations import CanonicalSpaceDisplay, DetectionScoreDisplay
@@ -35,10 +36,12 @@ __all__ = [
     "FiedlerDisplay",
     "GeneratedSamplesDisplay",
     "GeometrySliceDisplay",
+    "InpaintingDisplay",
     "InvarianceReportDisplay",
     "LatentGridDisplay",
     "LatentTraversalDisplay",
     "NystromProjectionDisplay",
+    "OODScoreDisplay",
     "PersistenceDiagramDisplay",
     "PolytopePartitionDisplay",
     "PrincipalAnglesDisplay",

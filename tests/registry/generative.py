@@ -13,6 +13,7 @@ from geolearn.generative import (
     EpisodicSampler,
     FlowDensity,
     GridVAE,
+    InpaintingOODDetector,
     MetaManifoldAutoencoder,
     VAEClassifier,
     VAEGenerator,
@@ -38,6 +39,9 @@ ESTIMATORS = [
     MetaManifoldAutoencoder(loss="mse", hidden_sizes=(8,), latent_dim=2, n_iter=4, batch_size=4,
                             log_every=2, random_state=0, device="cpu"),
     EpisodicSampler(batch_size=2, random_state=0),
+    InpaintingOODDetector(n_blocks=1, n_timesteps=50, n_inference_steps=4, hidden_dim=8,
+                          n_hidden_layers=1, max_epochs=1, n_reconstructions=2,
+                          validation_fraction=0.2, batch_size=32, random_state=0, device="cpu"),
     DisentangledAttributeAutoencoder(image_shape=None, latent_dim=4, attribute_dims=(2, 2),
                                      max_epochs=2, batch_size=8, random_state=0, device="cpu"),
 ]

@@ -1,0 +1,75 @@
+"""AUROC of out-of-distribution scores (LMD's evaluation), and its GridSearchCV scorer."""
+
+import numpy as np
+from sklearn.metrics import roc_auc_score
+from sklearn.utils.validation import column_or_1d
+
+
+def ood_roc_auc(scores_in, scores_out):
+    """AUROC of OOD scores: the chance that an OOD image scores above an in-distribution one.
+
+    ``roc_auc_score(y, s)`` with ``y = 1`` for the OOD images (the paper's convention;
+    scores grow with the evidence of being OOD, as ``InpaintingOODDetector.ood_score``).
+
+    Parameters
+    ----------
+    scores_in : array-like of shape (n_in,)
+        Scores of in-distribution images.
+    scores_out : array-like of shape (n_out,)
+        Scores of out-of-distribution images.
+
+    Returns
+    -------
+    auroc : float
+
+    Examples
+    --------
+    >>> from geolearn.generative import ood_roc_auc
+    >>> ood_roc_auc([0.1, 0.2, 0.3], [0.25, 0.4])
+    0.8333333333333334
+    """
+    s_in = column_or_1d(np.asarray(scores_in, dtype=np.float64))
+    s_out = column_or_1d(np.asarray(scores_out, dtype=np.float64))
+    if not (len(s_in) and len(s_out)):
+        raise ValueError(f"ood_roc_auc needs scores of both kinds; got {len(s_in)} "
+                         f"in-distribution and {len(s_out)} OOD scores.")
+    y = np.r_[np.zeros(len(s_in)), np.ones(len(s_out))]
+    return float(roc_auc_score(y, np.r_[s_in, s_out]))
+
+
+def ood_auroc_scorer(estimator, X, y):
+    """AUROC scorer for GridSearchCV: ``roc_auc_score(y == -1, ood_score(X))``.
+
+    ``y`` holds scikit-learn's outlier labels (+1 inlier, -1 outlier). The estimator's
+    ``ood_score`` is used where it has one, else ``-score_samples`` (any outlier
+    detector or a Pipeline ending in one). Greater is better.
+
+    Parameters
+    ----------
+    estimator : fitted outlier detector
+    X : array-like
+    y : array-like of shape (n_samples,)
+        +1 / -1.
+
+    Returns
+    -------
+    auroc : float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.ensemble import IsolationForest
+    >>> from geolearn.generative import ood_auroc_scorer
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.r_[rng.normal(size=(50, 2)), rng.normal(6, 1, size=(10, 2))]
+    >>> y = np.r_[np.ones(50), -np.ones(10)]
+    >>> ood_auroc_scorer(IsolationForest(random_state=0).fit(X[:50]), X, y)
+    1.0
+    """
+    y = column_or_1d(y)
+    if not np.isin(y, (1, -1)).all():
+        raise ValueError("ood_auroc_scorer needs y in {+1 (inlier), -1 (outlier)}; got "
+                         f"labels {np.unique(y)[:5].tolist()}.")
+    scores = (estimator.ood_score(X) if hasattr(estimator, "ood_score")
+              else -np.asarray(estimator.score_samples(X)))
+    return float(roc_auc_score(y == -1, scores))
