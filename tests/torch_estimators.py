@@ -12,6 +12,7 @@ from geolearn.generative import (
     DisentangledAttributeAutoencoder,
     FlowDensity,
     GridVAE,
+    InpaintingOODDetector,
     MetaManifoldAutoencoder,
     VAEClassifier,
     VAEGenerator,
@@ -47,6 +48,9 @@ TORCH_ESTIMATORS = [
                                       random_state=0), "attributes"),
     (MetaManifoldAutoencoder(loss="mse", hidden_sizes=(8,), latent_dim=2, n_iter=4,
                              batch_size=4, random_state=0), "rows"),
+    (InpaintingOODDetector(hidden_dim=8, n_hidden_layers=1, n_timesteps=50, n_inference_steps=4,
+                           n_reconstructions=2, n_blocks=2, max_epochs=2, batch_size=32,
+                           random_state=0), "rows"),
 ]
 IDS = [type(est).__name__ for est, _ in TORCH_ESTIMATORS]
 
