@@ -7,6 +7,7 @@ classmethod computes, ``plot(ax=None)`` draws and returns self, with ``ax_``,
 Display draws (the ``plot`` extra).
 """
 
+from ._adversarial import RiskCurveDisplay
 from ._base import check_matplotlib
 from ._diffeo import DeformationGridDisplay, StabilityCurveDisplay
 from ._disentanglement import AttributeTraversalDisplay, BlockOrthogonalityDisplay
@@ -45,6 +46,7 @@ __all__ = [
     "RDMComparisonDisplay",
     "RDMDisplay",
     "ReconstructionDisplay",
+    "RiskCurveDisplay",
     "SVBFConvergenceDisplay",
     "SaliencyOrbitDisplay",
     "SegmentRegionsDisplay",
