@@ -191,3 +191,226 @@ class RiskCurveDisplay:
         self.ax_.set_ylim(bottom=0.0)
         self.ax_.legend(fontsize="small")
         return self
+
+
+# example kind -> (its indicator in the result, legend label, arrow colour)
+_KINDS = {"ambient": ("ambient", "ambient", "C3"), "normal": ("nor", "normal", "C0"),
+          "in_eps": ("in_eps", "in-manifold", "C2"),
+          "in2": ("in2", "in-manifold (2 eps)", "C1")}
+
+
+def _predictions(estimator, X):
+    """Class indices predicted for the rows of ``X`` (``predict`` or the adapter's logits)."""
+    if hasattr(estimator, "predict"):
+        return np.asarray(estimator.predict(X))
+    from ..models import as_model
+
+    out = np.asarray(as_model(estimator).forward(X.astype(np.float32)))
+    out = out.reshape(len(X), -1)
+    # binary scores (N,) or (N, 1) are the logits (0, z), as in the decomposition
+    return (out[:, 0] > 0).astype(int) if out.shape[1] == 1 else out.argmax(axis=1)
+
+
+class AdversarialExamplesDisplay:
+    """Points of a 2-D data set and arrows to their normal and in-manifold adversarial examples.
+
+    The picture behind "Manifold-driven decomposition for adversarial robustness" (its
+    Fig. 3 data, a circle in the plane): for each point the decomposition found adversarial
+    in a direction, an arrow from the point to its adversarial example. Normal examples
+    leave the manifold (radially on a circle); in-manifold ones move along it. With an
+    estimator, its decision regions are shaded and the manifold drawn from its chart.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, 2)
+    y : array-like of shape (n_samples,)
+    examples : dict of str to (ndarray of shape (n_samples, 2), ndarray of bool)
+        Kind (``"normal"``, ``"in_eps"``, ``"in2"``, ``"ambient"``: the keys of the
+        decomposition's ``examples``) to the adversarial examples and the rows where the
+        attack moved a correctly classified point to a misclassified one (only those get
+        an arrow).
+    curve : ndarray of shape (m, 2) or None, default=None
+        Points along the manifold, drawn as a line.
+    regions : tuple (xx, yy, labels) of ndarrays of shape (g, g) or None, default=None
+        A grid and the classifier's predicted class at each node.
+
+    Attributes
+    ----------
+    scatter_ : PathCollection
+        The data points, coloured by ``y``.
+    quivers_ : dict of str to Quiver
+        One per kind with at least one arrow.
+    curve_ : Line2D or None
+    regions_ : QuadContourSet or None
+    result_ : RiskDecompositionResult or None
+        Set by :meth:`from_result` and :meth:`from_estimator`.
+    ax_, figure_ : matplotlib Axes and Figure
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import numpy as np
+    >>> from geolearn.plotting import AdversarialExamplesDisplay
+    >>> X, y = np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([1, 0])
+    >>> normal = (np.array([[1.5, 0.0], [0.0, 1.0]]), np.array([True, False]))
+    >>> disp = AdversarialExamplesDisplay(X, y, {"normal": normal}).plot()
+    >>> disp.quivers_["normal"].U.tolist(), disp.quivers_["normal"].V.tolist()
+    ([0.5], [0.0])
+    """
+
+    def __init__(self, X, y, examples, curve=None, regions=None):
+        self.X = X
+        self.y = y
+        self.examples = examples
+        self.curve = curve
+        self.regions = regions
+        self.result_ = None
+
+    @classmethod
+    def from_result(cls, result, X, y, *, estimator=None, manifold=None,
+                    kinds=("normal", "in_eps"), max_arrows=None, ax=None):
+        """Draw the examples of a decomposition computed with ``return_examples=True``.
+
+        Parameters
+        ----------
+        result : RiskDecompositionResult
+            From :func:`~geolearn.adversarial.risk_decomposition` on ``X, y``.
+        X : array-like of shape (n_samples, 2)
+        y : array-like of shape (n_samples,)
+        estimator : classifier, optional
+            Shades its decision regions.
+        manifold : manifold object with ``from_chart`` and ``chart_bounds``, optional
+            Drawn as a line.
+        kinds : sequence of {"normal", "in_eps", "in2", "ambient"}, \
+default=("normal", "in_eps")
+            Normal, in-manifold at ``eps`` and at ``in_manifold_factor * eps``, ambient.
+        max_arrows : int or None, default=None
+            At most this many arrows per kind (evenly spaced over the successful rows).
+        ax : matplotlib Axes, optional
+
+        Returns
+        -------
+        display : AdversarialExamplesDisplay
+        """
+        X = _check_plane(X)
+        if result.examples is None:
+            raise ValueError("result holds no examples: compute it with "
+                             "risk_decomposition(..., return_examples=True).")
+        examples = {}
+        for kind in kinds:
+            if kind not in _KINDS:
+                raise ValueError(f"kinds must be among {sorted(_KINDS)}; got {kind!r}.")
+            moved = result.indicators[_KINDS[kind][0]] & ~result.indicators["std"]
+            examples[kind] = (np.asarray(result.examples[kind]), _thin(moved, max_arrows))
+        disp = cls(X, np.asarray(y), examples, _curve(manifold),
+                   _regions(estimator, X) if estimator is not None else None)
+        disp.result_ = result
+        return disp.plot(ax=ax)
+
+    @classmethod
+    def from_estimator(cls, estimator, X, y, *, manifold, epsilon, kinds=("normal", "in_eps"),
+                       max_arrows=None, ax=None, **kwargs):
+        """Decompose the risk of a classifier on 2-D data and draw its adversarial examples.
+
+        Parameters
+        ----------
+        estimator : differentiable classifier
+        X : array-like of shape (n_samples, 2)
+        y : array-like of shape (n_samples,)
+        manifold : manifold object
+            E.g. :class:`~geolearn.manifold.SphereManifold` for the circle.
+        epsilon : float
+        kinds, max_arrows, ax
+            As in :meth:`from_result`.
+        **kwargs
+            Passed to :func:`~geolearn.adversarial.risk_decomposition`.
+
+        Returns
+        -------
+        display : AdversarialExamplesDisplay
+        """
+        from ..adversarial import risk_decomposition
+
+        X = _check_plane(X)
+        result = risk_decomposition(estimator, X, y, manifold=manifold, epsilon=epsilon,
+                                    return_examples=True, **kwargs)
+        return cls.from_result(result, X, y, estimator=estimator, manifold=manifold, kinds=kinds,
+                               max_arrows=max_arrows, ax=ax)
+
+    def plot(self, ax=None):
+        """Draw the regions, the manifold, the points and the arrows.
+
+        Parameters
+        ----------
+        ax : matplotlib Axes, optional
+
+        Returns
+        -------
+        self : AdversarialExamplesDisplay
+        """
+        X, y = _check_plane(self.X), np.asarray(self.y)
+        self.figure_, self.ax_ = axes_or_new(ax)
+        self.regions_ = None
+        if self.regions is not None:
+            xx, yy, labels = self.regions
+            classes = np.unique(labels)
+            self.regions_ = self.ax_.contourf(xx, yy, np.searchsorted(classes, labels),
+                                              levels=np.arange(len(classes) + 1) - 0.5,
+                                              cmap="coolwarm", alpha=0.15)
+        self.curve_ = (None if self.curve is None else
+                       self.ax_.plot(*np.asarray(self.curve).T, color="0.5", linewidth=1,
+                                     label="manifold")[0])
+        self.scatter_ = self.ax_.scatter(X[:, 0], X[:, 1], c=y, cmap="coolwarm", s=8,
+                                         edgecolors="none")
+        self.quivers_ = {}
+        for kind, (X_adv, success) in self.examples.items():
+            success = np.asarray(success, dtype=bool)
+            if not success.any():
+                continue
+            start, move = X[success], np.asarray(X_adv, dtype=float)[success] - X[success]
+            _, label, color = _KINDS.get(kind, (None, kind, "k"))
+            self.quivers_[kind] = self.ax_.quiver(
+                start[:, 0], start[:, 1], move[:, 0], move[:, 1], angles="xy",
+                scale_units="xy", scale=1, color=color, width=0.004,
+                label=f"{label} ({success.sum()})")
+        self.ax_.set_aspect("equal")
+        self.ax_.legend(fontsize="small", loc="upper right")
+        return self
+
+
+def _check_plane(X):
+    X = np.asarray(X, dtype=float)
+    if X.ndim != 2 or X.shape[1] != 2:
+        raise ValueError(f"X must be 2-D data of shape (n_samples, 2) to be drawn in the plane; "
+                         f"got shape {X.shape}.")
+    return X
+
+
+def _thin(success, max_arrows):
+    """``success`` with at most ``max_arrows`` True entries, evenly spaced among them."""
+    success = np.asarray(success, dtype=bool)
+    rows = np.flatnonzero(success)
+    if max_arrows is None or len(rows) <= max_arrows:
+        return success
+    keep = np.zeros_like(success)
+    keep[rows[np.linspace(0, len(rows) - 1, max_arrows).round().astype(int)]] = True
+    return keep
+
+
+def _curve(manifold, n=400):
+    """Points along a 1-D manifold with a chart (a curve in the plane), else None."""
+    if manifold is None or not getattr(manifold, "has_chart", False) \
+            or manifold.intrinsic_dim != 1:
+        return None
+    (lo, hi), = manifold.chart_bounds
+    return np.asarray(manifold.from_chart(np.linspace(lo, hi, n)[:, None]))
+
+
+def _regions(estimator, X, n=200):
+    lo, hi = X.min(axis=0), X.max(axis=0)
+    pad = 0.15 * (hi - lo).max()
+    xx, yy = np.meshgrid(np.linspace(lo[0] - pad, hi[0] + pad, n),
+                         np.linspace(lo[1] - pad, hi[1] + pad, n))
+    labels = _predictions(estimator, np.c_[xx.ravel(), yy.ravel()]).reshape(xx.shape)
+    return xx, yy, labels
