@@ -153,7 +153,6 @@ class ChartGrid:
     def __init__(self, clf, manifold, X, rho_max, step, batch_size):
         axes = chart_axes(manifold, X, rho_max, step)
         self.size = int(np.prod([len(a) for a in axes]))
-        check_grid_size(self.size)
         grid = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, len(axes))
         self.points = manifold.from_chart(grid)
         z = []
@@ -180,26 +179,48 @@ class ChartGrid:
         return X_adv, ok
 
 
-def chart_axes(manifold, X, rho_max, step):
-    """Grid axes of the chart box: ``chart_bounds``, infinite ones cut to the data +- ``rho_max``.
+def chart_box(manifold, X, rho_max, step):
+    """``(lo, hi, h)`` of the chart grid: ``chart_bounds``, infinite ones cut to the data +- rho.
 
-    The chart step is ``step`` divided by the manifold's scale (its radius, or 1
-    for flat charts), so grid neighbours are at most about ``step`` apart in R^D.
+    The chart step ``h`` is ``step`` divided by the manifold's scale (its
+    radius, or 1 for flat charts), so grid neighbours are about ``step`` apart in R^D.
     """
     reach = manifold.reach
     h = step / (reach if reach is not None and np.isfinite(reach) else 1.0)
     U = manifold.chart(X)
-    axes = []
-    for j, (lo, hi) in enumerate(manifold.chart_bounds):
-        lo = lo if np.isfinite(lo) else U[:, j].min() - rho_max - h
-        hi = hi if np.isfinite(hi) else U[:, j].max() + rho_max + h
-        axes.append(np.append(np.arange(lo, hi, h), hi))
-    return axes
+    box = np.array(manifold.chart_bounds, dtype=np.float64)
+    lo = np.where(np.isfinite(box[:, 0]), box[:, 0], U.min(0) - rho_max - h)
+    hi = np.where(np.isfinite(box[:, 1]), box[:, 1], U.max(0) + rho_max + h)
+    return lo, hi, h
+
+
+def chart_grid_size(manifold, X, rho_max, step):
+    lo, hi, h = chart_box(manifold, X, rho_max, step)
+    return float(np.prod(np.ceil((hi - lo) / h) + 1))
+
+
+def chart_axes(manifold, X, rho_max, step):
+    """Grid axes of the chart box (see :func:`chart_box`), refused beyond the grid limit."""
+    check_grid_size(chart_grid_size(manifold, X, rho_max, step))
+    lo, hi, h = chart_box(manifold, X, rho_max, step)
+    return [np.append(np.arange(a, b, h), b) for a, b in zip(lo, hi)]
+
+
+def disk_size(dim, radius, step):
+    """The number of points of :func:`disk_offsets` (an upper bound, without building them)."""
+    K = np.floor(radius / step + 1e-9)
+    if dim == 1:
+        return 2 * K + 2
+    # rows of the square grid: at height k h, 2 floor(sqrt(r^2 - (k h)^2) / h) + 1 points
+    k = np.arange(-K, K + 1)
+    return float((2 * np.floor(np.sqrt(np.maximum(radius ** 2 - (k * step) ** 2, 0)) / step
+                               + 1e-9) + 1).sum())
 
 
 def check_grid_size(count):
     if count > MAX_GRID:
-        raise ValueError(f"the grid needs {count:.3g} evaluations, more than {MAX_GRID:.0e}: "
+        raise ValueError(f"the grid needs about {count:.3g} evaluations, more than "
+                         f"{MAX_GRID:.0e}: "
                          "raise grid_step, or use attack='pgd'.")
 
 
@@ -468,8 +489,8 @@ def normal_attack(model, X, y, *, epsilon, manifold=None, tangent_bases=None, me
     T = check_tangent_bases(tangent_bases, len(X), X.shape[1])
     if method == "grid":
         check_codim(T)
-        check_grid_size(len(X) * len(disk_offsets(T.shape[1] - T.shape[2], epsilon,
-                                                  grid_step_default(epsilon, grid_step))))
+        check_grid_size(len(X) * disk_size(T.shape[1] - T.shape[2], epsilon,
+                                           grid_step_default(epsilon, grid_step)))
     else:
         clf.require_gradients("normal_attack")
     return normal_core(clf, X, t, T, epsilon=epsilon, method=method, n_steps=n_steps,

@@ -22,11 +22,12 @@ from ._manifold_attacks import (
     MAX_GRID,
     ChartGrid,
     _wrong_np,
-    chart_axes,
+    chart_grid_size,
     check_codim,
     check_grid_size,
     check_tangent_bases,
     disk_offsets,
+    disk_size,
     grid_offsets_attack,
     grid_step_default,
     has_chart,
@@ -297,9 +298,8 @@ def risk_decomposition(estimator, X, y, *, manifold, epsilon=0.1, norm="l2",
     flags = _flags(manifold, epsilon, norm, nnr)
     if use_grid:
         check_codim(T)
-        amb = _ball_offsets(D, epsilon, norm, h)
-        check_grid_size(len(X) * (0 if amb is None else len(amb))
-                        + len(X) * len(disk_offsets(D - d, epsilon, h)))
+        check_grid_size(len(X) * ((disk_size(D, epsilon, h) if D <= 2 else 0)
+                                  + disk_size(D - d, epsilon, h)))
     elif not clf.differentiable:
         clf.require_gradients(f"attack={attack!r}")
     in_method = _in_method(attack, manifold, X, rho2, h)
@@ -355,8 +355,7 @@ def _in_method(attack, manifold, X, rho2, h):
     if attack in ("pgd", "tangent_pgd", "project", "latent", "grid"):
         method = {"pgd": "latent" if is_latent(manifold) else "tangent_pgd"}.get(attack, attack)
         return resolve_in_method(method, manifold)
-    n_grid = (int(np.prod([len(a) for a in chart_axes(manifold, X, rho2, h)]))
-              if has_chart(manifold) else MAX_GRID + 1)
+    n_grid = chart_grid_size(manifold, X, rho2, h) if has_chart(manifold) else MAX_GRID + 1
     return resolve_in_method("auto", manifold, n_grid)
 
 

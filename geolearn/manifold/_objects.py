@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator
 from sklearn.neighbors import NearestNeighbors
-from sklearn.utils import check_random_state
+from sklearn.utils import check_array, check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from .._utils import check_numeric_array, resolve_device, to_numpy
@@ -331,7 +331,7 @@ class LocalPCAManifold(BaseEstimator):
         -------
         self : LocalPCAManifold
         """
-        X = check_numeric_array(X, "X", dtype=np.float64)
+        X = check_array(X, dtype=np.float64)
         d, k = self.n_components, self.n_neighbors
         if not isinstance(d, Integral) or not 1 <= d <= X.shape[1]:
             raise ValueError(f"n_components must be an integer in [1, {X.shape[1]}]; got {d!r}.")
@@ -339,7 +339,7 @@ class LocalPCAManifold(BaseEstimator):
             raise ValueError(f"n_neighbors must be an integer > n_components={d}; got {k!r}.")
         if len(X) < k:
             raise ValueError(f"LocalPCAManifold needs at least n_neighbors={k} reference "
-                             f"points; got {len(X)}.")
+                             f"points; got n_samples = {len(X)}.")
         self.X_ref_ = X
         self.n_features_in_ = X.shape[1]
         self.nn_ = NearestNeighbors(n_neighbors=k).fit(X)
