@@ -189,8 +189,10 @@ def chart_box(manifold, X, rho_max, step):
     h = step / (reach if reach is not None and np.isfinite(reach) else 1.0)
     U = manifold.chart(X)
     box = np.array(manifold.chart_bounds, dtype=np.float64)
-    lo = np.where(np.isfinite(box[:, 0]), box[:, 0], U.min(0) - rho_max - h)
-    hi = np.where(np.isfinite(box[:, 1]), box[:, 1], U.max(0) + rho_max + h)
+    # unbounded coordinates: a fixed lattice of multiples of h, so that the grid points
+    # near a row do not depend on the other rows
+    lo = np.where(np.isfinite(box[:, 0]), box[:, 0], h * (np.floor((U.min(0) - rho_max) / h) - 1))
+    hi = np.where(np.isfinite(box[:, 1]), box[:, 1], h * (np.ceil((U.max(0) + rho_max) / h) + 1))
     return lo, hi, h
 
 
@@ -203,18 +205,14 @@ def chart_axes(manifold, X, rho_max, step):
     """Grid axes of the chart box (see :func:`chart_box`), refused beyond the grid limit."""
     check_grid_size(chart_grid_size(manifold, X, rho_max, step))
     lo, hi, h = chart_box(manifold, X, rho_max, step)
-    return [np.append(np.arange(a, b, h), b) for a, b in zip(lo, hi)]
+    return [np.append(a + h * np.arange(np.ceil((b - a) / h - 1e-9)), b) for a, b in zip(lo, hi)]
 
 
 def disk_size(dim, radius, step):
     """The number of points of :func:`disk_offsets` (an upper bound, without building them)."""
     K = np.floor(radius / step + 1e-9)
-    if dim == 1:
-        return 2 * K + 2
-    # rows of the square grid: at height k h, 2 floor(sqrt(r^2 - (k h)^2) / h) + 1 points
-    k = np.arange(-K, K + 1)
-    return float((2 * np.floor(np.sqrt(np.maximum(radius ** 2 - (k * step) ** 2, 0)) / step
-                               + 1e-9) + 1).sum())
+    # lattice points in a disk of radius K (in steps): fewer than pi (K + 1)^2
+    return float(2 * K + 2 if dim == 1 else np.pi * (K + 1) ** 2)
 
 
 def check_grid_size(count):

@@ -613,17 +613,20 @@ def make_risk_scorer(kind, *, manifold, epsilon, **kwargs):
 
     Examples
     --------
-    >>> from sklearn.model_selection import cross_val_score
-    >>> from sklearn.neural_network import MLPClassifier
+    Use it as ``GridSearchCV(..., scoring=make_risk_scorer(...))``, or in a dict
+    of scorers; here on a fixed model, the circle's Bayes classifier:
+
+    >>> import torch
     >>> from geolearn.adversarial import make_risk_scorer
     >>> from geolearn.datasets import make_circle_classification
     >>> from geolearn.manifold import SphereManifold
     >>> X, y = make_circle_classification(200, random_state=0)
-    >>> scorer = make_risk_scorer("normal", manifold=SphereManifold(), epsilon=0.05, n_steps=5)
-    >>> clf = MLPClassifier((8,), max_iter=2000, random_state=0)
-    >>> scores = cross_val_score(clf, X, y, cv=2, scoring=scorer)
-    >>> bool(((0 <= scores) & (scores <= 1)).all())
-    True
+    >>> net = torch.nn.Linear(2, 1, bias=False)
+    >>> with torch.no_grad():
+    ...     _ = net.weight.copy_(torch.tensor([[1.0, 0.0]]))
+    >>> normal = make_risk_scorer("normal", manifold=SphereManifold(), epsilon=0.1, n_steps=5)
+    >>> normal(net, X, y)  # radial moves never flip the Bayes classifier
+    1.0
     """
     check_choice(kind, "kind", tuple(SCORER_KINDS))
     return _RiskScorer(kind, manifold, epsilon, kwargs)

@@ -220,6 +220,22 @@ def test_rows_are_independent_of_order_and_batch_size():
         np.testing.assert_array_equal(b[name], a[name][perm], err_msg=name)
 
 
+def test_grid_rows_do_not_depend_on_the_other_rows():
+    """The chart grid of an unbounded plane is a fixed lattice: a subset gives the same rows.
+
+    (B and NNR may use the other rows by definition: the Corollary 1 plug-in.)
+    """
+    X, y = make_sine_plane_classification(40, random_state=0)
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(3, 16), torch.nn.Tanh(), torch.nn.Linear(16, 2))
+    kw = dict(manifold=AffineManifold(np.eye(3)[:, :2]), epsilon=0.3, attack="grid",
+              nnr="sample", random_state=0)
+    full = risk_decomposition(net, X, y, **kw).indicators
+    part = risk_decomposition(net, X[5:12], y[5:12], **kw).indicators
+    for name in ("std", "adv", "ambient", "nor", "in_eps", "in2", "A", "C"):
+        np.testing.assert_array_equal(part[name], full[name][5:12], err_msg=name)
+
+
 def test_images_and_flat_rows_with_image_shape_agree():
     torch.manual_seed(0)
     net = torch.nn.Sequential(torch.nn.Conv2d(1, 2, 2), torch.nn.Flatten(),
