@@ -52,6 +52,16 @@ def normal_projection(T):
     return project
 
 
+def tangent_projection(T):
+    """The hook ``v -> T (T^T v)`` of per-sample bases ``T`` ``(n, D, d)`` (a tensor)."""
+
+    def project(v, rows):
+        Tb = T[rows.to(T.device)]
+        return torch.einsum("bij,bj->bi", Tb, torch.einsum("bij,bi->bj", Tb, v))
+
+    return project
+
+
 def grid_step_default(epsilon, grid_step):
     return epsilon / 20 if grid_step is None else float(grid_step)
 
@@ -379,8 +389,20 @@ def resolve_in_method(method, manifold, n_grid=None):
 
 
 def in_manifold_core(clf, manifold, X, t, std, *, rho, method, n_steps, step_size, n_restarts,
-                     loss, grid_step, batch_size, random_state, grid=None):
-    """In-manifold attack at budget ``rho`` on validated rows; ``(X_adv, success)``."""
+                     loss, grid_step, batch_size, random_state, grid=None, T=None):
+    """In-manifold attack at budget ``rho`` on validated rows; ``(X_adv, success)``.
+
+    ``method="plane"``: PGD in the tangent planes ``x + span(T_x)`` (a linearised
+    manifold given by tangent bases ``T``).
+    """
+    if method == "plane":
+        hook = tangent_projection(torch.as_tensor(T, dtype=clf.model.dtype, device=clf.device))
+        A, hit = run_attack(clf, X, t, epsilon=rho, norm="l2", step_size=step_size,
+                            n_steps=n_steps, n_restarts=n_restarts, loss=loss,
+                            batch_size=batch_size, random_state=random_state, stream="plane",
+                            projection=hook, open_ball=False, ball_dim=T.shape[2])
+        _check_budget(A, X, rho, "tangent-plane attack")
+        return A, std | hit  # the last iterate of unsolved rows: the NNR probes start there
     if method == "grid":
         grid = grid or ChartGrid(clf, manifold, X, rho, grid_step, batch_size)
         return grid.attack(X, t, rho, std)
@@ -414,6 +436,18 @@ def random_manifold_probes(manifold, X, radius, n_probes, random_state):
         v = np.einsum("nij,nj->ni", T, G[k])
         v *= (radius * L[k] ** (1 / d) / np.maximum(np.linalg.norm(v, axis=1), 1e-300))[:, None]
         out[k] = X + _bisect_step(manifold, P0, v, P0, radius) - P0
+    return out
+
+
+def random_plane_probes(X, T, radius, n_probes, random_state):
+    """``n_probes`` random points per row in its tangent plane within ``radius``, seeded per row."""
+    n, D, d = T.shape
+    out = np.empty((n_probes, n, D))
+    for i, seed in enumerate(row_seeds(X, random_state, "nnr-plane-probes")):
+        rng = np.random.default_rng(seed)
+        G, L = rng.standard_normal((n_probes, d)), rng.uniform(size=n_probes)
+        v = G @ T[i].T
+        out[:, i] = X[i] + v * (radius * L ** (1 / d) / np.linalg.norm(v, axis=1))[:, None]
     return out
 
 

@@ -36,6 +36,7 @@ from ._manifold_attacks import (
     normal_core,
     predictions,
     random_manifold_probes,
+    random_plane_probes,
     resolve_in_method,
     tangent_pgd,
 )
@@ -201,7 +202,7 @@ def risk_decomposition(estimator, X, y, *, manifold, epsilon=0.1, norm="l2",
                        n_restarts=1, loss="ce", nnr="probe", n_nnr_probes=16,
                        nnr_a_radius_factor=1.0, grid_step=None, image_shape=None,
                        batch_size=512, device="auto", random_state=None, return_examples=False,
-                       verbose=0):
+                       verbose=0, tangent_bases=None):
     """Decompose a classifier's adversarial risk into standard, normal, in-manifold and NNR parts.
 
     Per sample (Theorem 1, checked pointwise): ``adv => std or nor(eps) or
@@ -265,6 +266,10 @@ def risk_decomposition(estimator, X, y, *, manifold, epsilon=0.1, norm="l2",
     return_examples : bool, default=False
     verbose : int, default=0
         ``> 0`` shows a progress bar over the stages.
+    tangent_bases : array-like of shape (n, D, d), optional
+        Known orthonormal tangent bases, with ``manifold=None``: ``M`` is then
+        linearised at each sample (in-manifold perturbations stay in the tangent
+        plane ``x + T_x M``; flagged "linearised manifold").
 
     Returns
     -------
@@ -290,7 +295,13 @@ def risk_decomposition(estimator, X, y, *, manifold, epsilon=0.1, norm="l2",
     X, shape = flat_inputs(X, image_shape)
     clf = Classifier(estimator, X.shape[1], shape, device)
     t = label_indices(getattr(clf.model, "estimator", estimator), y, len(X), clf.n_classes())
-    T = _check_manifold(manifold, X)
+    if manifold is None and tangent_bases is not None:
+        T = check_tangent_bases(tangent_bases, len(X), X.shape[1])
+        if attack not in ("auto", "pgd", "grid"):
+            raise ValueError(f"attack={attack!r} needs a manifold; tangent_bases allow 'auto', "
+                             "'pgd' or 'grid' (normal disks only).")
+    else:
+        T = _check_manifold(manifold, X)
     D, d = T.shape[1], T.shape[2]
     rho2 = in_manifold_factor * epsilon
     h = grid_step_default(epsilon, grid_step)
@@ -302,7 +313,9 @@ def risk_decomposition(estimator, X, y, *, manifold, epsilon=0.1, norm="l2",
                                   + disk_size(D - d, epsilon, h)))
     elif not clf.differentiable:
         clf.require_gradients(f"attack={attack!r}")
-    in_method = _in_method(attack, manifold, X, rho2, h)
+    in_method = "plane" if manifold is None else _in_method(attack, manifold, X, rho2, h)
+    if manifold is None:
+        flags.append("linearised manifold")
     if in_method != "grid" or not use_grid:
         clf.require_gradients(f"attack={attack!r}")
     common = dict(n_steps=n_steps, step_size=step, n_restarts=n_restarts, loss=loss,
@@ -321,7 +334,7 @@ def risk_decomposition(estimator, X, y, *, manifold, epsilon=0.1, norm="l2",
     stages.update()
     grid = (ChartGrid(clf, manifold, X, max(rho2, epsilon), h, batch_size)
             if in_method == "grid" else None)
-    in_kw = dict(method=in_method, grid=grid, **common)
+    in_kw = dict(method=in_method, grid=grid, T=T, **common)
     in1_adv, in1 = in_manifold_core(clf, manifold, X, t, std, rho=epsilon, **in_kw)
     in2_adv, in2 = in_manifold_core(clf, manifold, X, t, std, rho=rho2, **in_kw)
     stages.update()
@@ -336,7 +349,7 @@ def risk_decomposition(estimator, X, y, *, manifold, epsilon=0.1, norm="l2",
     if nnr != "none" and active.any():
         B[active] = _nnr_b(clf, manifold, X, t, active, nor & ~std, rho2=rho2, epsilon=epsilon,
                            method=nnr, grid=grid, nor_method=nor_method,
-                           n_nnr_probes=n_nnr_probes, **common)
+                           n_nnr_probes=n_nnr_probes, T=T, in2_adv=in2_adv, **common)
     stages.update()
     nnr_ind = A & B & C
     adv = std | amb | nor_hit | in1
@@ -369,7 +382,7 @@ def _flags(manifold, epsilon, norm, nnr):
         flags.append("linf heuristic")
         warnings.warn("norm='linf': the ambient L-infinity ball is larger than the theorem's L2 "
                       "ball, so the bound check is heuristic.", GeolearnWarning, stacklevel=3)
-    reach = manifold.reach
+    reach = getattr(manifold, "reach", None)
     if reach is not None and epsilon >= reach:
         flags.append("eps >= reach")
         warnings.warn(f"epsilon={epsilon:g} >= the manifold's reach {reach:g}: Theorem 1's bound "
@@ -378,8 +391,8 @@ def _flags(manifold, epsilon, norm, nnr):
 
 
 def _nnr_b(clf, manifold, X, t, active, z_nor, *, rho2, epsilon, method, grid, nor_method,
-           n_nnr_probes, n_steps, step_size, n_restarts, loss, grid_step, batch_size,
-           random_state):
+           n_nnr_probes, T, in2_adv, n_steps, step_size, n_restarts, loss, grid_step,
+           batch_size, random_state):
     """Event ``B`` for the ``active`` rows (``A and C``)."""
     rows = np.flatnonzero(active)
     B = np.zeros(len(rows), bool)
@@ -402,15 +415,21 @@ def _nnr_b(clf, manifold, X, t, active, z_nor, *, rho2, epsilon, method, grid, n
             flip[used] = normal_core(clf, P, grid.pred[used], manifold.tangent_basis(P),
                                      **nor_kw)[1]
         return B | np.array([flip[nb].any() for nb in nbrs])
-    path = tangent_pgd(clf, manifold, X[rows], t[rows], rho=rho2, n_steps=n_steps,
-                       step_size=step_size, loss=loss, batch_size=batch_size,
-                       std=np.zeros(len(rows), bool), path_steps=PATH_PROBES)[2]
-    rand = random_manifold_probes(manifold, X[rows], rho2, n_nnr_probes, random_state)
+    if manifold is None:  # tangent planes: the in-plane attack's point and random ones
+        path = in2_adv[None, rows].astype(np.float64)
+        rand = random_plane_probes(X[rows], T[rows], rho2, n_nnr_probes, random_state)
+    else:
+        path = tangent_pgd(clf, manifold, X[rows], t[rows], rho=rho2, n_steps=n_steps,
+                           step_size=step_size, loss=loss, batch_size=batch_size,
+                           std=np.zeros(len(rows), bool), path_steps=PATH_PROBES)[2]
+        rand = random_manifold_probes(manifold, X[rows], rho2, n_nnr_probes, random_state)
     probes = np.concatenate([path, rand]).reshape(-1, X.shape[1])
     pred = predictions(clf, probes, batch_size)
     # the probes are one flat batch (a batch_size per sample's probes)
     nor_kw["batch_size"] = batch_size * (len(path) + n_nnr_probes)
-    flip = normal_core(clf, probes, pred, manifold.tangent_basis(probes), **nor_kw)[1]
+    bases = (np.tile(T[rows], (len(path) + n_nnr_probes, 1, 1)) if manifold is None
+             else manifold.tangent_basis(probes))
+    flip = normal_core(clf, probes, pred, bases, **nor_kw)[1]
     return B | flip.reshape(-1, len(rows)).any(0)
 
 

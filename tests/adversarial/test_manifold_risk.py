@@ -462,3 +462,26 @@ def test_pessimistic_score_has_the_theorem_2_shape():
         make_pessimistic_example(n=2, epsilon=0.2)
     with pytest.raises(ValueError, match="1/2"):
         make_pessimistic_example(n=10, epsilon=0.6)
+
+
+def test_tangent_bases_linearise_the_manifold():
+    """Known tangents give the tangent-plane risks: on a flat manifold, the same closed forms."""
+    model, manifold, X, y, m, w = _flat_case(n=200)
+    eps = 0.3
+    kw = dict(epsilon=eps, n_nnr_probes=4, random_state=0)
+    with_planes = risk_decomposition(model, X, y, manifold=None,
+                                     tangent_bases=manifold.tangent_basis(X), **kw)
+    assert "linearised manifold" in with_planes.flags
+    T = manifold.tangent_basis(X[:1])[0]
+    a = np.linalg.norm(T.T @ w)
+    c = np.sqrt(max(w @ w - a * a, 0.0))
+    far = _far(m, eps * c, 2 * eps * a, eps * np.linalg.norm(w), 2 * eps * a + eps * c)
+    I = with_planes.indicators
+    np.testing.assert_array_equal(I["in2"][far], (m <= 2 * eps * a)[far])
+    np.testing.assert_array_equal(I["nor"][far], (m <= eps * c)[far])
+    nnr = (m > eps * c) & (m > 2 * eps * a) & (m <= 2 * eps * a + eps * c)
+    np.testing.assert_array_equal(I["nnr"][far], nnr[far])
+    assert with_planes.pointwise_violations == 0
+    with pytest.raises(ValueError, match="orthonormal"):
+        risk_decomposition(model, X, y, manifold=None, tangent_bases=2 * manifold.tangent_basis(X),
+                           **kw)
