@@ -311,13 +311,11 @@ def risk_decomposition(estimator, X, y, *, manifold, epsilon=0.1, norm="l2",
         check_codim(T)
         check_grid_size(len(X) * ((disk_size(D, epsilon, h) if D <= 2 else 0)
                                   + disk_size(D - d, epsilon, h)))
-    elif not clf.differentiable:
-        clf.require_gradients(f"attack={attack!r}")
     in_method = "plane" if manifold is None else _in_method(attack, manifold, X, rho2, h)
     if manifold is None:
         flags.append("linearised manifold")
-    if in_method != "grid" or not use_grid:
-        clf.require_gradients(f"attack={attack!r}")
+    if not (use_grid and in_method == "grid" and D <= 2):  # else every search is a grid
+        clf.require_gradients(f"attack={attack!r} (D={D})")
     common = dict(n_steps=n_steps, step_size=step, n_restarts=n_restarts, loss=loss,
                   grid_step=h, batch_size=batch_size, random_state=random_state)
     stages = progress_bar(total=5, desc="risk decomposition", verbose=verbose)
