@@ -537,7 +537,7 @@ def check_codim(T):
 
 
 def check_tangent_bases(T, n, D, name="tangent_bases"):
-    """``T`` as float64 ``(n, D, d)`` with orthonormal columns (``max |T^T T - I| <= 1e-4``)."""
+    """``T`` checked (``max |T^T T - I| <= 1e-4``), then re-orthonormalised, float64 ``(n, D, d)``."""
     T = np.asarray(T, dtype=np.float64)
     if T.ndim != 3 or T.shape[:2] != (n, D):
         raise ValueError(f"{name} must have shape (n_samples={n}, D={D}, d); got {T.shape}.")
@@ -547,7 +547,9 @@ def check_tangent_bases(T, n, D, name="tangent_bases"):
     if err > 1e-4:
         raise ValueError(f"{name} must have orthonormal columns (max |T^T T - I| = {err:.3g} > "
                          "1e-4); orthonormalise them (e.g. numpy.linalg.qr).")
-    return T
+    # float32 bases pass the check with errors up to 1e-4: make them exact (same spans)
+    Q, R = np.linalg.qr(T)
+    return Q * np.sign(np.diagonal(R, axis1=1, axis2=2))[:, None, :]
 
 
 def in_manifold_attack(model, X, y, *, manifold, epsilon, method="auto", n_steps=40,

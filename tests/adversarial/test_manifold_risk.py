@@ -485,3 +485,13 @@ def test_tangent_bases_linearise_the_manifold():
     with pytest.raises(ValueError, match="orthonormal"):
         risk_decomposition(model, X, y, manifold=None, tangent_bases=2 * manifold.tangent_basis(X),
                            **kw)
+
+
+def test_nearly_orthonormal_user_bases_are_accepted_and_made_exact():
+    """float32 bases pass the 1e-4 check; the attack then uses their exact orthonormalisation."""
+    model, manifold, X, y, m, w = _flat_case(n=50, c=0.8)
+    T = manifold.tangent_basis(X) * (1 + 4e-5)
+    X_adv, ok = normal_attack(model, X, y, epsilon=0.3, tangent_bases=T)
+    d = X_adv.astype(np.float64) - X
+    assert ok.any()
+    assert np.abs(np.einsum("nij,ni->nj", manifold.tangent_basis(X), d)).max() <= 1e-5
