@@ -201,11 +201,12 @@ _KINDS = {"ambient": ("ambient", "ambient", "C3"), "normal": ("nor", "normal", "
 
 def _predictions(estimator, X):
     """Class indices predicted for the rows of ``X`` (``predict`` or the adapter's logits)."""
+    X = X.astype(np.float32)  # what torch-backed estimators take
     if hasattr(estimator, "predict"):
         return np.asarray(estimator.predict(X))
     from ..models import as_model
 
-    out = np.asarray(as_model(estimator).forward(X.astype(np.float32)))
+    out = np.asarray(as_model(estimator).forward(X))
     out = out.reshape(len(X), -1)
     # binary scores (N,) or (N, 1) are the logits (0, z), as in the decomposition
     return (out[:, 0] > 0).astype(int) if out.shape[1] == 1 else out.argmax(axis=1)
@@ -362,7 +363,7 @@ default=("normal", "in_eps")
                        self.ax_.plot(*np.asarray(self.curve).T, color="0.5", linewidth=1,
                                      label="manifold")[0])
         self.scatter_ = self.ax_.scatter(X[:, 0], X[:, 1], c=y, cmap="coolwarm", s=8,
-                                         edgecolors="none")
+                                         edgecolors="none", zorder=2)
         self.quivers_ = {}
         for kind, (X_adv, success) in self.examples.items():
             success = np.asarray(success, dtype=bool)
@@ -372,7 +373,7 @@ default=("normal", "in_eps")
             _, label, color = _KINDS.get(kind, (None, kind, "k"))
             self.quivers_[kind] = self.ax_.quiver(
                 start[:, 0], start[:, 1], move[:, 0], move[:, 1], angles="xy",
-                scale_units="xy", scale=1, color=color, width=0.004,
+                scale_units="xy", scale=1, color=color, width=0.005, zorder=3,
                 label=f"{label} ({success.sum()})")
         self.ax_.set_aspect("equal")
         self.ax_.legend(fontsize="small", loc="upper right")
