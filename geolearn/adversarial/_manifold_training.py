@@ -111,7 +111,7 @@ class ManifoldAdversarialClassifier(NeuralNetClassifier):
         return super().initialize()
 
     def partial_fit(self, X, y=None, classes=None, **fit_params):
-        """Train (see skorch); small CPU modules train on one torch thread (see the user guide)."""
+        """Train (see skorch); small CPU modules train on one torch thread (many tiny ops)."""
         if not self.initialized_:
             self.initialize()
         n_params = sum(p.numel() for p in self.module_.parameters())

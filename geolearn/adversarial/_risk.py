@@ -494,7 +494,8 @@ class RiskDecomposition(BaseEstimator):
         As in :func:`risk_decomposition`; never refitted.
     manifold : manifold object
     epsilon, norm, in_manifold_factor, attack, n_steps, step_size, n_restarts, loss, nnr, \
-n_nnr_probes, nnr_a_radius_factor, grid_step, image_shape, batch_size, device, random_state
+n_nnr_probes, nnr_a_radius_factor, grid_step, image_shape, batch_size, device, random_state, \
+verbose
         As in :func:`risk_decomposition`.
 
     Attributes
@@ -522,7 +523,7 @@ n_nnr_probes, nnr_a_radius_factor, grid_step, image_shape, batch_size, device, r
     def __init__(self, estimator, manifold, *, epsilon=0.1, norm="l2", in_manifold_factor=2.0,
                  attack="auto", n_steps=40, step_size=None, n_restarts=1, loss="ce",
                  nnr="probe", n_nnr_probes=16, nnr_a_radius_factor=1.0, grid_step=None,
-                 image_shape=None, batch_size=512, device="auto", random_state=None):
+                 image_shape=None, batch_size=512, device="auto", random_state=None, verbose=0):
         self.estimator = estimator
         self.manifold = manifold
         self.epsilon = epsilon
@@ -541,6 +542,7 @@ n_nnr_probes, nnr_a_radius_factor, grid_step, image_shape, batch_size, device, r
         self.batch_size = batch_size
         self.device = device
         self.random_state = random_state
+        self.verbose = verbose
 
     def fit(self, X, y):
         """Compute the decomposition on ``(X, y)``.
