@@ -200,7 +200,7 @@ _KINDS = {"ambient": ("ambient", "ambient", "C3"), "normal": ("nor", "normal", "
 
 
 def _predictions(estimator, X):
-    """Class indices predicted for the rows of ``X`` (``predict`` or the adapter's logits)."""
+    """Predicted classes of the rows of ``X`` (``predict``, or the argmax of the logits)."""
     X = X.astype(np.float32)  # what torch-backed estimators take
     if hasattr(estimator, "predict"):
         return np.asarray(estimator.predict(X))
