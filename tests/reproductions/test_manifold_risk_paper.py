@@ -257,4 +257,4 @@ def test_digits_examples_respect_their_budgets(digits):
     delta = (ex["normal"] - X).astype(np.float64)
     along = np.einsum("nij,ni->nj", manifold.tangent_basis(X), delta)
     norms = np.linalg.norm(delta, axis=1)
-    assert np.all(np.linalg.norm(along, axis=1) <= 1e-4 * np.maximum(norms, 1e-12))
+    assert np.all(np.linalg.norm(along, axis=1) <= TOL * np.maximum(norms, 1e-12))
