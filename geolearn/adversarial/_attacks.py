@@ -22,6 +22,7 @@ from sklearn.utils import check_random_state
 from .._utils import check_numeric_array, iter_batches, to_numpy
 from ..exceptions import GeolearnWarning
 from ..models import as_model
+from ._pgd import pgd_loop
 from ._validation import (
     check_clip,
     check_in_box,
@@ -192,11 +193,11 @@ def pgd(model, X, y, eps, *, alpha=None, steps=10, random_start=True, clip=(0.0,
         delta0 = np.zeros(a.X.shape, dtype=np.float32)
 
     def attack(x, t, d0):
-        x_adv = (x + a.model.to_tensor(d0)).clamp(a.lo, a.hi)
-        for _ in range(steps):
-            grad = a.input_gradient(x_adv, t)
-            x_adv = signed_step(x_adv, grad, alpha, a.lo, a.hi, ball=(x, eps)).detach()
-        return x_adv
+        # the package's one PGD loop, returning the last iterate
+        return pgd_loop(lambda x_adv, tt, _: (a.input_gradient(x_adv, tt), None), x, t,
+                        epsilon=eps, norm="linf", step_size=alpha, n_steps=steps,
+                        init=a.model.to_tensor(d0), box=(a.lo, a.hi),
+                        stop_on_success=False)[0].detach()
 
     return a.run(attack, delta0)
 

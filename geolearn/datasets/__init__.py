@@ -1,5 +1,6 @@
 """Bundled-data loaders and generators with known geometry. Nothing is downloaded."""
 
+from ._adversarial import make_circle_classification, make_sine_plane_classification
 from ._generative import (
     SHAPES3D_FACTORS,
     load_3dshapes,
@@ -39,6 +40,7 @@ __all__ = [
     "load_digits_images",
     "load_mnist_5k",
     "load_natural_patches",
+    "make_circle_classification",
     "make_circle_points",
     "make_cyclooctane",
     "make_klein_bottle_points",
@@ -47,6 +49,7 @@ __all__ = [
     "make_rotating_shape_images",
     "make_shape_images",
     "make_shapes3d_like",
+    "make_sine_plane_classification",
     "make_sinusoid_boundary",
     "make_sphere_images",
     "make_sphere_points",

@@ -74,9 +74,18 @@ def local_pca_tangent_basis(X_ref, X, dim, n_neighbors=20):
     if not isinstance(n_neighbors, Integral) or not dim < n_neighbors <= len(X_ref):
         raise ValueError(f"n_neighbors must be an integer in ({dim}, {len(X_ref)}]; "
                          f"got {n_neighbors!r}.")
-    idx = NearestNeighbors(n_neighbors=n_neighbors).fit(X_ref).kneighbors(
-        X, return_distance=False)
+    index = NearestNeighbors(n_neighbors=n_neighbors).fit(X_ref)
+    return local_pca(X_ref, index, X, dim)[0]
+
+
+def local_pca(X_ref, index, X, dim):
+    """Local PCA at each row of ``X`` over its neighbours in a fitted ``NearestNeighbors``.
+
+    Returns ``(B, means)``: the top ``dim`` principal directions ``(m, n, dim)``
+    as orthonormal columns and the neighbourhood means ``(m, n)``.
+    """
+    idx = index.kneighbors(X, return_distance=False)
     patches = X_ref[idx]
-    patches = patches - patches.mean(axis=1, keepdims=True)
-    _, _, Vt = np.linalg.svd(patches, full_matrices=False)
-    return Vt[:, :dim].transpose(0, 2, 1)
+    means = patches.mean(axis=1)
+    _, _, Vt = np.linalg.svd(patches - means[:, None], full_matrices=False)
+    return Vt[:, :dim].transpose(0, 2, 1), means

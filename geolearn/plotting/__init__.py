@@ -7,6 +7,7 @@ classmethod computes, ``plot(ax=None)`` draws and returns self, with ``ax_``,
 Display draws (the ``plot`` extra).
 """
 
+from ._adversarial import AdversarialExamplesDisplay, RiskCurveDisplay
 from ._base import check_matplotlib
 from ._diffeo import DeformationGridDisplay, StabilityCurveDisplay
 from ._disentanglement import AttributeTraversalDisplay, BlockOrthogonalityDisplay
@@ -27,6 +28,7 @@ from ._subspaces import PrincipalAnglesDisplay, SVBFConvergenceDisplay
 from ._topology import PersistenceDiagramDisplay
 
 __all__ = [
+    "AdversarialExamplesDisplay",
     "AttributeTraversalDisplay",
     "BlockOrthogonalityDisplay",
     "CanonicalSpaceDisplay",
@@ -48,6 +50,7 @@ __all__ = [
     "RDMComparisonDisplay",
     "RDMDisplay",
     "ReconstructionDisplay",
+    "RiskCurveDisplay",
     "SVBFConvergenceDisplay",
     "SaliencyOrbitDisplay",
     "SegmentRegionsDisplay",

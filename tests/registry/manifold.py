@@ -2,7 +2,7 @@
 
 import torch
 
-from geolearn.manifold import CIDM, OnManifoldPGD, SECVectorFields
+from geolearn.manifold import CIDM, LocalPCAManifold, OnManifoldPGD, SECVectorFields
 
 
 class MeanLogits(torch.nn.Module):
@@ -25,4 +25,5 @@ ESTIMATORS = [
     SECVectorFields(cidm=CIDM(n_eigenpairs=8, k_bandwidth=3), n_frame=3, n_products=8),
     OnManifoldPGD(MeanLogits(), cidm_params={"n_eigenpairs": 5, "n_components": 3},
                   tangent="jacobian", intrinsic_dim=1, max_iter=5),
+    LocalPCAManifold(1, n_neighbors=2),
 ]

@@ -1,0 +1,380 @@
+"""The package's one PGD loop: L2 or L-infinity balls, restarts, a per-sample projection hook.
+
+:func:`pgd_attack` (the "exists an adversarial point" attack of the manifold
+risk decomposition) and :func:`geolearn.adversarial.pgd` (Madry et al.'s last
+iterate) both run :func:`pgd_loop`. The normal attack is this loop with a
+projection onto each sample's normal space; the classifier is seen through
+:class:`Classifier`, which wraps :func:`geolearn.models.as_model`.
+"""
+
+from functools import partial
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .._utils import (
+    check_choice,
+    check_image_shape,
+    check_numeric_array,
+    check_positive,
+    iter_batches,
+    row_seeds,
+    to_numpy,
+    torch_threads,
+)
+from ..models import as_model
+from ._validation import check_clip
+
+NORMS = ("l2", "linf")
+LOSSES = ("ce", "margin")
+#: the open L2 ball B_eps(x) of the theorem: budgets are shrunk by this relative amount
+OPEN_BALL = 1e-7
+#: modules with at most this many parameters run their small ops on one torch thread
+SMALL_MODEL = 200_000
+
+
+class Classifier:
+    """A classifier seen on flat rows: logits ``(n, C)``, input gradients, wrongness.
+
+    Binary scores ``(n,)`` or ``(n, 1)`` become the two logits ``(0, z)``. A row
+    is *wrong* for label ``t`` when ``z_t <= max_{j != t} z_j`` (ties count as
+    errors, the paper's ``f(x) y <= 0``).
+
+    Parameters
+    ----------
+    estimator : model accepted by :func:`geolearn.models.as_model`
+    n_features : int
+        ``D``, the flat row size.
+    image_shape : tuple of int, optional
+        The per-sample shape the model takes (rows are folded into it).
+    device : str, default="auto"
+    """
+
+    def __init__(self, estimator, n_features, image_shape=None, device="auto"):
+        self.model = as_model(estimator, device=None if device == "auto" else device)
+        self.shape = (n_features,) if image_shape is None else tuple(image_shape)
+        self.device = self.model.device
+        module = self.model.module
+        n_params = 0 if module is None else sum(p.numel() for p in module.parameters())
+        self.threads = 1 if self.device.type == "cpu" and n_params <= SMALL_MODEL else None
+        self._f = self.model.feature_fn(None) if self.model.differentiable else None
+
+    @property
+    def differentiable(self):
+        return self.model.differentiable
+
+    def require_gradients(self, purpose):
+        if not self.differentiable:
+            raise TypeError(f"{purpose} needs gradients, but {self.model.name} is a black-box "
+                            "estimator: use attack='grid' or pass a torch module (or a fitted "
+                            "skorch net or MLPClassifier).")
+
+    def logits(self, x):
+        """Logits ``(n, C)`` of flat rows ``x`` (a tensor on :attr:`device`)."""
+        if self._f is None:
+            z = torch.as_tensor(self.model.forward(to_numpy(x).reshape(len(x), *self.shape)))
+        else:
+            z = self._f(x.reshape(len(x), *self.shape))
+        z = z.reshape(len(x), -1) if z.ndim > 2 or z.ndim == 1 else z
+        if z.shape[1] == 1:
+            z = torch.cat([torch.zeros_like(z), z], dim=1)
+        return z
+
+    def n_classes(self):
+        with torch.no_grad(), self.model.frozen():
+            return self.logits(torch.zeros(1, int(np.prod(self.shape)), device=self.device,
+                                           dtype=self.model.dtype)).shape[1]
+
+    def to_tensor(self, X):
+        return torch.as_tensor(np.asarray(X), dtype=self.model.dtype, device=self.device)
+
+    def grad_wrong(self, x, t, need_grad=True, loss="ce"):
+        """``(input gradient of the summed loss or None, wrong)`` from one forward pass."""
+        if not need_grad:
+            with torch.no_grad():
+                return None, wrong(self.logits(x), t)
+        with torch.enable_grad():
+            x = x.detach().requires_grad_(True)
+            z = self.logits(x)
+            g = torch.autograd.grad(attack_loss(z, t, loss), x)[0]
+        return g.detach(), wrong(z.detach(), t)
+
+    def wrong(self, x, t):
+        with torch.no_grad():
+            return wrong(self.logits(x), t)
+
+
+def wrong(z, t):
+    """``z_t <= max_{j != t} z_j`` per row: misclassified, ties counted as errors."""
+    true = z.gather(1, t[:, None]).squeeze(1)
+    other = z.scatter(1, t[:, None], float("-inf")).amax(1)
+    return true <= other
+
+
+def attack_loss(z, t, loss):
+    """The summed attack loss: cross-entropy, or the margin ``max_{j != t} z_j - z_t``."""
+    if loss == "ce":
+        return F.cross_entropy(z, t, reduction="sum")
+    return (z.scatter(1, t[:, None], float("-inf")).amax(1) - z.gather(1, t[:, None])[:, 0]).sum()
+
+
+def _row_norm(v):
+    """Per-row L2 norms of ``(B, ...)`` tensors, shaped to broadcast against them."""
+    return torch.linalg.vector_norm(v.flatten(1), dim=1).view(-1, *[1] * (v.ndim - 1))
+
+
+def project_l2(delta, radius):
+    """Scale rows of ``delta`` into the L2 ball of ``radius`` (``delta *= min(1, r/||delta||)``)."""
+    n = _row_norm(delta)
+    return delta * torch.where(n > radius, radius / n.clamp_min(1e-30), torch.ones_like(n))
+
+
+def random_directions(X, n_restarts, random_state, stream, norm):
+    """Per-row random starts of restarts ``1..n_restarts-1``: ``(R - 1, n, D)`` and ``(R - 1, n)``.
+
+    L2: Gaussian directions and uniform radii; L-infinity: uniform in the cube
+    ``[-1, 1]^D``. Seeded per row (:func:`geolearn._utils.row_seeds`), so a row's
+    draws depend only on the row and ``random_state``.
+    """
+    n, D = X.shape
+    R = n_restarts - 1
+    dirs, radii = np.empty((R, n, D), np.float32), np.empty((R, n), np.float32)
+    if R == 0:
+        return dirs, radii
+    for i, seed in enumerate(row_seeds(np.asarray(X, np.float64), random_state, stream)):
+        rng = np.random.default_rng(seed)
+        dirs[:, i] = rng.standard_normal((R, D)) if norm == "l2" else rng.uniform(-1, 1, (R, D))
+        radii[:, i] = rng.uniform(size=R)
+    return dirs, radii
+
+
+def pgd_loop(grad_wrong, x, t, *, epsilon, norm="l2", step_size, n_steps, starts=(), init=None,
+             projection=None, rows=None, box=(-np.inf, np.inf), open_ball=True,
+             stop_on_success=True, require_move=False, ball_dim=None):
+    """PGD on one batch ``x`` ``(B, ...)`` with labels ``t``.
+
+    ``grad_wrong(x, t, need_grad) -> (gradient of the summed loss, wrong)``
+    gives both from one forward pass. Restart 0 starts at ``delta = init``
+    (default 0); ``starts`` holds the random starts of the
+    later restarts as ``(directions, radii)`` batch tensors. L2 step:
+    ``delta += step g / ||g||`` (rows with ``g = 0`` skip it), then the
+    projection hook, then ``delta *= min(1, eps / ||delta||)``; L-infinity:
+    ``clip(delta + step sign(g), -eps, eps)``. Inputs stay in ``box``.
+
+    ``stop_on_success``: a row succeeds when any iterate of any restart is
+    wrong (with ``require_move``: and differs from ``x``); it keeps that first
+    point and is masked out of further steps. Otherwise the last iterate is
+    returned (Madry et al.'s PGD).
+
+    ``projection(v, rows) -> v`` is applied to gradients before normalisation
+    and to ``delta`` after each step (``rows``: the batch's global row indices);
+    ``ball_dim`` is the dimension of the constraint set for uniform random
+    starts (default ``D``).
+
+    Returns
+    -------
+    x_adv : torch.Tensor of shape (B, D)
+    success : torch.Tensor of bool, shape (B,)
+    """
+    lo, hi = box
+    B, D = len(x), x[0].numel()
+    radius = epsilon * (1 - OPEN_BALL) if (open_ball and norm == "l2") else epsilon
+    rows = torch.arange(B) if rows is None else rows
+    found = torch.zeros(B, dtype=torch.bool, device=x.device)
+    out = x.clone()
+    k = D if ball_dim is None else ball_dim
+    for r in range(1 + len(starts)):
+        idx = (~found).nonzero()[:, 0] if stop_on_success else torch.arange(B, device=x.device)
+        if len(idx) == 0:
+            break
+        xs, ts = x[idx], t[idx]
+        if r == 0:
+            delta = torch.zeros_like(xs) if init is None else init[idx]
+        else:
+            d, u = starts[r - 1][0][idx], starts[r - 1][1][idx]
+            if norm == "l2":
+                d = d if projection is None else projection(d, rows[idx.cpu()])
+                scale = radius * u ** (1 / k)
+                delta = d / _row_norm(d).clamp_min(1e-30) * scale.view(_row_norm(d).shape)
+            else:
+                delta = d * epsilon
+        x_adv = (xs + delta).clamp(lo, hi)
+        for step in range(n_steps + 1 if stop_on_success else n_steps):
+            g, bad = grad_wrong(x_adv, ts, step < n_steps)
+            if stop_on_success:
+                hit = bad & (_row_norm(x_adv - xs).flatten() > 0) if require_move else bad
+                if hit.any():
+                    out[idx[hit]] = x_adv[hit]
+                    found[idx[hit]] = True
+                    keep = ~hit
+                    idx, xs, ts, x_adv = idx[keep], xs[keep], ts[keep], x_adv[keep]
+                    g = None if g is None else g[keep]
+                if len(idx) == 0:
+                    break
+            if step == n_steps:
+                break
+            if norm == "linf":
+                x_adv = (xs + (x_adv - xs + step_size * g.sign()).clamp(-epsilon, epsilon)
+                         ).clamp(lo, hi)
+                continue
+            sub = rows[idx.cpu()]
+            if projection is not None:
+                g = projection(g, sub)
+            gn = _row_norm(g)
+            delta = x_adv - xs + step_size * g / gn.clamp_min(1e-30) * (gn > 0)
+            if projection is not None:
+                delta = projection(delta, sub)
+            x_adv = (xs + project_l2(delta, radius)).clamp(lo, hi)
+        out[idx] = x_adv
+    return out, found
+
+
+def check_attack_params(epsilon, norm, n_steps, step_size, n_restarts, loss, batch_size):
+    """Validate the common attack parameters; return the step size."""
+    if not isinstance(epsilon, (int, float, np.floating, np.integer)) or isinstance(
+            epsilon, bool) or not np.isfinite(epsilon) or epsilon <= 0:
+        raise ValueError(f"epsilon must be a finite number > 0; got {epsilon!r}.")
+    check_choice(norm, "norm", NORMS)
+    check_positive(n_steps, "n_steps", integer=True)
+    check_positive(n_restarts, "n_restarts", integer=True)
+    check_choice(loss, "loss", LOSSES)
+    check_positive(batch_size, "batch_size", integer=True)
+    return 2.5 * epsilon / n_steps if step_size is None else check_positive(step_size,
+                                                                            "step_size")
+
+
+def flat_inputs(X, image_shape=None, name="X"):
+    """``(flat float64 rows (n, D), per-sample shape or None)`` from ``(n, D)`` or ``(n, C, H, W)``.
+
+    4-D images are flattened (the model gets them back in their shape); flat
+    rows with ``image_shape`` are folded for the model.
+    """
+    X = check_numeric_array(X, name, dtype=np.float64, ensure_2d=False, allow_nd=True)
+    if X.ndim == 4:
+        if image_shape is not None and tuple(check_image_shape(image_shape)) != X.shape[1:]:
+            raise ValueError(f"image_shape={image_shape!r} does not match the images of {name}, "
+                             f"of shape {X.shape[1:]}.")
+        return X.reshape(len(X), -1), X.shape[1:]
+    if X.ndim != 2:
+        raise ValueError(f"{name} must be 2-D (n_samples, n_features) or 4-D images "
+                         f"(n_samples, C, H, W); got {X.ndim}-D.")
+    if image_shape is not None:
+        shape = check_image_shape(image_shape)
+        if int(np.prod(shape)) != X.shape[1]:
+            raise ValueError(f"image_shape={image_shape!r} has {int(np.prod(shape))} values per "
+                             f"image but {name} has {X.shape[1]} features.")
+        return X, tuple(shape)
+    return X, None
+
+
+def label_indices(estimator, y, n, n_classes):
+    """Labels as class indices: mapped through ``classes_`` when the estimator has them."""
+    y = np.asarray(y)
+    if y.ndim != 1 or len(y) != n:
+        raise ValueError(f"y must be 1-D with one label per row of X ({n}); got shape {y.shape}.")
+    classes = getattr(estimator, "classes_", None)
+    if classes is not None:
+        unknown = np.setdiff1d(y, classes)
+        if unknown.size:
+            raise ValueError(f"y contains labels unseen by the classifier: {unknown[:5]} "
+                             f"(its classes_ are {np.asarray(classes)[:10]}).")
+        return np.searchsorted(classes, y).astype(np.int64)
+    if not np.issubdtype(y.dtype, np.number) or np.any(y != np.round(y)):
+        raise ValueError("y must hold integer class indices for a model without classes_.")
+    if n and (y.min() < 0 or y.max() >= n_classes):
+        raise ValueError(f"y holds labels in [{int(y.min())}, {int(y.max())}] unseen by the "
+                         f"classifier, which has {n_classes} classes: labels must lie in "
+                         f"[0, {n_classes}).")
+    return y.astype(np.int64)
+
+
+def pgd_attack(model, X, y, *, epsilon, norm="l2", n_steps=40, step_size=None, n_restarts=1,
+               loss="ce", clip=None, projection=None, batch_size=512, device="auto",
+               random_state=None):
+    """Untargeted PGD that reports whether each sample has an adversarial point in its ball.
+
+    Searches ``B_eps(x)`` (open L2 ball, or L-infinity box) for a point the
+    model misclassifies (ties count). Restart 0 starts at ``x``, later
+    restarts uniformly in the ball; a sample succeeds when any iterate of any
+    restart is misclassified, keeps its first such point and leaves the batch
+    (so a row's result depends only on the row, the model and
+    ``random_state``). Step: ``L2: delta += eta g / ||g||`` then
+    ``delta *= min(1, eps / ||delta||)``; ``L-infinity: clip(delta + eta sign(g))``.
+
+    Parameters
+    ----------
+    model : torch.nn.Module, fitted skorch net or differentiable sklearn model
+        Returns logits ``(n, C)`` or binary scores ``(n,)``/``(n, 1)`` (read as
+        logits ``(0, z)``); seen through :func:`geolearn.models.as_model`.
+    X : array-like of shape (n, D) or (n, C, H, W)
+    y : array-like of shape (n,)
+        Labels: the model's ``classes_`` if it has them, else class indices.
+    epsilon : float
+        The budget (> 0).
+    norm : {"l2", "linf"}, default="l2"
+    n_steps : int, default=40
+    step_size : float, optional
+        Default ``2.5 * epsilon / n_steps``.
+    n_restarts : int, default=1
+    loss : {"ce", "margin"}, default="ce"
+        Cross-entropy or ``max_{j != y} z_j - z_y`` (better against saturated scores).
+    clip : (float, float), optional
+        An input box.
+    projection : callable, optional
+        ``projection(v, rows) -> v`` on ``(b, D)`` tensors, ``rows`` the batch's
+        row indices into ``X``: applied to the gradient before normalisation and
+        to ``delta`` after each step (L2 only). :func:`normal_attack` is PGD with
+        the projection onto each sample's normal space.
+    batch_size : int, default=512
+    device : str, default="auto"
+        Checked against the model's device (a model is never moved).
+    random_state : int, RandomState instance or None
+        Seeds the random restarts, per row.
+
+    Returns
+    -------
+    X_adv : ndarray of float32, shape (n, D)
+        The first misclassified point found, else the last iterate.
+    success : ndarray of bool, shape (n,)
+
+    Examples
+    --------
+    >>> import torch
+    >>> from geolearn.adversarial import pgd_attack
+    >>> net = torch.nn.Linear(2, 1, bias=False)
+    >>> with torch.no_grad():
+    ...     _ = net.weight.copy_(torch.tensor([[1.0, 0.0]]))
+    >>> X_adv, ok = pgd_attack(net, [[0.05, 0.0], [0.5, 0.0]], [1, 1], epsilon=0.1)
+    >>> ok.tolist(), bool(X_adv[0, 0] <= 0)
+    ([True, False], True)
+    """
+    step = check_attack_params(epsilon, norm, n_steps, step_size, n_restarts, loss, batch_size)
+    lo, hi = check_clip(clip, allow_none=True)
+    if projection is not None and norm != "l2":
+        raise ValueError("projection needs norm='l2' (a projected L-infinity box is no box).")
+    X, shape = flat_inputs(X)
+    clf = Classifier(model, X.shape[1], shape, device)
+    clf.require_gradients("pgd_attack")
+    t = label_indices(getattr(clf.model, "estimator", model), y, len(X), clf.n_classes())
+    return run_attack(clf, X, t, epsilon=epsilon, norm=norm, step_size=step, n_steps=n_steps,
+                      n_restarts=n_restarts, loss=loss, box=(lo, hi), projection=projection,
+                      batch_size=batch_size, random_state=random_state, stream="pgd")
+
+
+def run_attack(clf, X, t, *, epsilon, norm, step_size, n_steps, n_restarts, loss, batch_size,
+               random_state, stream, box=(-np.inf, np.inf), projection=None, open_ball=True,
+               require_move=False, ball_dim=None):
+    """:func:`pgd_loop` over batches of validated rows; ``(X_adv float32, success)``."""
+    dirs, radii = random_directions(X, n_restarts, random_state, stream, norm)
+    X_adv, success = np.empty(X.shape, np.float32), np.zeros(len(X), bool)
+    with clf.model.frozen(), torch_threads(clf.threads):
+        for sl in iter_batches(len(X), batch_size):
+            starts = [(clf.to_tensor(d[sl]), clf.to_tensor(r[sl])) for d, r in zip(dirs, radii)]
+            out, ok = pgd_loop(partial(clf.grad_wrong, loss=loss), clf.to_tensor(X[sl]), torch.as_tensor(t[sl], device=clf.device),
+                               epsilon=epsilon, norm=norm, step_size=step_size, n_steps=n_steps,
+                               starts=starts, projection=projection,
+                               rows=torch.arange(sl.start, sl.stop), box=box,
+                               open_ball=open_ball, require_move=require_move, ball_dim=ball_dim)
+            X_adv[sl], success[sl] = to_numpy(out), to_numpy(ok)
+    return X_adv, success
