@@ -4,23 +4,26 @@ The Dask tests share one real ``distributed.LocalCluster`` with 2 workers (the m
 ``client`` fixture): a scheduler, workers and the Dask joblib backend as on a real cluster.
 The workers are threads of the test process (``processes=False``): worker processes would
 import torch and geolearn again, which costs more than all these tests on 2 cores.
-The recipes of ``docs/user_guide/scaling_out.md`` are the functions ``recipe_*`` below; the
-tests run them and compare with the in-memory result.
+The code of ``docs/user_guide/scaling_out.md`` runs here as written (``test_docs_recipes_run``),
+and the ``recipe_*`` functions below repeat it for the other families.
 """
+
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 from joblib import parallel_backend
+from sklearn.base import clone
 from sklearn.datasets import load_digits
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV
-from sklearn.neighbors import KNeighborsClassifier
 from sklearn.neural_network import MLPClassifier
 from sklearn.pipeline import make_pipeline
 
 from geolearn.datasets import load_digits_images, make_transforming_mnist
-from geolearn.diffeo import DiffeoStability, make_stability_scorer
+from geolearn.diffeo import make_stability_scorer
 from geolearn.generative import GridVAE
 from geolearn.invariance import InvariantClassifier
 from geolearn.manifold import CIDM
@@ -48,6 +51,20 @@ def client():
         yield client
 
 
+DOCS_PAGE = Path(__file__).resolve().parents[1] / "docs" / "user_guide" / "scaling_out.md"
+
+
+def docs_blocks():
+    """The python blocks of the Scaling out page, in order."""
+    return re.findall(r"```python\n(.*?)```", DOCS_PAGE.read_text(), flags=re.DOTALL)
+
+
+def run_blocks(blocks, namespace):
+    for code in blocks:
+        exec(compile(code, str(DOCS_PAGE), "exec"), namespace)  # noqa: S102  (the docs page)
+    return namespace
+
+
 @pytest.fixture(scope="module")
 def digits():
     X, y = load_digits(return_X_y=True)
@@ -71,14 +88,6 @@ def recipe_parallel_post_fit(estimator, X_fit, X_big, method="transform"):
     return getattr(wrapped, method)(X_big).compute()
 
 
-def recipe_blockwise_stability(est, X_big):
-    """Docs recipe: ``R_f`` over a dask array, a map step per chunk and one reduce."""
-    offsets = np.cumsum((0, *X_big.chunks[0][:-1]))
-    stats = [dask.delayed(est.partial_stats)(block, row_offset=int(off))
-             for block, off in zip(X_big.to_delayed().ravel(), offsets)]
-    return dask.delayed(est.stability_from_stats)(stats).compute()
-
-
 # --------------------------------------------------------------------------- grid searches
 def _on_cluster_equals_in_memory(client, make_search, X, y=None):
     """The same search in memory and on the cluster: same choice, same scores."""
@@ -91,13 +100,6 @@ def _on_cluster_equals_in_memory(client, make_search, X, y=None):
     np.testing.assert_allclose(got.cv_results_["mean_test_score"],
                                expected.cv_results_["mean_test_score"], rtol=1e-6)
     return got
-
-
-def test_cidm_pipeline_grid_search(client, digits):
-    X, y = digits
-    _on_cluster_equals_in_memory(client, lambda: GridSearchCV(
-        make_pipeline(CIDM(random_state=0), KNeighborsClassifier(3)),
-        {"cidm__n_eigenpairs": [4, 12]}, cv=2, n_jobs=-1), X, y)
 
 
 def test_invariant_classifier_grid_search(client):
@@ -135,31 +137,40 @@ def test_stability_scorer_grid_search(client):
         scoring=make_stability_scorer(image_shape=(16, 16))), X, y[:240])
 
 
+def test_docs_recipes_run(client):
+    """The page's Dask recipes, as written, on this module's cluster (its own client aside)."""
+    blocks = [b for b in docs_blocks() if "LocalCluster(" not in b and "import ray" not in b]
+    assert len(blocks) == 4
+    with distributed.get_task_stream(client) as tasks:
+        ns = run_blocks(blocks, {})
+    assert tasks.data, "the recipes did not run on the cluster"
+    X, y = ns["X"], ns["y"]
+    expected = clone(ns["search"]).set_params(n_jobs=None).fit(X, y)
+    assert ns["search"].best_params_ == expected.best_params_
+    np.testing.assert_allclose(ns["search"].cv_results_["mean_test_score"],
+                               expected.cv_results_["mean_test_score"], rtol=1e-6)
+    np.testing.assert_array_equal(ns["Z"], ns["cidm"].estimator.transform(X))
+    assert ns["Z"].shape == (400, 5)
+    # flat rows through the wrapper = the images in memory
+    np.testing.assert_allclose(ns["proba"], ns["clf"].estimator.predict_proba(ns["images"]),
+                               rtol=1e-6, atol=1e-7)
+    # the blockwise R_f is asserted equal to the in-memory one inside the recipe
+
+
 @pytest.mark.slow
-def test_ray_grid_search(digits):
-    """The same recipe on Ray's joblib backend (a local Ray instance, 2 CPUs).
+def test_ray_grid_search(client):
+    """The page's Ray recipe (a local Ray instance, 2 CPUs) gives the in-memory search.
 
     Slow: Ray starts its own processes, which import torch and geolearn.
     """
-    ray = pytest.importorskip("ray")
-    from ray.util.joblib import register_ray
-
-    X, y = digits
-
-    def make_search():
-        return GridSearchCV(make_pipeline(CIDM(random_state=0), KNeighborsClassifier(3)),
-                            {"cidm__n_eigenpairs": [4, 12]}, cv=2, n_jobs=-1)
-
-    register_ray()
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    try:
-        with parallel_backend("ray"):
-            got = make_search().fit(X, y)
-    finally:
-        ray.shutdown()
-    expected = make_search().set_params(n_jobs=None).fit(X, y)
-    assert got.best_params_ == expected.best_params_
-    np.testing.assert_allclose(got.cv_results_["mean_test_score"],
+    pytest.importorskip("ray")
+    search_block, ray_block = (b for b in docs_blocks()
+                               if "GridSearchCV(" in b or "import ray" in b)
+    ns = run_blocks([search_block, ray_block], {})
+    X, y = ns["X"], ns["y"]
+    expected = clone(ns["search"]).set_params(n_jobs=None).fit(X, y)
+    assert ns["search"].best_params_ == expected.best_params_
+    np.testing.assert_allclose(ns["search"].cv_results_["mean_test_score"],
                                expected.cv_results_["mean_test_score"], rtol=1e-6)
 
 
@@ -196,32 +207,14 @@ def test_parallel_post_fit_transform(client, digits, make):
     np.testing.assert_array_equal(got, est.transform(X))
 
 
-def test_parallel_post_fit_flat_images(client):
-    """dask-ml's wrappers take 2-D arrays: images go flat, folded back by ``image_shape``."""
-    X, y = make_transforming_mnist(group="rot4", transform=False, random_state=0,
-                                   return_X_y=True)
-    flat = X.reshape(len(X), -1)[:400]
-    clf = InvariantClassifier(group="rot4", image_shape=(1, 12, 12), hidden_layer_sizes=(16,),
-                              max_epochs=3, batch_size=64, device="cpu", random_state=0)
+def test_parallel_post_fit_refuses_image_arrays(client):
+    """Why the page keeps images flat: dask-ml probes the method with a (1, X.shape[1]) row."""
     from dask_ml.wrappers import ParallelPostFit
 
-    wrapped = ParallelPostFit(clf).fit(flat[:200], y[:200])
-    proba = wrapped.predict_proba(da.from_array(flat, chunks=(100, -1))).compute()
-    np.testing.assert_allclose(proba, clf.predict_proba(X[:400]), rtol=1e-6, atol=1e-7)
-    # the image layout itself is not for the wrappers: they probe with a (1, n_features) row
+    X, y = make_transforming_mnist(group="rot4", transform=False, random_state=0,
+                                   return_X_y=True)
+    wrapped = ParallelPostFit(InvariantClassifier(
+        group="rot4", hidden_layer_sizes=(8,), max_epochs=1, device="cpu",
+        random_state=0)).fit(X[:100], y[:100])
     with pytest.raises(ValueError, match="expecting 144 features"):
-        wrapped.predict(da.from_array(X[:400], chunks=(100, 1, 12, 12))).compute()
-
-
-# --------------------------------------------------------------------------- blockwise R_f
-def test_blockwise_stability_on_the_cluster(client):
-    """Four chunks measured by the workers reduce to the in-memory ``R_f``, bit for bit."""
-    X, y = load_digits_images(upsample=2, return_X_y=True)
-    X = X.reshape(len(X), -1)
-    est = DiffeoStability(LogisticRegression(max_iter=100), image_shape=(16, 16),
-                          batch_size=50, random_state=0).fit(X[:300], y[:300])
-    probes = X[1000:1200]
-    result = recipe_blockwise_stability(est, da.from_array(probes, chunks=(50, -1)))
-    expected = est.stability(probes)
-    for key in ("R", "D", "G", "pairs", "delta_empirical", "num", "den"):
-        np.testing.assert_array_equal(result[key], expected[key], err_msg=key)
+        wrapped.predict(da.from_array(X[:200], chunks=(100, 1, 12, 12)))

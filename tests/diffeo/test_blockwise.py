@@ -6,6 +6,7 @@ the probe, and the medians and the pair normaliser wait for the reduce step.
 
 import pickle
 import warnings
+from itertools import pairwise
 
 import numpy as np
 import pytest
@@ -46,7 +47,7 @@ def assert_same(a, b):
 
 def blocks_of(est, X, cuts):
     edges = [0, *cuts, len(X)]
-    return [est.partial_stats(X[i:j], row_offset=i) for i, j in zip(edges, edges[1:])]
+    return [est.partial_stats(X[i:j], row_offset=i) for i, j in pairwise(edges)]
 
 
 def test_dask_delayed_blocks_equal_in_memory(probes):
