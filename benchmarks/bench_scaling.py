@@ -21,6 +21,7 @@ Each workload runs idle, then beside one competing CPU-bound process.
 
     PYTHONPATH=. python benchmarks/bench_scaling.py                     # 10^6 points, 10^5 probes
     PYTHONPATH=. python benchmarks/bench_scaling.py --points 200000 --probes 10000
+    OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/bench_scaling.py --tasks stability
 """
 
 import argparse
@@ -142,6 +143,8 @@ def main():
     parser.add_argument("--probes", type=int, default=10**5, help="DiffeoStability probes")
     parser.add_argument("--chunk-points", type=int, default=50_000)
     parser.add_argument("--chunk-probes", type=int, default=2_560)
+    parser.add_argument("--tasks", nargs="+", choices=("cidm", "stability"),
+                        default=("cidm", "stability"), help="workloads to run")
     parser.add_argument("--contended", action="store_true",
                         help="only the run beside a competing process")
     parser.add_argument("--idle", action="store_true", help="only the idle run")
@@ -153,10 +156,13 @@ def main():
         header("Scaling out: in memory vs LocalCluster(2) blockwise"
                + (" (contended: one competing process)" if busy else " (idle)"))
         with contended(busy):
-            compare_modes(f"CIDM transform of {args.points} points (64-D, chunks of "
-                          f"{args.chunk_points})", "cidm", args.points, args.chunk_points)
-            compare_modes(f"DiffeoStability on {args.probes} probes (16x16, chunks of "
-                          f"{args.chunk_probes})", "stability", args.probes, args.chunk_probes)
+            if "cidm" in args.tasks:
+                compare_modes(f"CIDM transform of {args.points} points (64-D, chunks of "
+                              f"{args.chunk_points})", "cidm", args.points, args.chunk_points)
+            if "stability" in args.tasks:
+                compare_modes(f"DiffeoStability on {args.probes} probes (16x16, chunks of "
+                              f"{args.chunk_probes})", "stability", args.probes,
+                              args.chunk_probes)
 
 
 if __name__ == "__main__":
