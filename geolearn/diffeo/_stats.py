@@ -72,6 +72,7 @@ class StabilityStats:
 
     @property
     def n_samples(self):
+        """Probes in the block."""
         return len(self.outputs["output"])
 
     def __repr__(self):
