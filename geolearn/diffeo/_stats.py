@@ -95,9 +95,7 @@ class StabilityStats:
 
         Examples
         --------
-        >>> from itertools import pairwise
-
-import numpy as np
+        >>> import numpy as np
         >>> from sklearn.linear_model import LinearRegression
         >>> from geolearn.diffeo import DiffeoStability
         >>> X = np.random.default_rng(0).random((60, 144))
