@@ -6,7 +6,8 @@
 - the stabilities ``D_f``, ``G_f`` and ``R_f = D_f / G_f`` of any model
   (through :func:`geolearn.models.as_model`): :class:`DiffeoStability`,
   :func:`relative_stability`, :func:`make_stability_scorer`, and the stripe
-  model's :func:`subspace_relative_stability`;
+  model's :func:`subspace_relative_stability`; blockwise through
+  :meth:`DiffeoStability.partial_stats` and :class:`StabilityStats`;
 - the deformations as augmentation: :class:`MaxEntropyDiffeo` (a transformer),
   :class:`DiffeoAugment` (a torch module) and :func:`diffeo_augment`.
 """
@@ -29,6 +30,7 @@ from ._stability import (
     relative_stability,
     subspace_relative_stability,
 )
+from ._stats import StabilityStats
 from ._transformer import DiffeoAugment, MaxEntropyDiffeo, diffeo_augment
 
 __all__ = [
@@ -36,6 +38,7 @@ __all__ = [
     "DiffeoAugment",
     "DiffeoStability",
     "MaxEntropyDiffeo",
+    "StabilityStats",
     "StabilityWarning",
     "deform",
     "diffeo_augment",

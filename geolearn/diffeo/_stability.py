@@ -30,6 +30,7 @@ from ._sampler import (
     displacement_delta,
     temperature_for_delta,
 )
+from ._stats import StabilityStats
 
 AVERAGES = ("mean", "median", "median_per_unit")
 NOISE_NORMS = ("per_sample", "average")
@@ -195,16 +196,21 @@ def _changes(probe, F0, perturbed, per_unit):
     return {name: np.concatenate(parts) for name, parts in out.items()}
 
 
-def _deformed(X, x_ref, r, radii, tally, cfg):
-    """Batches ``tau x`` of repeat ``r``; fills ``radii`` with ``|tau x - x|`` and ``tally``."""
+def _deformed(X, x_ref, r, radii, fields_out, cfg):
+    """Batches ``tau x`` of repeat ``r``; fills ``radii`` with ``|tau x - x|``.
+
+    ``fields_out = (sq_disp, non_diffeo)`` receive each field's mean squared
+    displacement and whether it is not a diffeomorphism, per probe.
+    """
     n = X.shape[-1]
+    sq_disp, non_diffeo = fields_out
     for k in range(cfg.n_diffeo):
         for sl in cfg.batches:
             z = _normals(cfg.row_keys[sl], (0, r, k), (2, cfg.c, cfg.c))
             coeffs = _coefficients(z, cfg.T, cfg.c, device=X.device)
             fields = _fields_from_coefficients(coeffs, n)
-            tally.non_diffeo += int((_max_xi_from_coefficients(coeffs, n) >= 1).sum())
-            tally.sq_disp += float(fields.square().sum(1).mean((1, 2)).sum())
+            non_diffeo[k, sl] = (_max_xi_from_coefficients(coeffs, n) >= 1).cpu().numpy()
+            sq_disp[k, sl] = fields.square().sum(1).mean((1, 2)).cpu().numpy()
             X_tau = _remap(X[sl], fields, cfg.interp)
             radii[k, sl] = torch.linalg.vector_norm((X_tau - x_ref[sl]).flatten(1),
                                                     dim=1).cpu().numpy()
@@ -238,63 +244,88 @@ def _progress(probe, n_calls, verbose):
     return counted, bar
 
 
-def _stability(probe, X, *, T, c, interp, average, noise_norm, n_diffeo, n_repeats,
-               max_pairs, batch_size, entropy, verbose=0):
-    """The engine of :class:`DiffeoStability`; ``X`` is a float64 tensor ``(N, C, n, n)``."""
-    keys = row_seeds(X.cpu().numpy(), entropy, "DiffeoStability")
-    cfg = Bunch(T=T, c=c, interp=interp, n_diffeo=n_diffeo, row_keys=keys, entropy=entropy,
+def _partial(probe, X, *, T, c, interp, average, noise_norm, n_diffeo, n_repeats, batch_size,
+             entropy, verbose=0):
+    """The map step of :class:`DiffeoStability`: per-probe statistics of ``X``.
+
+    ``X`` is a float64 tensor ``(N, C, n, n)``. Returns ``outputs, num, den,
+    sq_disp, non_diffeo`` (see :class:`StabilityStats`); nothing here depends on
+    the other probes, except the noise norm of ``noise_norm="average"``.
+    """
+    cfg = Bunch(T=T, c=c, interp=interp, n_diffeo=n_diffeo,
+                row_keys=row_seeds(X.cpu().numpy(), entropy, "DiffeoStability"),
                 batches=list(iter_batches(len(X), batch_size)))
     # one pass for f(x), then a deformed and a noised pass per draw
     probe, bar = _progress(probe, len(cfg.batches) * (1 + 2 * n_diffeo * n_repeats), verbose)
     try:
-        return _measure(probe, X, cfg, average=average, noise_norm=noise_norm,
-                        n_repeats=n_repeats, max_pairs=max_pairs)
+        return _measure(probe, X, cfg, per_unit=average == "median_per_unit",
+                        noise_norm=noise_norm, n_repeats=n_repeats)
     finally:
         if bar is not None:
             bar.close()
 
 
-def _measure(probe, X, cfg, *, average, noise_norm, n_repeats, max_pairs):
-    """R, D and G of every probed layer, repeat by repeat (the body of :func:`_stability`)."""
-    n_diffeo, entropy = cfg.n_diffeo, cfg.entropy
-    per_unit = average == "median_per_unit"
+def _measure(probe, X, cfg, *, per_unit, noise_norm, n_repeats):
+    """The body of :func:`_partial`."""
+    shape = (n_repeats, cfg.n_diffeo, len(X))
+    sq_disp, non_diffeo = np.empty(shape), np.empty(shape, dtype=bool)
     x_ref = _reference(X, cfg.interp, cfg.batches)
     F0 = _outputs(probe, x_ref, cfg.batches)
-    pair_rng = np.random.default_rng([entropy, 2])
-    pairs = {name: _average(_pair_sq_distances(F, max_pairs, pair_rng),
-                            "mean" if average == "mean" else "median")
-             for name, F in F0.items()}
-    per_repeat = {name: ([], [], []) for name in F0}
-    tally = Bunch(non_diffeo=0, sq_disp=0.0, n_fields=len(X) * n_diffeo * n_repeats)
+    num, den = ({name: [] for name in F0} for _ in range(2))
     for r in range(n_repeats):
-        radii = np.empty((n_diffeo, len(X)))
-        num = _changes(probe, F0, _deformed(X, x_ref, r, radii, tally, cfg), per_unit)
+        radii = np.empty(shape[1:])
+        deformed = _deformed(X, x_ref, r, radii, (sq_disp[r], non_diffeo[r]), cfg)
+        for name, sq in _changes(probe, F0, deformed, per_unit).items():
+            num[name].append(sq.reshape(*shape[1:], *sq.shape[1:]))
         if noise_norm == "average":
             radii = np.full_like(radii, radii.mean())
-        den = _changes(probe, F0, _noised(x_ref, r, radii, cfg), per_unit)
-        for name in F0:
-            D, G, R = _ratios(_average(num[name], average), _average(den[name], average),
-                              pairs[name], f"layer {name!r}" if name != "output" else "output")
+        for name, sq in _changes(probe, F0, _noised(x_ref, r, radii, cfg), per_unit).items():
+            den[name].append(sq.reshape(*shape[1:], *sq.shape[1:]))
+    return (F0, {name: np.stack(v) for name, v in num.items()},
+            {name: np.stack(v) for name, v in den.items()}, sq_disp, non_diffeo)
+
+
+def _flat(a):
+    """``(n_diffeo, N, ...)`` as ``(n_diffeo * N, ...)`` rows, draw-major (the in-memory order)."""
+    return a.reshape(-1, *a.shape[2:])
+
+
+def _reduce(stats, *, average, max_pairs):
+    """The reduce step: R, D and G of every probed layer, repeat by repeat, from ``stats``."""
+    per_unit = average == "median_per_unit"
+    pair_rng = np.random.default_rng([stats.entropy, 2])
+    pairs = {name: _average(_pair_sq_distances(F, max_pairs, pair_rng),
+                            "mean" if average == "mean" else "median")
+             for name, F in stats.outputs.items()}
+    per_repeat = {name: ([], [], []) for name in stats.outputs}
+    for r in range(len(stats.sq_disp)):
+        for name in stats.outputs:
+            D, G, R = _ratios(_average(_flat(stats.num[name][r]), average),
+                              _average(_flat(stats.den[name][r]), average), pairs[name],
+                              f"layer {name!r}" if name != "output" else "output")
             for lst, value in zip(per_repeat[name], (R, D, G)):
                 lst.append(value)
-    return _result(per_repeat, num["output"], den["output"], pairs["output"], tally, per_unit)
-
-
-def _result(per_repeat, num, den, pairs, tally, per_unit):
-    """The Bunch of :meth:`DiffeoStability.stability` (without the parameters it echoes)."""
-    frac_non_diffeo = tally.non_diffeo / tally.n_fields
+    frac_non_diffeo = float(stats.non_diffeo.mean())
     if frac_non_diffeo > 0.5:
         warnings.warn(f"{frac_non_diffeo:.0%} of the sampled fields are not diffeomorphisms "
-                      "(max Xi >= 1): lower T or c.", StabilityWarning, stacklevel=5)
+                      "(max Xi >= 1): lower T or c.", StabilityWarning, stacklevel=4)
     out = _summary(*per_repeat["output"])
+    num, den = _flat(stats.num["output"][-1]), _flat(stats.den["output"][-1])
     if per_unit:
         num, den = num.sum(axis=1), den.sum(axis=1)
-    out.update(num=num, den=den, pairs=pairs,
-               delta_empirical=float(np.sqrt(tally.sq_disp / tally.n_fields)),
+    out.update(num=num, den=den, pairs=pairs["output"],
+               delta_empirical=float(np.sqrt(stats.sq_disp.mean())),
                frac_non_diffeo=frac_non_diffeo)
     if len(per_repeat) > 1:
         out["layers"] = {name: _summary(*values) for name, values in per_repeat.items()}
     return out
+
+
+def _warn_few_probes(n, stacklevel):
+    if n < _RECOMMENDED_PROBES:
+        warnings.warn(f"only {n} probe images: the averages are noisy "
+                      f"(>= {_RECOMMENDED_PROBES}, ideally 500, are recommended).",
+                      StabilityWarning, stacklevel=stacklevel)
 
 
 # --------------------------------------------------------------------------- estimator
@@ -562,23 +593,142 @@ class DiffeoStability(MetaEstimatorMixin, BaseEstimator):
             ``frac_non_diffeo``, ``interp, average, response``, and ``layers``
             (``name -> Bunch(R, D, G, ...)``) when layers are probed.
         """
+        X_arr, images = self._probe_images(X, min_samples=2)
+        _warn_few_probes(len(images), stacklevel=3)
+        return self._result(self._partial_stats(X_arr, images, row_offset=0))
+
+    def partial_stats(self, X, row_offset=0):
+        """The map step of a blockwise :meth:`stability`: per-probe statistics of a block.
+
+        Split the probes into blocks of consecutive rows (the chunks of a dask
+        array, files, ...), call ``partial_stats`` on each block with the index
+        of its first row among all the probes, anywhere (the fitted estimator
+        pickles), and reduce the results with :meth:`stability_from_stats`.
+        Each probe's deformations and noise are keyed on ``random_state`` and
+        the probe itself, and the medians and the pair normaliser are taken
+        in the reduce step over all the probes, so the blockwise result is the
+        in-memory ``stability(X)``: to the bit when every block's size is a
+        multiple of ``batch_size`` (the model then sees the same batches), else
+        to rounding (a model's matrix products may round differently with the
+        size of the batch).
+
+        Parameters
+        ----------
+        X : array-like of shape (n, C, n, n), (n, n, n) or (n, C*n*n)
+            A block of probe images, laid out as for :meth:`stability`.
+        row_offset : int, default=0
+            Index of the block's first row among all the probes; it orders the
+            blocks, and hence the random pairs of the normaliser.
+
+        Returns
+        -------
+        stats : StabilityStats
+            ``f`` at the probes, their squared changes under deformation and
+            noise, and the sampled fields' displacements: ``O(n K)`` floats for
+            ``K`` probed units, not the images.
+
+        Raises
+        ------
+        ValueError
+            For ``noise_norm="average"`` or ``bn_mode="batch"``, which make a
+            probe's measurement depend on the other probes; and for a negative
+            ``row_offset``.
+
+        Examples
+        --------
+        >>> import numpy as np, torch
+        >>> from geolearn.diffeo import DiffeoStability
+        >>> X = np.random.default_rng(0).random((120, 1, 12, 12))
+        >>> net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(144, 3)).double()
+        >>> est = DiffeoStability(net, c=2, batch_size=20, random_state=0).fit(X)
+        >>> stats = [est.partial_stats(X[i:i + 40], row_offset=i) for i in range(0, 120, 40)]
+        >>> est.stability_from_stats(stats).R == est.stability(X).R
+        True
+        """
+        check_is_fitted(self)
+        if not isinstance(row_offset, numbers.Integral) or row_offset < 0:
+            raise ValueError(f"row_offset must be an int >= 0, the index of the block's first "
+                             f"row among all the probes; got {row_offset!r}.")
+        for name, value, fix in (("noise_norm", "average", "'per_sample'"),
+                                 ("bn_mode", "batch", "'eval'")):
+            if getattr(self, name) == value:
+                raise ValueError(f"{name}={value!r} makes each probe's measurement depend on "
+                                 f"all the probes, so it cannot be split into blocks: use "
+                                 f"{name}={fix}, or stability(X) on all the probes at once.")
+        X_arr, images = self._probe_images(X, min_samples=1)
+        return self._partial_stats(X_arr, images, row_offset=int(row_offset))
+
+    def stability_from_stats(self, stats):
+        """The reduce step of a blockwise :meth:`stability`: ``R_f``, ``D_f``, ``G_f``.
+
+        Parameters
+        ----------
+        stats : StabilityStats or iterable of StabilityStats
+            The blocks' statistics from :meth:`partial_stats`, in any order;
+            together they must cover the probes ``0 .. N - 1`` once each.
+
+        Returns
+        -------
+        result : Bunch
+            As :meth:`stability` on all the probes.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sklearn.linear_model import LinearRegression
+        >>> from geolearn.diffeo import DiffeoStability
+        >>> X = np.random.default_rng(0).random((150, 144))
+        >>> est = DiffeoStability(LinearRegression(), image_shape=(12, 12), c=2,
+        ...                       random_state=0).fit(X, X.sum(1))
+        >>> blocks = [est.partial_stats(X[i:i + 50], row_offset=i) for i in (100, 0, 50)]
+        >>> res = est.stability_from_stats(blocks)
+        >>> bool(np.isclose(res.R, est.stability(X).R, rtol=1e-12))
+        True
+        """
+        check_is_fitted(self)
+        blocks = [stats] if isinstance(stats, StabilityStats) else list(stats)
+        if not blocks:
+            raise ValueError("stats is empty: pass the StabilityStats of every block.")
+        merged = blocks[0].merge(*blocks[1:])
+        if merged.settings != self._settings():
+            raise ValueError("stats were measured by a DiffeoStability with other settings "
+                             "or another fitted model's image shape; reduce them with the "
+                             "estimator that made them.")
+        if merged.row_offset != 0 or merged.n_samples < 2:
+            raise ValueError(f"stats cover rows {merged.row_offset} .. "
+                             f"{merged.row_offset + merged.n_samples - 1}: they must start at "
+                             "row 0 (the block with row_offset=0 is missing?) and hold at "
+                             "least 2 probes.")
+        _warn_few_probes(merged.n_samples, stacklevel=3)
+        return self._result(merged)
+
+    def _probe_images(self, X, min_samples):
+        """``X`` as an array and as checked float64 images ``(N, C, n, n)``."""
         check_is_fitted(self)
         X_arr = X if hasattr(X, "ndim") else np.asarray(X)
         images = self._images(X_arr, self.image_shape_ if X_arr.ndim == 2 else None,
-                              min_samples=2)
+                              min_samples=min_samples)
         check_fitted_shape(self, images)
-        if len(images) < _RECOMMENDED_PROBES:
-            warnings.warn(f"only {len(images)} probe images: the averages are noisy "
-                          f"(>= {_RECOMMENDED_PROBES}, ideally 500, are recommended).",
-                          StabilityWarning, stacklevel=2)
-        probe = partial(self._probe, layout=X_arr.shape[1:])
+        return X_arr, images
+
+    def _settings(self):
+        """What blocks of one measurement share, besides the random draws."""
+        return (self.image_shape_, self.T_, self.c, self.interp, self.average,
+                self.noise_norm, self.n_diffeo, self.n_repeats, tuple(self.layers or ()))
+
+    def _partial_stats(self, X_arr, images, row_offset):
         entropy = int(check_random_state(self.random_state).randint(0, 2**31 - 1))
-        result = _stability(
-            probe, torch.as_tensor(images, device=self._probe.device), T=self.T_, c=self.c,
+        parts = _partial(
+            partial(self._probe, layout=X_arr.shape[1:]),
+            torch.as_tensor(images, device=self._probe.device), T=self.T_, c=self.c,
             interp=self.interp, average=self.average, noise_norm=self.noise_norm,
-            n_diffeo=self.n_diffeo, n_repeats=self.n_repeats, max_pairs=self.max_pairs,
+            n_diffeo=self.n_diffeo, n_repeats=self.n_repeats,
             batch_size=len(images) if self.bn_mode == "batch" else self.batch_size,
             entropy=entropy, verbose=self.verbose)
+        return StabilityStats(row_offset, *parts, settings=self._settings(), entropy=entropy)
+
+    def _result(self, stats):
+        result = _reduce(stats, average=self.average, max_pairs=self.max_pairs)
         result.update(T=self.T_, c=self.c, delta_target=self.delta_, interp=self.interp,
                       average=self.average, response=self.response_)
         return result
