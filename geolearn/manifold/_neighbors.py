@@ -7,9 +7,10 @@ whichever backend found the neighbours.
 """
 
 import numpy as np
-from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
+
+from .._utils import resolve_n_jobs, thread_map
 
 # query rows per parallel task: large enough to amortise the task, small enough to balance
 _QUERY_BLOCK = 2048
@@ -49,7 +50,7 @@ class ApproximateNeighbors:
         self.index_ = hnswlib.Index(space="l2", dim=X.shape[1])
         self.index_.init_index(max_elements=len(X), ef_construction=200, M=16,
                                random_seed=int(seed))
-        self.index_.add_items(X, num_threads=effective_n_jobs(self.n_jobs))
+        self.index_.add_items(X, num_threads=resolve_n_jobs(self.n_jobs))
         return self
 
     def kneighbors(self, X, n_neighbors, n_jobs=None):
@@ -57,7 +58,7 @@ class ApproximateNeighbors:
 
         ``n_jobs`` overrides the instance's thread count (1 inside callers' threads).
         """
-        n_jobs = effective_n_jobs(self.n_jobs if n_jobs is None else n_jobs)
+        n_jobs = resolve_n_jobs(self.n_jobs if n_jobs is None else n_jobs)
         n_neighbors = min(n_neighbors, len(self.X_))
         self.index_.set_ef(max(2 * n_neighbors, 64))
         idx, _ = self.index_.knn_query(X, k=n_neighbors, num_threads=n_jobs)
@@ -89,11 +90,9 @@ def kneighbors(nn, X, n_neighbors, n_jobs=None):
     """
     if isinstance(nn, ApproximateNeighbors):
         return nn.kneighbors(X, n_neighbors, n_jobs=n_jobs)
-    n_jobs = effective_n_jobs(n_jobs)
+    n_jobs = resolve_n_jobs(n_jobs)
     if n_jobs == 1 or len(X) <= _QUERY_BLOCK:
         return nn.kneighbors(X, n_neighbors=n_neighbors)
-    parts = Parallel(n_jobs=n_jobs, prefer="threads")(
-        delayed(nn.kneighbors)(X[s:s + _QUERY_BLOCK], n_neighbors=n_neighbors)
-        for s in range(0, len(X), _QUERY_BLOCK)
-    )
+    parts = thread_map(lambda s: nn.kneighbors(X[s:s + _QUERY_BLOCK], n_neighbors=n_neighbors),
+                       range(0, len(X), _QUERY_BLOCK), n_jobs)
     return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])

@@ -17,6 +17,7 @@ from .._utils import (
     check_numeric_array,
     check_scalar_param,
     iter_batches,
+    thread_map,
 )
 from ..exceptions import GeolearnWarning, NumericalWarning
 from ..models import as_model
@@ -34,8 +35,9 @@ def _concat(fn, X, size):
     chunk is a copy: forward AD gives a view's tangent the size of its whole base
     (every point, times the tangents), not of the chunk.
     """
-    with torch.no_grad():
-        return torch.cat([fn(X[sl].clone()) for sl in iter_batches(len(X), max(1, int(size)))])
+    with torch.no_grad():  # grad mode is per thread: n_jobs=1 keeps the calls in this one
+        return torch.cat(thread_map(lambda sl: fn(X[sl].clone()),
+                                    iter_batches(len(X), max(1, int(size))), n_jobs=1))
 
 
 def check_scale(scale):
@@ -393,7 +395,9 @@ class PullbackMetric(_MetricEngine):
         X = self._as_points(X)
         mode = self._mode(X.shape[1], self.n_outputs(X))
         # copies, not views: see _concat
-        outs = [fn(X[sl].clone()) for sl in iter_batches(len(X), self._chunk_points(X, mode))]
+        # many small ops per chunk: one torch thread (thread_map), restored after
+        outs = thread_map(lambda sl: fn(X[sl].clone()),
+                          iter_batches(len(X), self._chunk_points(X, mode)), n_jobs=1)
         if isinstance(outs[0], tuple):
             return tuple(torch.cat(parts) for parts in zip(*outs))
         return torch.cat(outs)
