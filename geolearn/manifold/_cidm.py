@@ -171,8 +171,9 @@ class CIDM(TransformerMixin, BaseEstimator):
     coefficients_ : ndarray of shape (L, n)
         ``X_hat``: the data coordinates expanded in the eigenfunctions.
     sampling_density_ : ndarray of shape (N,)
-    nn_ : NearestNeighbors or ApproximateNeighbors
-        Neighbour index fitted on ``X_fit_``.
+    nn_ : object
+        Neighbour index fitted on ``X_fit_``: exact (scipy's KD-tree up to 16
+        dimensions, scikit-learn's ``NearestNeighbors`` above) or approximate (HNSW).
 
     See Also
     --------
@@ -479,6 +480,12 @@ class CIDM(TransformerMixin, BaseEstimator):
         step = max(1, min(self.batch_size, _CHUNK_BYTES // per_row))
         starts = range(0, m, step)
         n_jobs = resolve_n_jobs(self.n_jobs)
+        # rows grouped by where they fall in the neighbour tree: each chunk's queries and
+        # kernel rows then read the same few leaves (about 1.5x faster at 100k rows); each
+        # row's result depends on that row only, so the order changes no value
+        order = self.nn_.locality_order(X) if self.n_neighbors_ is not None else None
+        if order is not None:
+            X = X[order]
         # several chunks: the chunks are the parallelism (one thread each); a single chunk
         # spreads its neighbour query over the n_jobs threads instead
         inner = 1 if len(starts) > 1 else n_jobs
@@ -487,6 +494,11 @@ class CIDM(TransformerMixin, BaseEstimator):
             starts, n_jobs, progress=lambda it: self._progress(it, len(starts)))
         Phi = np.concatenate([p[0] for p in parts]) if parts else np.empty((0, n_eval))
         dPhi = np.concatenate([p[1] for p in parts]) if with_gradient and parts else None
+        if order is not None:
+            inverse = np.empty_like(order)
+            inverse[order] = np.arange(len(order))
+            Phi = Phi[inverse]
+            dPhi = None if dPhi is None else dPhi[inverse]
         return Phi, dPhi
 
     def _progress(self, iterable, total):

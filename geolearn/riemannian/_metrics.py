@@ -18,6 +18,7 @@ from .._utils import (
     check_scalar_param,
     iter_batches,
     thread_map,
+    torch_threads,
 )
 from ..exceptions import GeolearnWarning, NumericalWarning
 from ..models import as_model
@@ -329,7 +330,7 @@ class PullbackMetric(_MetricEngine):
     def n_outputs(self, X):
         """Number ``m`` of (flattened) features, found from one evaluation."""
         if self._n_outputs is None:
-            with self._model.frozen(), torch.no_grad():
+            with self._model.frozen(), torch.no_grad(), torch_threads(1):  # one point
                 self._n_outputs = int(self._phi(self._as_points(X)[0]).numel())
         return self._n_outputs
 
@@ -362,7 +363,7 @@ class PullbackMetric(_MetricEngine):
             return sum(sizes)
 
         x = X[:1]
-        with self._model.frozen():
+        with self._model.frozen(), torch_threads(1):  # two points: small ops
             return max(0, saved(torch.cat([x, x])) - saved(x))
 
     def _chunk_points(self, X, mode):
