@@ -207,3 +207,23 @@ def test_relu_bits_do_not_depend_on_n_jobs(seed, n):
     one = est.set_params(n_jobs=1).fit(X).transform(X)
     two = est.set_params(n_jobs=2).fit(X).transform(X)
     np.testing.assert_array_equal(one, two)
+
+
+def test_stability_probes_run_on_one_thread(user_threads):
+    from geolearn.diffeo import relative_stability
+
+    class Probe(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.seen = []
+            self.fc = nn.Linear(64, 3)
+
+        def forward(self, x):
+            self.seen.append(torch.get_num_threads())
+            return self.fc(x.flatten(1))
+
+    net = Probe()
+    X = np.random.default_rng(0).random((100, 1, 8, 8)).astype(np.float32)
+    relative_stability(net, X, T=0.01, c=2, random_state=0)
+    assert len(net.seen) >= 3 and set(net.seen) == {1}
+    assert torch.get_num_threads() == user_threads
