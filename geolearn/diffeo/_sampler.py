@@ -126,12 +126,20 @@ def _max_xi_from_coefficients(coeffs, n):
     """Per field, the max over the pixel grid of ``lambda_max((J + J^T) / 2)``, ``J`` in pixels."""
     S, dS = _sine_tables(n, coeffs.shape[-1], coeffs.device, coeffs.dtype)
     scale = n / (n - 1)
-    d_du = scale * (S @ coeffs @ dS.T)  # derivative along columns (u)
-    d_dv = scale * (dS @ coeffs @ S.T)  # derivative along rows (v)
-    j11, j12 = d_du[:, 0], d_dv[:, 0]  # d tau_u / du, d tau_u / dv
-    j21, j22 = d_du[:, 1], d_dv[:, 1]
-    xi = 0.5 * (j11 + j22 + torch.sqrt((j11 - j22) ** 2 + (j12 + j21) ** 2))
-    return xi.flatten(1).amax(dim=1)
+
+    def chunk(c):
+        d_du = scale * (S @ c @ dS.T)  # derivative along columns (u)
+        d_dv = scale * (dS @ c @ S.T)  # derivative along rows (v)
+        j11, j12 = d_du[:, 0], d_dv[:, 0]  # d tau_u / du, d tau_u / dv
+        j21, j22 = d_du[:, 1], d_dv[:, 1]
+        xi = 0.5 * (j11 + j22 + torch.sqrt((j11 - j22) ** 2 + (j12 + j21) ** 2))
+        return xi.flatten(1).amax(dim=1)
+
+    # cache-sized chunks of small ops on one torch thread (as _fields_from_coefficients)
+    B = len(coeffs)
+    step = max(1, _CPU_CHUNK // (2 * n * n)) if coeffs.device.type == "cpu" else max(B, 1)
+    return torch.cat(thread_map(lambda i: chunk(coeffs[i:i + step]), range(0, B, step),
+                                n_jobs=1)) if B else chunk(coeffs)
 
 
 # --------------------------------------------------------------------------- public API
