@@ -43,6 +43,24 @@ def header(title):
           f"torch {torch.__version__}, threads {torch.get_num_threads()}", flush=True)
 
 
+def run_main(main, *args, **kwargs):
+    """Run a benchmark's ``main``, beside one competing process when ``--contended`` is given.
+
+    The flag is taken off ``sys.argv`` first, so the script's own parser never sees it.
+    Comparing the idle and the contended run of one script shows whether a speed-up holds
+    on a shared machine (ours and the peer share the same competing process).
+    """
+    import sys
+
+    busy = "--contended" in sys.argv
+    if busy:
+        sys.argv.remove("--contended")
+        print("# contended: one competing CPU-bound process runs beside this benchmark",
+              flush=True)
+    with contended(busy):
+        return main(*args, **kwargs)
+
+
 class contended:
     """Run a block beside one competing CPU-bound process (a busy loop), as on a shared machine.
 

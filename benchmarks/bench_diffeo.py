@@ -16,7 +16,7 @@ import warnings
 import torch
 from torch import nn
 
-from benchmarks._runner import compare, header
+from benchmarks._runner import compare, header, run_main
 from geolearn.diffeo import StabilityWarning, deform, relative_stability, sample_displacement_fields
 
 
@@ -118,4 +118,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

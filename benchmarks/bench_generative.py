@@ -12,7 +12,7 @@ import time
 import numpy as np
 import torch
 
-from benchmarks._runner import compare, header
+from benchmarks._runner import compare, header, run_main
 from geolearn.datasets import make_point_shapes, make_two_digit_composites
 from geolearn.generative import (
     DiffusionDensity,
@@ -117,4 +117,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

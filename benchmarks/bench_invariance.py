@@ -21,7 +21,7 @@ import torch
 from skorch import NeuralNetClassifier
 from sklearn.model_selection import train_test_split
 
-from benchmarks._runner import compare, header
+from benchmarks._runner import compare, header, run_main
 from geolearn.datasets import make_transforming_mnist
 from geolearn.invariance import InvariantClassifier, integrated_gradients
 from geolearn.invariance._nets import build_mlp
@@ -81,4 +81,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

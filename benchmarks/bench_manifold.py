@@ -17,6 +17,8 @@ Run::
         --n-new 100000 --datafold-python /tmp/datafold-env/bin/python
     python -m benchmarks.bench_manifold --peak-memory 100000 200000
     python -m benchmarks.bench_manifold --ambient-dim 256 --n 20000 --n-new 20000
+    OMP_NUM_THREADS=1 python -m benchmarks.bench_manifold --transform-only --n 5000 20000 \\
+        100000 --n-new 100000 --datafold-python /tmp/datafold-env/bin/python [--contended]
 """
 
 import argparse
@@ -31,7 +33,7 @@ import time
 
 import numpy as np
 
-from benchmarks._runner import header
+from benchmarks._runner import header, run_main
 from geolearn.datasets import make_torus_points
 from geolearn.manifold import CIDM
 
@@ -83,6 +85,19 @@ def _datafold(python, X, X_new, timeout):
         except subprocess.CalledProcessError as exc:
             return {"fit": f"failed: {exc.stderr.strip().splitlines()[-1]}", "transform": "-"}
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def transform_only(sizes, n_new, datafold_python, timeout):
+    """One-thread transform against datafold's, same arrays, same run (no pyDiffMap, no ANN)."""
+    header("CIDM (geolearn.manifold) vs datafold: Nyström transform, one thread")
+    X_new = make_torus_points(n_new, R=1.0, r=1.0, random_state=1)
+    for n in sizes:
+        X = make_torus_points(n, R=1.0, r=1.0, random_state=0)
+        ours = _cidm(n).fit(X)
+        transform = min(_timed(lambda: ours.transform(X_new)) for _ in range(2))
+        df = _datafold(datafold_python, X, X_new, timeout)
+        _row(f"transform {n_new} points N={n} k={ours.n_neighbors_}, n_jobs=None", transform,
+             {"datafold": df["transform"]})
 
 
 def compare_sizes(sizes, n_new, datafold_python, timeout, pydiffmap_max):
@@ -155,6 +170,20 @@ def fit_only(n):
           f"(interpreter and data before the fit: {base / 2**20:.2f} GiB)")
 
 
+def main(args):
+    if args.fit_only:
+        fit_only(args.fit_only)
+    elif args.peak_memory:
+        peak_memory(args.peak_memory)
+    elif args.ambient_dim:
+        ann_versus_exact(args.n, args.n_new, args.ambient_dim)
+    elif args.transform_only:
+        transform_only(args.n, args.n_new, args.datafold_python, args.timeout)
+    else:
+        compare_sizes(args.n, args.n_new, args.datafold_python, args.timeout,
+                      args.pydiffmap_max)
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, nargs="+", default=[5000, 20000])
@@ -170,13 +199,10 @@ if __name__ == "__main__":
                         help="compare exact and approximate neighbours on the torus rotated "
                              "into this dimension (instead of the peer comparison)")
     parser.add_argument("--fit-only", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--transform-only", action="store_true",
+                        help="only the one-thread transform against datafold's")
+    parser.add_argument("--contended", action="store_true",
+                        help="run beside one competing CPU-bound process")
     args = parser.parse_args()
-    if args.fit_only:
-        fit_only(args.fit_only)
-    elif args.peak_memory:
-        peak_memory(args.peak_memory)
-    elif args.ambient_dim:
-        ann_versus_exact(args.n, args.n_new, args.ambient_dim)
-    else:
-        compare_sizes(args.n, args.n_new, args.datafold_python, args.timeout,
-                      args.pydiffmap_max)
+    run_main(main, args)
+

@@ -21,7 +21,7 @@ from sklearn.datasets import load_digits
 from sklearn.neighbors import NearestNeighbors
 from sklearn.neural_network import MLPClassifier
 
-from benchmarks._runner import compare, header
+from benchmarks._runner import compare, header, run_main
 from geolearn.polytopes import ReLUPolytopes
 from geolearn.polytopes._lp import stack_rows
 
@@ -186,6 +186,8 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n-pairs", type=int, default=1000)
     parser.add_argument("--grid", type=int, default=1001)
-    args = parser.parse_args()
+    parser.add_argument("--contended", action="store_true",
+                        help="run beside one competing CPU-bound process")
+    args, _ = parser.parse_known_args()
     torch.set_num_threads(2)
-    main(args.n_pairs, args.grid)
+    run_main(main, args.n_pairs, args.grid)

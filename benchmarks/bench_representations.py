@@ -22,7 +22,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import LinearSVC
 
-from benchmarks._runner import compare, header
+from benchmarks._runner import compare, header, run_main
 from geolearn.adversarial import fgsm, pgd
 from geolearn.demo.representations import (
     digits_cnn,
@@ -151,4 +151,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -17,7 +17,7 @@ import torch
 from scipy.spatial.distance import cdist
 from sklearn.svm import SVC
 
-from benchmarks._runner import compare, header
+from benchmarks._runner import compare, header, run_main
 from geolearn.datasets import make_sinusoid_boundary
 from geolearn.riemannian import (
     ConformalKernelSVC,
@@ -155,4 +155,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

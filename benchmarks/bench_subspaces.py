@@ -33,7 +33,7 @@ import warnings
 import numpy as np
 import torch
 
-from benchmarks._runner import compare, header, timeit
+from benchmarks._runner import compare, header, run_main, timeit
 from geolearn.datasets import make_planted_variety
 from geolearn.subspaces import SVBF
 from geolearn.subspaces._solvers import objective_and_gradient, polar
@@ -163,7 +163,7 @@ def adam_through_skorch(steps=5000):
             f"n={n}, l={l})", lambda: ours.fit(X), peer, repeat=3)
 
 
-if __name__ == "__main__":
+def main():
     warnings.simplefilter("ignore")
     header("SVBF (geolearn.subspaces) vs the paper's Adam solver and a per-set loop")
     X, _ = per_iteration(1000, 4096, 5, 8)
@@ -172,3 +172,7 @@ if __name__ == "__main__":
     common_line()
     scaling()
     adam_through_skorch()
+
+
+if __name__ == "__main__":
+    run_main(main)

@@ -24,7 +24,7 @@ from scipy.sparse.csgraph import minimum_spanning_tree
 from scipy.spatial.distance import cdist
 from sklearn.metrics import pairwise_distances
 
-from benchmarks._runner import compare, timeit
+from benchmarks._runner import compare, run_main, timeit
 from geolearn.datasets import make_torus_ellipse_images
 from geolearn.topology import (
     diagram_bottleneck,
@@ -212,4 +212,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -2,6 +2,7 @@
 
 from .fitting import discard_fitted, fitted_on_success
 from .memory import available_memory, check_memory
+from .parallel import resolve_n_jobs, thread_map
 from .progress import progress_bar
 from .random import row_seeds
 from .torch import iter_batches, resolve_device, to_numpy, to_tensor, torch_seed, torch_threads
@@ -50,7 +51,9 @@ __all__ = [
     "preserved_dtype",
     "progress_bar",
     "resolve_device",
+    "resolve_n_jobs",
     "row_seeds",
+    "thread_map",
     "to_numpy",
     "to_tensor",
     "torch_seed",

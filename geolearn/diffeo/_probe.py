@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .._utils import resolve_device, to_numpy
+from .._utils import resolve_device, to_numpy, torch_threads
 from ..models import RESPONSES as MODEL_RESPONSES
 from ..models import as_model, respond, split_torch_tail
 from ..models import resolve_response as resolve_model_response
@@ -120,7 +120,10 @@ class Probe:
         X = X.reshape(len(X), *layout)
         # batch statistics are those of the whole batch given, not of the adapter's chunks
         batch_size = len(X) if self._norms else None
-        with _batch_statistics(self._norms):
+        # probes are small-op forward passes: one torch thread on the CPU (restored after),
+        # which holds its speed beside other busy processes where two threads collapse
+        threads = 1 if self.device.type == "cpu" else None
+        with _batch_statistics(self._norms), torch_threads(threads):
             if self.response == "module":
                 if self._pre is not None:
                     X = self._pre.transform(to_numpy(X))

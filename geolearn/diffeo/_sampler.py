@@ -25,6 +25,7 @@ from .._utils import (
     check_positive_integer,
     check_scalar_param,
     resolve_device,
+    thread_map,
 )
 from ._images import image_side
 
@@ -116,8 +117,8 @@ def _fields_from_coefficients(coeffs, n):
     B = len(coeffs)
     out = torch.empty(B, 2, n, n, dtype=coeffs.dtype, device=coeffs.device)
     step = max(1, _CPU_CHUNK // (2 * n * n)) if coeffs.device.type == "cpu" else B
-    for i in range(0, B, step):
-        torch.matmul(S @ coeffs[i:i + step], S.T, out=out[i:i + step])
+    thread_map(lambda i: torch.matmul(S @ coeffs[i:i + step], S.T, out=out[i:i + step]),
+               range(0, B, step), n_jobs=1)
     return out.mul_(n)
 
 
@@ -125,12 +126,20 @@ def _max_xi_from_coefficients(coeffs, n):
     """Per field, the max over the pixel grid of ``lambda_max((J + J^T) / 2)``, ``J`` in pixels."""
     S, dS = _sine_tables(n, coeffs.shape[-1], coeffs.device, coeffs.dtype)
     scale = n / (n - 1)
-    d_du = scale * (S @ coeffs @ dS.T)  # derivative along columns (u)
-    d_dv = scale * (dS @ coeffs @ S.T)  # derivative along rows (v)
-    j11, j12 = d_du[:, 0], d_dv[:, 0]  # d tau_u / du, d tau_u / dv
-    j21, j22 = d_du[:, 1], d_dv[:, 1]
-    xi = 0.5 * (j11 + j22 + torch.sqrt((j11 - j22) ** 2 + (j12 + j21) ** 2))
-    return xi.flatten(1).amax(dim=1)
+
+    def chunk(c):
+        d_du = scale * (S @ c @ dS.T)  # derivative along columns (u)
+        d_dv = scale * (dS @ c @ S.T)  # derivative along rows (v)
+        j11, j12 = d_du[:, 0], d_dv[:, 0]  # d tau_u / du, d tau_u / dv
+        j21, j22 = d_du[:, 1], d_dv[:, 1]
+        xi = 0.5 * (j11 + j22 + torch.sqrt((j11 - j22) ** 2 + (j12 + j21) ** 2))
+        return xi.flatten(1).amax(dim=1)
+
+    # cache-sized chunks of small ops on one torch thread (as _fields_from_coefficients)
+    B = len(coeffs)
+    step = max(1, _CPU_CHUNK // (2 * n * n)) if coeffs.device.type == "cpu" else max(B, 1)
+    return torch.cat(thread_map(lambda i: chunk(coeffs[i:i + step]), range(0, B, step),
+                                n_jobs=1)) if B else chunk(coeffs)
 
 
 # --------------------------------------------------------------------------- public API
@@ -231,7 +240,9 @@ def deform(X, fields, *, interp="bilinear"):
             f"fields must have shape (N, 2, n, n) = {expected} to match X; got "
             f"{tuple(fields.shape)}."
         )
-    if not torch.isfinite(fields).all():
+    # one pass without a temporary (a sum of finite values is finite unless it overflows,
+    # then the exact check): a mask of every entry costs more than the deformation
+    if not (torch.isfinite(fields.sum()) or torch.isfinite(fields).all()):
         raise ValueError("fields contain NaN or infinity: a displacement must be finite.")
     out = _remap(Xt if Xt.ndim == 4 else Xt[:, None], fields, interp)
     out = out.reshape(Xt.shape)
@@ -244,10 +255,15 @@ def _remap(X, fields, interp):
     # On the CPU the work is memory-bound: chunks whose temporaries stay in cache are
     # several times faster than whole-array passes.
     step = max(1, _CPU_CHUNK // (C * n * n)) if X.device.type == "cpu" else N
-    if N > step:
-        return torch.cat([_remap_chunk(X[i:i + step], fields[i:i + step], interp)
-                          for i in range(0, N, step)])
-    return _remap_chunk(X, fields, interp)
+    if N <= step:
+        return _remap_chunk(X, fields, interp)
+    out = torch.empty_like(X)
+
+    def chunk(i):  # small ops on cache-sized tensors: one torch thread (thread_map)
+        out[i:i + step] = _remap_chunk(X[i:i + step], fields[i:i + step], interp)
+
+    thread_map(chunk, range(0, N, step), n_jobs=1)
+    return out
 
 
 def _remap_chunk(X, fields, interp):

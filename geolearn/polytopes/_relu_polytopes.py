@@ -1,9 +1,9 @@
 """ReLUPolytopes: the polyhedral decomposition of a trained ReLU network, seen through data."""
 
+import functools
 import warnings
 
 import numpy as np
-from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -15,6 +15,7 @@ from .._utils import (
     fitted_on_success,
     progress_bar,
     resolve_device,
+    thread_map,
 )
 from ..exceptions import GeolearnWarning, PartialResultWarning
 from ._enumeration import region_neighbours, subdivide, traverse
@@ -27,6 +28,11 @@ from ._stats import describe, hamming
 
 _REGION_STATS = ("chebyshev", "facets", "boundedness")
 _METRICS = ("chebyshev_radius", "n_active", "hamming_at_radius", "margin", "segment_regions")
+
+
+def _region_job(net, box, stats, tol, facet_method, solver, job):
+    pattern, region = job
+    return _region_stats(net, pattern, *box, stats, tol, facet_method, solver, region=region)
 
 
 def _region_stats(net, pattern, lo, hi, stats, tol, facet_method, solver, region=None):
@@ -90,7 +96,8 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
         Device of the float64 forward passes and map recurrences.
     batch_size : int, default=8192
     n_jobs : int, default=None
-        Parallel LPs over regions (joblib).
+        Workers for the region LPs (joblib processes: the LP code holds the GIL) and for
+        the forward passes of bit extraction (threads, one torch thread each).
     random_state : int, RandomState or None, default=None
         For the LP subset and the default directions of ``hamming_at_radius``.
     verbose : int, default=0
@@ -253,7 +260,8 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
         ptp = float(np.ptp(X)) if X.size else 0.0
         self._data_scale = ptp if ptp > 0 else max(1.0, float(np.max(np.abs(X))))
 
-        bits, z, _ = forward_bits(net, X, device=self._device, batch_size=self.batch_size)
+        bits, z, _ = forward_bits(net, X, device=self._device, batch_size=self.batch_size,
+                                  n_jobs=self.n_jobs)
         self.patterns_, self.labels_, self.region_counts_ = unique_patterns(bits)
         self.n_regions_ = len(self.patterns_)
         self.affine_W_, self.affine_b_, norms = local_maps(
@@ -299,12 +307,11 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
                           PartialResultWarning,
                           stacklevel=3)
         self.lp_region_index_ = idx
-        jobs = Parallel(n_jobs=self.n_jobs, return_as="generator")(
-            delayed(_region_stats)(self.network_, self.patterns_[r], *self._box(), stats,
-                                   self.tol, self.facet_method, self._solver(), region=r)
-            for r in idx)
-        results = list(progress_bar(jobs, total=len(idx), desc="ReLUPolytopes region LPs",
-                                    unit="region", verbose=self.verbose))
+        results = self._region_lps(
+            stats, [(self.patterns_[r], r) for r in idx],
+            progress=lambda jobs: progress_bar(jobs, total=len(idx), unit="region",
+                                               desc="ReLUPolytopes region LPs",
+                                               verbose=self.verbose))
         if "chebyshev" in stats:
             self.chebyshev_radius_ = np.full(R, np.nan)
             self.chebyshev_center_ = np.full((R, m), np.nan)
@@ -327,8 +334,15 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
         return (None, None) if b is None else b
 
     # ------------------------------------------------------------------- outputs
+    def _region_lps(self, stats, jobs, progress=None):
+        """``_region_stats`` of each ``(pattern, region)`` job, in ``n_jobs`` processes."""
+        run = functools.partial(_region_job, self.network_, self._box(), stats, self.tol,
+                                self.facet_method, self._solver())
+        return thread_map(run, jobs, self.n_jobs, backend="loky", progress=progress)
+
     def _bits(self, X):
-        return forward_bits(self.network_, X, device=self._device, batch_size=self.batch_size)
+        return forward_bits(self.network_, X, device=self._device, batch_size=self.batch_size,
+                            n_jobs=self.n_jobs)
 
     def transform(self, X):
         """Bit strings of ``X`` (paper 1, eq. 4), layer-major.
@@ -412,9 +426,7 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
         """
         bits = self._bits(self._validate(X))[0]
         patterns, labels, _ = unique_patterns(bits)
-        res = Parallel(n_jobs=self.n_jobs)(
-            delayed(_region_stats)(self.network_, p, *self._box(), ("chebyshev",), self.tol,
-                                   self.facet_method, self._solver()) for p in patterns)
+        res = self._region_lps(("chebyshev",), [(p, None) for p in patterns])
         radius = np.array([r["radius"] for r in res])
         center = np.array([r["center"] for r in res]).reshape(len(res), -1)
         return radius[labels], center[labels]
@@ -592,9 +604,7 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
                 values = self.chebyshev(data)[0]
             elif metric == "n_active":
                 patterns, labels, _ = unique_patterns(self._bits(self._validate(data))[0])
-                res = Parallel(n_jobs=self.n_jobs)(
-                    delayed(_region_stats)(self.network_, p, *self._box(), ("facets",), self.tol,
-                                           self.facet_method, self._solver()) for p in patterns)
+                res = self._region_lps(("facets",), [(p, None) for p in patterns])
                 n_act = np.array([np.sum(r["facets"] < self.n_hidden_units_) for r in res])
                 values = n_act[labels]
             elif metric == "hamming_at_radius":

@@ -12,7 +12,6 @@ import warnings
 from contextlib import nullcontext
 
 import numpy as np
-from joblib import Parallel, delayed, effective_n_jobs
 from scipy.linalg import eigh
 from scipy.special import ndtr, ndtri
 from sklearn.base import BaseEstimator, ClusterMixin
@@ -20,7 +19,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import validate_data
 from threadpoolctl import threadpool_limits
 
-from .._utils import check_choice, check_scalar_param, fitted_on_success
+from .._utils import check_choice, check_scalar_param, fitted_on_success, resolve_n_jobs, thread_map
 from ..exceptions import GeolearnWarning
 from ._rdm import METRICS, check_rdm, compute_rdm
 
@@ -438,15 +437,15 @@ def _one_pair(R, inverse, classes, pair, balance, n_boot, n_permutations, alpha,
     index_sets = boot + [np.delete(np.arange(m), i) for i in range(m)]  # + jackknife
     with _blas_threads(m):
         e2, evals, issues = _spectrum(Rs, negative_weights, False)
-        if n_jobs is None or effective_n_jobs(n_jobs) == 1:
+        if resolve_n_jobs(n_jobs) == 1:
             scores = _resample_scores(Rs, codes, index_sets, negative_weights)
         else:
             # threads: LAPACK releases the GIL, and the one-thread BLAS limit is shared;
             # contiguous chunks in order, so the scores do not depend on n_jobs
-            bounds = np.linspace(0, len(index_sets), 4 * effective_n_jobs(n_jobs) + 1)
-            scores = np.concatenate(Parallel(n_jobs=n_jobs, prefer="threads")(
-                delayed(_resample_scores)(Rs, codes, index_sets[lo:hi], negative_weights)
-                for lo, hi in itertools.pairwise(bounds.astype(int)) if hi > lo))
+            bounds = np.linspace(0, len(index_sets), 4 * resolve_n_jobs(n_jobs) + 1)
+            scores = np.concatenate(thread_map(
+                lambda b: _resample_scores(Rs, codes, index_sets[b[0]:b[1]], negative_weights),
+                [b for b in itertools.pairwise(bounds.astype(int)) if b[1] > b[0]], n_jobs))
     _warn(issues, ("indefinite", "not unique"), stacklevel=4)
     accuracy, recall_a, recall_b = _score(e2, codes)
     dist, jack_acc = scores[:n_boot, 0], scores[n_boot:, 0]

@@ -17,6 +17,8 @@ from .._utils import (
     check_numeric_array,
     check_scalar_param,
     iter_batches,
+    thread_map,
+    torch_threads,
 )
 from ..exceptions import GeolearnWarning, NumericalWarning
 from ..models import as_model
@@ -34,8 +36,9 @@ def _concat(fn, X, size):
     chunk is a copy: forward AD gives a view's tangent the size of its whole base
     (every point, times the tangents), not of the chunk.
     """
-    with torch.no_grad():
-        return torch.cat([fn(X[sl].clone()) for sl in iter_batches(len(X), max(1, int(size)))])
+    with torch.no_grad():  # grad mode is per thread: n_jobs=1 keeps the calls in this one
+        return torch.cat(thread_map(lambda sl: fn(X[sl].clone()),
+                                    iter_batches(len(X), max(1, int(size))), n_jobs=1))
 
 
 def check_scale(scale):
@@ -327,7 +330,7 @@ class PullbackMetric(_MetricEngine):
     def n_outputs(self, X):
         """Number ``m`` of (flattened) features, found from one evaluation."""
         if self._n_outputs is None:
-            with self._model.frozen(), torch.no_grad():
+            with self._model.frozen(), torch.no_grad(), torch_threads(1):  # one point
                 self._n_outputs = int(self._phi(self._as_points(X)[0]).numel())
         return self._n_outputs
 
@@ -360,7 +363,7 @@ class PullbackMetric(_MetricEngine):
             return sum(sizes)
 
         x = X[:1]
-        with self._model.frozen():
+        with self._model.frozen(), torch_threads(1):  # two points: small ops
             return max(0, saved(torch.cat([x, x])) - saved(x))
 
     def _chunk_points(self, X, mode):
@@ -393,7 +396,9 @@ class PullbackMetric(_MetricEngine):
         X = self._as_points(X)
         mode = self._mode(X.shape[1], self.n_outputs(X))
         # copies, not views: see _concat
-        outs = [fn(X[sl].clone()) for sl in iter_batches(len(X), self._chunk_points(X, mode))]
+        # many small ops per chunk: one torch thread (thread_map), restored after
+        outs = thread_map(lambda sl: fn(X[sl].clone()),
+                          iter_batches(len(X), self._chunk_points(X, mode)), n_jobs=1)
         if isinstance(outs[0], tuple):
             return tuple(torch.cat(parts) for parts in zip(*outs))
         return torch.cat(outs)

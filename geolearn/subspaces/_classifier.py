@@ -4,7 +4,6 @@ from numbers import Integral, Real
 
 import numpy as np
 import torch
-from joblib import Parallel, delayed
 from scipy.special import softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.utils import check_random_state
@@ -13,7 +12,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 from torch import nn
 
-from .._utils import to_numpy
+from .._utils import thread_map, to_numpy
 from ..models import FunctionalCriterion, SkorchTrainingMixin, TensorDataset, collate_batch
 from ._grassmann import METRICS
 from ._node import centroid_logits, unit_rows
@@ -143,8 +142,8 @@ orth_penalty, learning_rate, batch_size, input_type, subspace_dim, set_shape, dt
             est = SVBF(**params, input_type="basis", random_state=seed)
             return est.fit(unpad(bases[idx], dims[idx]), sample_weight=w[idx])
 
-        self.estimators_ = Parallel(n_jobs=self.n_jobs, prefer="threads")(
-            delayed(fit_class)(idx, seed) for idx, seed in zip(members, seeds))
+        self.estimators_ = thread_map(lambda job: fit_class(*job), list(zip(members, seeds)),
+                                      self.n_jobs)
         self.bases_ = np.stack([est.basis_ for est in self.estimators_])
         self.n_iter_ = np.array([est.n_iter_ for est in self.estimators_])
         return self

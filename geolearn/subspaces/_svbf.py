@@ -6,13 +6,12 @@ from numbers import Integral, Real
 
 import numpy as np
 import torch
-from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
-from .._utils import fitted_on_success, resolve_device
+from .._utils import fitted_on_success, resolve_device, thread_map
 from ..exceptions import ConvergenceWarning
 from ._adam import adam_solve
 from ._grassmann import angles_kernel, check_metric, distance_from_angles, stacked_flag_mean
@@ -327,11 +326,11 @@ class SVBF(_SetsMixin, TransformerMixin, BaseEstimator):
         XT = XT64.to(device=device, dtype=dtype)
         wt = w64.to(device=device, dtype=dtype)
         k = blocks[-1][0]
-        return Parallel(n_jobs=self.n_jobs, prefer="threads")(
-            delayed(self._run)(XT, wt, XT64, w64, blocks, self._start(i, bases, w, k, seeds),
-                               seeds[i])
-            for i in range(self.n_init)
-        )
+        # each run is a long chain of small ops: one torch thread each, runs in parallel
+        return thread_map(
+            lambda i: self._run(XT, wt, XT64, w64, blocks, self._start(i, bases, w, k, seeds),
+                                seeds[i]),
+            range(self.n_init), self.n_jobs)
 
     def _set_basis(self, best, XT64, w64, blocks):
         """The canonical basis of the best run, its objective and the run's record."""

@@ -1,12 +1,12 @@
 """Vietoris-Rips persistence diagrams: H0 from the minimum spanning tree, H>=1 by giotto-ph."""
 
 import numpy as np
-from joblib import effective_n_jobs
 from scipy.spatial.distance import pdist, squareform
 from sklearn.metrics import pairwise_distances
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_array
 
+from .._utils import resolve_n_jobs
 from ._rips import MAX_SIMPLICES, ComplexTooLarge, mst_edges, rips_persistence
 from ._validation import check_persistence_params
 
@@ -112,7 +112,7 @@ def _snap(values, sorted_d):
 
 def _giotto_diagrams(ripser_parallel, D, maxdim, thresh, coeff, n_jobs):
     res = ripser_parallel(D, maxdim=maxdim, thresh=thresh, coeff=coeff, metric="precomputed",
-                          n_threads=effective_n_jobs(n_jobs))
+                          n_threads=resolve_n_jobs(n_jobs))
     sorted_d = np.sort(squareform(D, checks=False))
     out = []
     for dgm in res["dgms"][1:]:

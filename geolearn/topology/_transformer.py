@@ -1,19 +1,26 @@
 """PersistenceTransformer: point clouds in, fixed-length topological features out."""
 
+import functools
 import numbers
 
 import numpy as np
-from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
+from .._utils import thread_map
 from ._betti import betti_curve
 from ._persistence import persistence_diagrams
 from ._validation import BACKENDS, SUBSAMPLES, is_prime
 
 _FEATURES = ("betti_curve", "persistence")
+
+
+def _diagrams_of(job, kw):
+    """The diagrams of one ``(cloud, seed)`` job (a module-level function: it is pickled)."""
+    cloud, seed = job
+    return persistence_diagrams(cloud, random_state=seed, **kw)
 
 
 def _is_cloud_list(X):
@@ -179,9 +186,9 @@ class PersistenceTransformer(TransformerMixin, BaseEstimator):
         if self.n_jobs in (None, 1) or len(clouds) == 1:
             out = [persistence_diagrams(c, random_state=s, **kw) for c, s in zip(clouds, seeds)]
         else:
-            out = Parallel(n_jobs=self.n_jobs)(
-                delayed(persistence_diagrams)(c, random_state=s, **kw)
-                for c, s in zip(clouds, seeds))
+            # processes: ripser holds the GIL
+            out = thread_map(functools.partial(_diagrams_of, kw=kw), list(zip(clouds, seeds)),
+                             self.n_jobs, backend="loky")
         return [[dgms[k] for k in dims] for dgms in out]
 
     # ------------------------------------------------------------------ estimator

@@ -11,7 +11,12 @@ from sklearn.neighbors import NearestNeighbors
 from geolearn.datasets import make_circle_points, make_torus_points
 from geolearn.manifold import CIDM
 from geolearn.manifold._kernel import top_eigenpairs, torch_lobpcg
-from geolearn.manifold._neighbors import _QUERY_BLOCK, ApproximateNeighbors, kneighbors
+from geolearn.manifold._neighbors import (
+    _QUERY_BLOCK,
+    ApproximateNeighbors,
+    ExactNeighbors,
+    kneighbors,
+)
 
 
 @pytest.fixture(scope="module")
@@ -119,13 +124,13 @@ def test_n_jobs_gives_identical_results(torus, n_neighbors):
                                atol=1e-10)
 
 
-def test_parallel_kneighbors_matches_sequential():
-    X = np.random.RandomState(0).standard_normal((2 * _QUERY_BLOCK + 17, 3))
-    nn = NearestNeighbors().fit(X)
-    d1, i1 = nn.kneighbors(X, n_neighbors=7)
-    d2, i2 = kneighbors(nn, X, 7, n_jobs=2)
+@pytest.mark.parametrize("dim", [3, 20])  # scipy's KD-tree; scikit-learn in row blocks
+def test_parallel_kneighbors_matches_sequential(dim):
+    X = np.random.RandomState(0).standard_normal((2 * _QUERY_BLOCK + 17, dim))
+    d1, i1 = NearestNeighbors().fit(X).kneighbors(X, n_neighbors=7)
+    d2, i2 = kneighbors(ExactNeighbors().fit(X), X, 7, n_jobs=2)
     np.testing.assert_array_equal(i2, i1)
-    np.testing.assert_array_equal(d2, d1)
+    np.testing.assert_allclose(d2, d1, rtol=0, atol=1e-12)
 
 
 # ---------------------------------------------------------------- approximate neighbours

@@ -1,0 +1,64 @@
+"""Hot paths against their peers, without and then beside one competing CPU-bound process.
+
+Each figure is measured twice in one run: first with no process of ours competing, then
+beside one busy loop (``benchmarks._runner.contended``), so the two ratios are comparable.
+Peers as in ``bench_diffeo`` and ``bench_riemannian`` (the authors' per-image deformation
+loop, the paper's batch-summed autograd Jacobian), run with torch's default threads as
+their users run them. geolearn's hot paths pick one torch thread themselves.
+
+    OMP_NUM_THREADS=2 PYTHONPATH=. python -m benchmarks.bench_threads
+"""
+
+import argparse
+import warnings
+
+import torch
+
+from benchmarks._runner import compare, contended, header
+from benchmarks.bench_diffeo import lenet, peer_deform, peer_relative_stability
+from benchmarks.bench_riemannian import _grid, _sigmoid_layer, peer_log_volume_batch_summed
+from geolearn.diffeo import StabilityWarning, deform, relative_stability, sample_displacement_fields
+from geolearn.riemannian import RiemannianFeatureGeometry
+
+
+def figures(n_deform, repeat):
+    torch.manual_seed(0)
+    n, T, c = 32, 0.005, 3
+    X = torch.rand(n_deform, 1, n, n)
+    compare(f"{n_deform} deformations 32x32 bilinear vs per-image loop",
+            lambda: deform(X, sample_displacement_fields(n, T, c, size=n_deform, random_state=0)),
+            lambda: [peer_deform(x, T, c, "linear") for x in X], repeat=repeat)
+
+    P = torch.rand(500, 1, 28, 28)
+    net = lenet()
+
+    def ours_R():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", StabilityWarning)
+            relative_stability(net, P, T=T, c=c, average="median_per_unit", random_state=0)
+
+    compare("R_f, 500 probes 28x28, LeNet", ours_R,
+            lambda: peer_relative_stability(net, P, T, c), repeat=repeat)
+
+    layer = _sigmoid_layer(2, 250)
+    G = _grid(10_000)
+    geo = RiemannianFeatureGeometry(layer).fit(G)
+    compare("log volume, 10,000 points, 2->250 sigmoid, vs batch-summed jacobian",
+            lambda: geo.transform(G), lambda: peer_log_volume_batch_summed(layer, G),
+            repeat=repeat)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n-deform", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args(argv)
+    for busy in (False, True):
+        header("hot paths vs peers" + (" (contended: one competing process)" if busy
+                                       else " (no competing process of ours)"))
+        with contended(busy):
+            figures(args.n_deform, args.repeat)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,229 @@
+"""Thread control of the hot paths (issue: speed that holds on a shared machine).
+
+Regressions: small-op hot paths ran with torch's default intra-op threads (several times
+slower beside one competing process), and internal ``Parallel(prefer="threads")`` calls
+shipped geolearn's chunk pools to whatever backend the caller configured (a Dask cluster
+for ``with parallel_config(backend="dask"): CIDM(n_jobs=2).fit(X).transform(Q)``).
+"""
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from joblib import Parallel, parallel_config, register_parallel_backend
+from joblib._parallel_backends import ThreadingBackend
+from torch import nn
+
+from geolearn._utils import resolve_n_jobs, thread_map
+from geolearn.datasets import make_torus_points
+from geolearn.diffeo import deform, sample_displacement_fields
+from geolearn.manifold import CIDM
+from geolearn.polytopes import ReLUPolytopes
+from geolearn.representations import fiedler_pairwise
+from geolearn.riemannian import PullbackMetric
+from geolearn.subspaces import SVBF
+from tests.polytopes._nets import gaussian_net
+from tests.subspaces._data import haar_sets
+
+USER_THREADS = 2
+
+
+@pytest.fixture
+def user_threads():
+    """The caller's torch setting (2 intra-op threads), restored after the test."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(USER_THREADS)
+    yield USER_THREADS
+    torch.set_num_threads(before)
+
+
+class _Recording(ThreadingBackend):
+    """A joblib backend that records each use: geolearn must never be handed it."""
+
+    uses = []
+
+    def configure(self, *args, **kwargs):
+        _Recording.uses.append(1)
+        return super().configure(*args, **kwargs)
+
+
+register_parallel_backend("geolearn-test-recording", _Recording)
+
+
+@pytest.fixture
+def outer_backend():
+    _Recording.uses.clear()
+    with parallel_config(backend="geolearn-test-recording"):
+        yield _Recording.uses
+
+
+# ----------------------------------------------------------------------- the helper
+def test_thread_map_runs_each_item_with_one_torch_thread_and_restores(user_threads):
+    for n_jobs in (1, 2):
+        seen = thread_map(lambda i: (i, torch.get_num_threads()), range(6), n_jobs=n_jobs)
+        assert seen == [(i, 1) for i in range(6)]
+        assert torch.get_num_threads() == user_threads
+
+
+def test_thread_map_restores_the_setting_after_an_exception(user_threads):
+    def fail(i):
+        if i == 3:
+            raise RuntimeError("chunk 3 failed")
+        return i
+
+    for n_jobs in (1, 2):
+        with pytest.raises(RuntimeError, match="chunk 3"):
+            thread_map(fail, range(6), n_jobs=n_jobs)
+        assert torch.get_num_threads() == user_threads
+
+
+def test_thread_map_ignores_the_callers_backend_and_the_check_can_fail(outer_backend):
+    Parallel(n_jobs=2, prefer="threads")(iter([]))  # the recorder sees what it is given
+    assert outer_backend == [1]
+    outer_backend.clear()
+    assert thread_map(abs, [-1, -2, 3], n_jobs=2) == [1, 2, 3]
+    assert outer_backend == []
+
+
+def test_resolve_n_jobs_reads_n_jobs_but_not_the_callers_backend(outer_backend):
+    assert resolve_n_jobs(None) == 1 and resolve_n_jobs(3) == 3
+    with parallel_config(n_jobs=3):
+        assert resolve_n_jobs(None) == 3
+
+
+def test_thread_map_rejects_an_unknown_backend():
+    with pytest.raises(ValueError, match="backend must be one of"):
+        thread_map(abs, [1], backend="dask")
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(st.integers(-1000, 1000), max_size=30), st.integers(1, 4))
+def test_thread_map_equals_the_serial_map(items, n_jobs):
+    assert thread_map(lambda v: v * v - 3, items, n_jobs=n_jobs) == [v * v - 3 for v in items]
+
+
+# ----------------------------------------------------------------------- hot paths
+def _recorder(monkeypatch, module, name):
+    """Wrap ``module.name`` so each call records torch's intra-op thread count."""
+    seen, original = [], getattr(module, name)
+
+    def wrapped(*args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, wrapped)
+    return seen
+
+
+def test_deform_runs_its_chunks_on_one_thread(user_threads, monkeypatch):
+    from geolearn.diffeo import _sampler
+
+    seen = _recorder(monkeypatch, _sampler, "_remap_chunk")
+    X = np.random.default_rng(0).random((300, 16, 16))
+    deform(X, sample_displacement_fields(16, 0.005, 3, size=300, random_state=0))
+    assert len(seen) > 1 and set(seen) == {1}
+    assert torch.get_num_threads() == user_threads
+
+
+def test_deform_restores_the_setting_after_an_exception(user_threads, monkeypatch):
+    from geolearn.diffeo import _sampler
+
+    def fail(*args):
+        raise RuntimeError("chunk failed")
+
+    monkeypatch.setattr(_sampler, "_remap_chunk", fail)
+    X = np.zeros((300, 16, 16))
+    with pytest.raises(RuntimeError, match="chunk failed"):
+        deform(X, np.zeros((300, 2, 16, 16)))
+    assert torch.get_num_threads() == user_threads
+
+
+class _ThreadProbe(nn.Module):
+    """A 2-250 sigmoid layer that records torch's thread count at each forward."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer = nn.Sequential(nn.Linear(2, 250), nn.Sigmoid()).double()
+        self.seen = []
+
+    def forward(self, x):
+        self.seen.append(torch.get_num_threads())
+        return self.layer(x)
+
+
+def test_pullback_volume_and_curvature_run_on_one_thread(user_threads):
+    net = _ThreadProbe()
+    metric = PullbackMetric(net, batch_size=64)
+    X = torch.as_tensor(np.random.default_rng(0).standard_normal((200, 2)))
+    metric.log_volume(X)
+    metric.ricci_scalar(X[:20])
+    assert len(net.seen) > 1 and set(net.seen) == {1}
+    assert torch.get_num_threads() == user_threads
+
+
+def test_svbf_runs_on_one_thread_per_restart(user_threads, monkeypatch, outer_backend):
+    seen = _recorder(monkeypatch, SVBF, "_run")
+    X = haar_sets(n=8, r=10, l=2)
+    a = SVBF(1, n_init=3, random_state=0, n_jobs=2).fit(X)
+    assert len(seen) == 3 and set(seen) == {1}
+    assert torch.get_num_threads() == user_threads
+    assert outer_backend == []
+    seen.clear()
+    b = SVBF(1, n_init=3, random_state=0, n_jobs=1).fit(X)
+    np.testing.assert_array_equal(a.basis_, b.basis_)
+
+
+# ------------------------------------------------- internal pools ignore the caller's
+def test_cidm_with_n_jobs_never_uses_the_callers_backend(outer_backend):
+    X = make_torus_points(600, R=1.0, r=1.0, random_state=0)
+    Q = make_torus_points(300, R=1.0, r=1.0, random_state=1)
+    params = dict(n_eigenpairs=6, n_neighbors=30, batch_size=50, random_state=0)
+    Z2 = CIDM(n_jobs=2, **params).fit(X).transform(Q)
+    assert outer_backend == []
+    Z1 = CIDM(n_jobs=1, **params).fit(X).transform(Q)
+    np.testing.assert_array_equal(Z1, Z2)
+
+
+def test_fiedler_pairwise_with_n_jobs_never_uses_the_callers_backend(outer_backend):
+    rng = np.random.default_rng(0)
+    codes = np.repeat([0, 1], 10)
+    V = rng.standard_normal((20, 5)) + 2.0 * codes[:, None]
+    R = 1 - np.corrcoef(V)
+    a = fiedler_pairwise(R, codes, n_boot=500, n_jobs=2, random_state=0)
+    assert outer_backend == []
+    b = fiedler_pairwise(R, codes, n_boot=500, n_jobs=1, random_state=0)
+    assert len(a) == len(b) == 1
+    for key, value in a[0].items():
+        np.testing.assert_array_equal(value, b[0][key])
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.integers(0, 2**16), st.integers(1, 300))
+def test_relu_bits_do_not_depend_on_n_jobs(seed, n):
+    X = np.random.default_rng(seed).uniform(-2, 2, size=(n, 3))
+    est = ReLUPolytopes(gaussian_net((3, 8, 6, 2), seed=0), batch_size=32,
+                        region_stats=(), random_state=0)
+    one = est.set_params(n_jobs=1).fit(X).transform(X)
+    two = est.set_params(n_jobs=2).fit(X).transform(X)
+    np.testing.assert_array_equal(one, two)
+
+
+def test_stability_probes_run_on_one_thread(user_threads):
+    from geolearn.diffeo import relative_stability
+
+    class Probe(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.seen = []
+            self.fc = nn.Linear(64, 3)
+
+        def forward(self, x):
+            self.seen.append(torch.get_num_threads())
+            return self.fc(x.flatten(1))
+
+    net = Probe()
+    X = np.random.default_rng(0).random((100, 1, 8, 8)).astype(np.float32)
+    relative_stability(net, X, T=0.01, c=2, random_state=0)
+    assert len(net.seen) >= 3 and set(net.seen) == {1}
+    assert torch.get_num_threads() == user_threads
