@@ -81,3 +81,27 @@ def _model_type_branches(root):
 def test_only_the_adapter_branches_on_model_type():
     """``as_model`` is the one place that tells torch, skorch and scikit-learn models apart."""
     assert _model_type_branches(ROOT) == []
+
+
+def _joblib_pools(root):
+    """``(module, name)`` for every use of joblib's ``Parallel``/``effective_n_jobs`` under root."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root)
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module == "joblib":
+                found += [(str(rel), a.name) for a in node.names
+                          if a.name in ("Parallel", "effective_n_jobs")]
+    return found
+
+
+def test_internal_pools_go_through_thread_map():
+    """Every internal pool names its backend and its threads (``_utils.thread_map``): a pool of
+    its own would run on a caller's Dask or Ray backend and on oversubscribed threads."""
+    assert _joblib_pools(ROOT) == [("_utils/parallel.py", "Parallel"),
+                                   ("_utils/parallel.py", "effective_n_jobs")]
+
+
+def test_the_pool_rule_catches_a_pool(tmp_path):
+    (tmp_path / "fam.py").write_text("from joblib import Parallel, delayed\n")
+    assert _joblib_pools(tmp_path) == [("fam.py", "Parallel")]

@@ -17,7 +17,6 @@ import warnings
 
 import numpy as np
 import torch
-from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.base import BaseEstimator, OutlierMixin, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -31,7 +30,9 @@ from .._utils import (
     iter_batches,
     progress_bar,
     resolve_device,
+    resolve_n_jobs,
     row_seeds,
+    thread_map,
     to_numpy,
     torch_threads,
 )
@@ -389,7 +390,7 @@ default='checkerboard_alt'
         Small ops: the MLP or a custom module on the CPU; the UNet keeps the caller's
         setting unless ``n_jobs`` workers share the cores.
         """
-        parallel = self.n_jobs is not None and effective_n_jobs(self.n_jobs) > 1
+        parallel = resolve_n_jobs(self.n_jobs) > 1
         small = self._denoiser_kind() != "unet" and resolve_device(self.device).type == "cpu"
         return 1 if small or parallel else None
 
@@ -515,21 +516,24 @@ default='checkerboard_alt'
         masks = self._masks(attempts, key)
         seeds = np.array([row_seeds(X, key, stream=f"InpaintingOODDetector/{a}")
                           for a in attempts], dtype=object)
-        n_jobs = effective_n_jobs(self.n_jobs)
+        n_jobs = resolve_n_jobs(self.n_jobs)
         groups = np.array_split(np.arange(len(attempts)), min(n_jobs, len(attempts)))
         units = [(sl, g) for sl in iter_batches(len(X), self.inference_batch_size)
                  for g in groups]
         threads = self._threads()
 
-        def work(sl, g):
+        def work(unit):
+            sl, g = unit
             rec = self._reconstruct_unit(U[sl], seeds[g][:, sl].tolist(), masks[g], threads)
             return per_unit(U[sl], rec, masks[g])
 
-        with frozen(self.denoiser_), torch_threads(threads):
-            jobs = Parallel(n_jobs=n_jobs, prefer="threads", return_as="generator")(
-                delayed(work)(sl, g) for sl, g in units)
-            results = list(progress_bar(jobs, total=len(units), desc=desc,
-                                        unit="batch", verbose=self.verbose))
+        def progress(jobs):
+            return progress_bar(jobs, total=len(units), desc=desc, unit="batch",
+                                verbose=self.verbose)
+
+        with frozen(self.denoiser_):
+            results = thread_map(work, units, n_jobs, torch_threads_per_worker=threads,
+                                 progress=progress)
         return units, results
 
     def _ood_score(self, X, random_state, warn=True):

@@ -154,7 +154,9 @@ def test_any_finite_images_get_finite_scores(fitted, X):
         s = det.ood_score(X)
         single = [det.ood_score(x[None])[0] for x in X]
     assert s.shape == (len(X),) and np.all(np.isfinite(s)) and np.all(s >= 0)
-    np.testing.assert_array_equal(s, single)
+    # same draws per row; float32 GEMM kernels round by the batch's row count, and inputs
+    # 1e3 past the data range magnify that rounding (seen: 3.6e-6 relative)
+    np.testing.assert_allclose(s, single, rtol=1e-5)
 
 
 def test_data_range_warning_once_and_no_clipping(fitted):
