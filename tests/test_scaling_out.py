@@ -8,6 +8,7 @@ The code of ``docs/user_guide/scaling_out.md`` runs here as written (``test_docs
 and the ``recipe_*`` functions below repeat it for the other families.
 """
 
+import builtins
 import re
 from pathlib import Path
 
@@ -158,12 +159,15 @@ def test_docs_recipes_run(client):
 
 
 @pytest.mark.slow
-def test_ray_grid_search(client):
+def test_ray_grid_search(client, monkeypatch):
     """The page's Ray recipe (a local Ray instance, 2 CPUs) gives the in-memory search.
 
     Slow: Ray starts its own processes, which import torch and geolearn.
     """
     pytest.importorskip("ray")
+    # ray.shutdown() leaves its own builtins.print behind (Ray 2.60), which makes skorch's
+    # silent logs print in every later test of this worker: monkeypatch restores the original
+    monkeypatch.setattr(builtins, "print", builtins.print)
     search_block, ray_block = (b for b in docs_blocks()
                                if "GridSearchCV(" in b or "import ray" in b)
     ns = run_blocks([search_block, ray_block], {})
