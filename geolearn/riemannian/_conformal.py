@@ -7,7 +7,8 @@ import warnings
 import numpy as np
 import torch
 from scipy.special import logsumexp
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.calibration import CalibratedClassifierCV
 from sklearn.exceptions import ConvergenceWarning as SVCConvergenceWarning
 from sklearn.metrics.pairwise import (
     linear_kernel,
@@ -15,6 +16,7 @@ from sklearn.metrics.pairwise import (
     rbf_kernel,
     sigmoid_kernel,
 )
+from sklearn.model_selection import StratifiedKFold
 from sklearn.svm import SVC
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
@@ -105,8 +107,16 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
         other support vector. A list gives one value per iteration.
     n_iter : int, default=1
         Conformal refits; 0 is a plain SVC.
-    class_weight, probability, tol, decision_function_shape, break_ties, random_state
+    class_weight, tol, decision_function_shape, break_ties
         As in :class:`sklearn.svm.SVC`.
+    probability : bool, default=False
+        Also fit Platt scaling, for :meth:`predict_proba`: a sigmoid on the final
+        SVC's decision values, fitted on 5-fold cross-validated values of the final
+        conformal kernel (:class:`sklearn.calibration.CalibratedClassifierCV` with
+        ``ensemble=False``, the replacement scikit-learn gives for
+        ``SVC(probability=True)``). Five more SVC fits.
+    random_state : int, RandomState instance or None, default=None
+        Shuffles the calibration folds of ``probability=True``.
     max_iter : int, default=-1
         Iterations of each inner libsvm fit. ``-1`` is libsvm's own cap,
         ``max(10^7, 100 n)``: a conformal refit that does not converge within it
@@ -138,6 +148,8 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
         Of the final fit.
     n_iter_ : ndarray
         libsvm iterations of the final fit (as ``SVC.n_iter_``).
+    calibrator_ : CalibratedClassifierCV
+        The Platt scaling of ``probability=True`` (absent otherwise).
 
     Examples
     --------
@@ -236,11 +248,9 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
         return float(np.median(np.sqrt(sq.min(1))))
 
     def _new_svc(self, max_iter):
-        # only passed when asked: scikit-learn >= 1.9 deprecates the parameter itself
-        extra = {"probability": True} if self.probability else {}
         return SVC(C=self.C, kernel="precomputed", class_weight=self.class_weight, tol=self.tol,
                    max_iter=max_iter, decision_function_shape=self.decision_function_shape,
-                   break_ties=self.break_ties, random_state=self.random_state, **extra)
+                   break_ties=self.break_ties)
 
     def _fit_svc(self, K, y, iteration, L):
         """The inner SVC fitted on ``K`` within a bounded libsvm budget.
@@ -311,7 +321,8 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
         self.sigma_ = (2 * self.gamma_) ** -0.5 if self.kernel == "rbf" else None
         K0 = self._base_kernel(X, X)
         L = np.zeros(n)
-        svc = self._fit_svc(K0, y, 0, L)
+        K = K0
+        svc = self._fit_svc(K, y, 0, L)
         taus = (self.tau if isinstance(self.tau, (list, tuple, np.ndarray))
                 else [self.tau] * self.n_iter)
         self.tau_, self.centers_, self.n_support_history_ = [], [], [len(svc.support_)]
@@ -329,6 +340,18 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
             svc = self._fit_svc(K, y, len(self.tau_), L)
             self.n_support_history_.append(len(svc.support_))
         self.svc_ = svc
+        if self.probability:
+            # Platt scaling as SVC(probability=True) did, through the route scikit-learn
+            # >= 1.9 gives for it (the parameter is deprecated there); the SVC is
+            # pairwise, so the folds cut K's rows and columns
+            smallest = np.bincount(np.unique(y, return_inverse=True)[1]).min()
+            if smallest < 2:
+                raise ValueError("probability=True needs at least 2 samples of every class "
+                                 "(Platt scaling is fitted on cross-validated decision values).")
+            folds = StratifiedKFold(min(5, smallest), shuffle=True,
+                                    random_state=self.random_state)
+            self.calibrator_ = CalibratedClassifierCV(
+                clone(svc), method="sigmoid", cv=folds, ensemble=False).fit(K, y)
         self.X_fit_ = X
         self.log_factor_fit_ = L
         self.support_ = svc.support_
@@ -415,13 +438,12 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
     def predict_proba(self, X):
         """Platt-scaled class probabilities (needs ``probability=True``)."""
         K = self._test_kernel(X)
-        return self.svc_.predict_proba(K)
+        return self.calibrator_.predict_proba(K)
 
     @available_if(_has_proba)
     def predict_log_proba(self, X):
         """Log of :meth:`predict_proba`."""
-        K = self._test_kernel(X)
-        return self.svc_.predict_log_proba(K)
+        return np.log(self.predict_proba(X))
 
     # -- geometry ------------------------------------------------------------------------------
     def log_volume_element(self, X):

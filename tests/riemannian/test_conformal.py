@@ -1,5 +1,7 @@
 """ConformalKernelSVC: conformal factor, iterations, geometry, bad inputs, sklearn use."""
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -76,8 +78,37 @@ def test_tau_forms_and_other_kernels(data):
 def test_probability_is_opt_in(data):
     X, y = data
     assert not hasattr(ConformalKernelSVC().fit(X, y), "predict_proba")
-    proba = ConformalKernelSVC(probability=True, random_state=0).fit(X, y).predict_proba(X)
+
+
+@pytest.mark.parametrize("n_iter", [0, 2])
+def test_probability_is_platt_scaling_of_the_final_decision(data, n_iter):
+    # scikit-learn 1.9 deprecates SVC(probability=True): the fit must not use it (the
+    # FutureWarning is an error here), and the probabilities must be a sigmoid of the
+    # final conformal SVC's decision values, increasing with them
+    X, y = data
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        clf = ConformalKernelSVC(n_iter=n_iter, probability=True, random_state=0).fit(X, y)
+    Z = make_sinusoid_boundary(60, random_state=1)[0]
+    proba, dec = clf.predict_proba(Z), clf.decision_function(Z)
     np.testing.assert_allclose(proba.sum(1), 1)
+    order = np.argsort(dec)
+    assert np.all(np.diff(proba[order, 1]) >= 0)
+    logit = np.log(proba[:, 1] / proba[:, 0])
+    slope, intercept = np.polyfit(dec, logit, 1)
+    np.testing.assert_allclose(logit, slope * dec + intercept, atol=1e-8)
+    assert slope > 0
+    np.testing.assert_allclose(clf.predict_log_proba(Z), np.log(proba))
+    again = ConformalKernelSVC(n_iter=n_iter, probability=True, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(again.predict_proba(Z), proba)
+
+
+def test_probability_needs_two_samples_per_class(data):
+    X, y = data
+    y = y.copy()
+    y[0] = 7
+    with pytest.raises(ValueError, match="at least 2 samples of every class"):
+        ConformalKernelSVC(probability=True).fit(X, y)
 
 
 def test_parameter_errors(data):
