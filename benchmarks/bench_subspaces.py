@@ -34,6 +34,7 @@ import numpy as np
 import torch
 
 from benchmarks._runner import compare, header, run_main, timeit
+from geolearn._utils.torch import torch_threads
 from geolearn.datasets import make_planted_variety
 from geolearn.subspaces import SVBF
 from geolearn.subspaces._solvers import objective_and_gradient, polar
@@ -85,8 +86,11 @@ def per_iteration(r, n, l, k, *, peers=True, repeat=3):
     Kt = torch.from_numpy(K0)
 
     def ours():
-        _, G = objective_and_gradient(XT, w, Kt, [(k, 1)], "cos2")
-        return polar(G + 1e-6 * torch.linalg.matrix_norm(G, ord=2) * Kt)
+        # as SVBF.fit runs each restart: one torch thread (a chain of small ops that two
+        # threads would slow down beside another process)
+        with torch_threads(1):
+            _, G = objective_and_gradient(XT, w, Kt, [(k, 1)], "cos2")
+            return polar(G + 1e-6 * torch.linalg.matrix_norm(G, ord=2) * Kt)
 
     if not peers:
         return X, timeit(ours, repeat=repeat)
