@@ -111,17 +111,18 @@ def _coefficients(z, T, c, *, device="cpu", dtype=torch.float64):
 
     ``T`` and ``c`` are scalars or per-field arrays of length ``B`` (``m >= max c``).
     """
-    z = torch.as_tensor(z, dtype=dtype, device=device)
+    z = np.asarray(z, dtype=float)
     m = z.shape[-1]
     if np.ndim(c) == 0:
-        a = torch.tensor(_amplitudes(int(c), m), dtype=dtype, device=device)
+        a = _amplitudes(int(c), m)
     else:
-        a = torch.as_tensor(np.stack([_amplitudes(int(ci), m) for ci in c]), dtype=dtype,
-                            device=device)[:, None]
-    scale = torch.as_tensor(np.sqrt(T), dtype=dtype, device=device)
-    if scale.ndim:
+        a = np.stack([_amplitudes(int(ci), m) for ci in c])[:, None]
+    scale = np.sqrt(T)
+    if np.ndim(scale):
         scale = scale[:, None, None, None]
-    return scale * z * a
+    # in NumPy, on one thread: two torch threads on so small a product wait for each other
+    # longer than it takes (milliseconds on a busy machine)
+    return torch.as_tensor(scale * z * a, dtype=dtype, device=device)
 
 
 def _empty(shape, dtype, device):
