@@ -313,10 +313,16 @@ def deform(X, fields, *, interp="bilinear", n_jobs=None):
 def _remap(X, fields, interp, n_jobs=1):
     """Deform ``(N, C, n, n)`` images; positions in float64, values in ``X``'s dtype."""
     N, C, n, _ = X.shape
-    out = _empty(X.shape, X.dtype, X.device)
     # On the CPU the work is memory-bound: chunks whose temporaries stay in cache are
     # several times faster than whole-array passes.
     step = max(1, _CPU_CHUNK // (C * n * n)) if X.device.type == "cpu" else max(N, 1)
+    if torch.is_grad_enabled() and (X.requires_grad or fields.requires_grad):
+        # differentiable: chunks in order into one graph, without out= (which autograd refuses)
+        parts = []
+        _map_chunks(lambda rows: parts.append(_remap_chunk(X[rows], fields[rows], interp)), N,
+                    step, 1)
+        return torch.cat(parts) if parts else X.clone()
+    out = _empty(X.shape, X.dtype, X.device)
     _map_chunks(lambda rows: _remap_chunk(X[rows], fields[rows], interp, out[rows]), N, step,
                 n_jobs)
     return out
@@ -340,8 +346,8 @@ def _positions(fields):
     return pos.clamp_(0, n - 1)
 
 
-def _remap_chunk(X, fields, interp, out):
-    """Deform the images of a chunk into ``out``."""
+def _remap_chunk(X, fields, interp, out=None):
+    """Deform the images of a chunk, into ``out`` when given."""
     N, C, n, _ = X.shape
     pos = _positions(fields)
     if interp == "bilinear":
@@ -390,7 +396,7 @@ def _remap_chunk(X, fields, interp, out):
     m = n + 2 * r
     flat = torch.nn.functional.pad(X, (r, r, r, r)).reshape(N, C, m * m)
     base = (cy * m + cx).reshape(N, 1, n * n).expand(N, C, n * n)
-    out.zero_()
+    out = torch.zeros_like(X) if out is None else out.zero_()
     row = torch.empty_like(X)
     for a in range(2 * r + 1):
         row.zero_()

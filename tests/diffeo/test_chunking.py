@@ -103,3 +103,18 @@ def test_non_finite_fields_raise_whatever_the_chunk():
         for n_jobs in (1, 2):
             with _chunk_pixels(2**8), pytest.raises(ValueError, match="NaN or infinity"):
                 deform(X, d, n_jobs=n_jobs)
+
+
+@pytest.mark.parametrize("interp", ["bilinear", "gaussian"])
+def test_deform_stays_differentiable(interp):
+    # the threaded path writes into its output (out=), which autograd refuses: inputs that
+    # require grad take the chunks in order, with the same values
+    X = torch.rand(3, 1, 8, 8, dtype=torch.float64, requires_grad=True)
+    d = sample_displacement_fields(8, 0.01, 3, size=3, random_state=0) + 0.3  # off the grid
+    d.requires_grad_(interp == "bilinear")  # the Gaussian taps reuse a buffer: X only
+    with _chunk_pixels(2**6):  # one image a chunk
+        assert torch.autograd.gradcheck(lambda X, d: deform(X, d, interp=interp, n_jobs=2),
+                                        (X, d))
+        out = deform(X, d, interp=interp)
+    assert out.requires_grad
+    assert torch.equal(out.detach(), deform(X.detach(), d.detach(), interp=interp, n_jobs=2))
