@@ -3,7 +3,10 @@
 The fields and the deformation run over cache-sized chunks of rows, on ``n_jobs`` threads.
 Regressions guarded here: fields computed by a GEMM per chunk rounded a row differently by
 the size and the offset of its chunk (BLAS kernels differ by matrix shape), so the same
-field drawn in a batch of 5 or of 100 differed in its last bits.
+field drawn in a batch of 5 or of 100 differed in its last bits. The Gaussian kernel is checked
+against ``n_jobs`` (same chunks) only: its ``exp`` rounds differently in torch's vectorised loop
+and in its scalar tail, so a pixel's last bit can follow the chunk size when ``n * n`` is not a
+multiple of the vector width.
 """
 
 from unittest import mock
@@ -43,17 +46,16 @@ def test_fields_do_not_depend_on_chunks_threads_or_batch(size, chunk, n_jobs, n)
 @settings(max_examples=25, deadline=None)
 @given(rows=st.lists(st.integers(0, 29), min_size=1, max_size=30),
        chunk=st.sampled_from([1, 2**8, 2**10]), n_jobs=st.sampled_from([None, 2, -1]),
-       interp=st.sampled_from(["bilinear", "gaussian"]),
-       dtype=st.sampled_from([np.float32, np.float64]), C=st.integers(1, 3))
-def test_deform_rows_do_not_depend_on_chunks_threads_or_batch(rows, chunk, n_jobs, interp,
-                                                               dtype, C):
-    n = 8
+       dtype=st.sampled_from([np.float32, np.float64]), C=st.integers(1, 3),
+       n=st.integers(5, 13))
+def test_bilinear_rows_do_not_depend_on_chunks_threads_or_batch(rows, chunk, n_jobs, dtype, C,
+                                                                n):
     X = _images(30, C, n, dtype)
     d = sample_displacement_fields(n, 0.05, 3, size=30, random_state=0)
     with _chunk_pixels(2**20):
-        ref = deform(X, d, interp=interp)
+        ref = deform(X, d)
     with _chunk_pixels(chunk):
-        out = deform(X[rows], d[rows], interp=interp, n_jobs=n_jobs)
+        out = deform(X[rows], d[rows], n_jobs=n_jobs)
     assert out.dtype == dtype
     assert np.array_equal(out, ref[rows])
 
@@ -109,12 +111,12 @@ def test_non_finite_fields_raise_whatever_the_chunk():
 def test_deform_stays_differentiable(interp):
     # the threaded path writes into its output (out=), which autograd refuses: inputs that
     # require grad take the chunks in order, with the same values
-    X = torch.rand(3, 1, 8, 8, dtype=torch.float64, requires_grad=True)
-    d = sample_displacement_fields(8, 0.01, 3, size=3, random_state=0) + 0.3  # off the grid
+    X = torch.rand(2, 1, 6, 6, dtype=torch.float64, requires_grad=True)
+    d = sample_displacement_fields(6, 0.01, 3, size=2, random_state=0) + 0.3  # off the grid
     d.requires_grad_(interp == "bilinear")  # the Gaussian taps reuse a buffer: X only
-    with _chunk_pixels(2**6):  # one image a chunk
+    with _chunk_pixels(36):  # one image a chunk
         assert torch.autograd.gradcheck(lambda X, d: deform(X, d, interp=interp, n_jobs=2),
                                         (X, d))
         out = deform(X, d, interp=interp)
-    assert out.requires_grad
-    assert torch.equal(out.detach(), deform(X.detach(), d.detach(), interp=interp, n_jobs=2))
+        assert out.requires_grad
+        assert torch.equal(out.detach(), deform(X.detach(), d.detach(), interp=interp, n_jobs=2))
