@@ -6,6 +6,9 @@ shipped geolearn's chunk pools to whatever backend the caller configured (a Dask
 for ``with parallel_config(backend="dask"): CIDM(n_jobs=2).fit(X).transform(Q)``).
 """
 
+import threading
+import time
+
 import numpy as np
 import pytest
 import torch
@@ -78,6 +81,26 @@ def test_thread_map_restores_the_setting_after_an_exception(user_threads):
         assert torch.get_num_threads() == user_threads
 
 
+def test_thread_map_runs_its_workers_at_once():
+    # a barrier of two parties breaks (after its timeout) unless two items run together
+    barrier = threading.Barrier(2, timeout=20)
+    assert thread_map(lambda i: barrier.wait() in (0, 1), range(2), n_jobs=2) == [True, True]
+
+
+def test_thread_map_runs_no_more_items_after_a_failure():
+    ran = []
+
+    def slow(i):
+        if i == 0:
+            raise RuntimeError("item 0 failed")
+        time.sleep(0.01)
+        ran.append(i)
+
+    with pytest.raises(RuntimeError, match="item 0"):
+        thread_map(slow, range(200), n_jobs=2)
+    assert len(ran) < 100  # the rest were cancelled, not run to the end
+
+
 def test_thread_map_ignores_the_callers_backend_and_the_check_can_fail(outer_backend):
     Parallel(n_jobs=2, prefer="threads")(iter([]))  # the recorder sees what it is given
     assert outer_backend == [1]
@@ -120,9 +143,11 @@ def test_deform_runs_its_chunks_on_one_thread(user_threads, monkeypatch):
     from geolearn.diffeo import _sampler
 
     seen = _recorder(monkeypatch, _sampler, "_remap_chunk")
-    X = np.random.default_rng(0).random((300, 16, 16))
-    deform(X, sample_displacement_fields(16, 0.005, 3, size=300, random_state=0))
-    assert len(seen) > 1 and set(seen) == {1}
+    X = np.random.default_rng(0).random((1200, 16, 16))  # several chunks
+    for n_jobs in (None, 2):
+        deform(X, sample_displacement_fields(16, 0.005, 3, size=1200, random_state=0),
+               n_jobs=n_jobs)
+    assert len(seen) > 2 and set(seen) == {1}
     assert torch.get_num_threads() == user_threads
 
 

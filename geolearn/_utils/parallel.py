@@ -5,12 +5,14 @@ Hot paths made of many small ops (small MLPs, per-chunk kernels, per-region LPs)
 fastest with one intra-op thread per chunk, and their parallelism is over chunks through
 ``n_jobs``: two intra-op threads beside one competing process run several times slower
 than one. Every internal ``Parallel`` of the package goes through :func:`thread_map`, which
-names its joblib backend explicitly, so a user's ``parallel_config(backend="dask")``
-scales the user's own loops (``GridSearchCV``, ``cross_validate``) and never receives
-geolearn's chunk pools.
+names its backend explicitly, so a user's ``parallel_config(backend="dask")`` scales the
+user's own loops (``GridSearchCV``, ``cross_validate``) and never receives geolearn's chunk
+pools. Threads come from :mod:`concurrent.futures`: joblib's result loop polls every 10 ms,
+a fixed cost per call that is most of a call of a 0.1 s hot path.
 """
 
 import functools
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 
 from joblib import Parallel, delayed, effective_n_jobs, parallel_config
@@ -59,14 +61,15 @@ def _one_thread(fn, n_threads, *args):
 
 def thread_map(fn, items, n_jobs=None, *, torch_threads_per_worker=1, blas_threads=1,
                backend="threading", progress=None):
-    """``[fn(item) for item in items]`` over ``n_jobs`` joblib workers, one thread each.
+    """``[fn(item) for item in items]`` over ``n_jobs`` workers, one thread each.
 
     Each call of ``fn`` runs with ``torch_threads_per_worker`` torch intra-op threads
     (restored after, also on an exception); with more than one worker, BLAS (NumPy,
     SciPy) is held at ``blas_threads`` threads for the duration, since the chunks are
-    the parallelism. The joblib backend is named explicitly, so an outer
-    ``parallel_config`` (Dask, Ray, a custom backend) is not used by these internal
-    pools. With one worker (``n_jobs=None`` or 1) the items run in order in the calling
+    the parallelism. The backend is named explicitly, so an outer ``parallel_config``
+    (Dask, Ray, a custom backend) is not used by these internal pools. Workers take
+    the items in order as they free up, so a worker slowed by another process takes
+    fewer. With one worker (``n_jobs=None`` or 1) the items run in order in the calling
     thread, under the same torch setting; BLAS keeps its threads there, since a single
     chunk that is GEMM-bound wants them.
 
@@ -85,6 +88,7 @@ def thread_map(fn, items, n_jobs=None, *, torch_threads_per_worker=1, blas_threa
     blas_threads : int or None, default=1
         BLAS threads while more than one worker runs; ``None`` leaves BLAS as is.
     backend : {"threading", "loky"}, default="threading"
+        Threads of a :class:`concurrent.futures.ThreadPoolExecutor`, or joblib's
         ``"loky"`` (processes) only for work that holds the GIL (pure-Python LP or
         persistence code); everything that releases it (torch, NumPy, SciPy, BLAS) uses
         threads.
@@ -113,6 +117,14 @@ def thread_map(fn, items, n_jobs=None, *, torch_threads_per_worker=1, blas_threa
     limit = (threadpool_limits(limits=blas_threads, user_api="blas")
              if blas_threads is not None else nullcontext())
     with limit:
-        results = Parallel(n_jobs=n_workers, backend=backend, return_as="generator")(
-            delayed(call)(item) for item in items)
-        return list(progress(results) if progress is not None else results)
+        if backend == "loky":
+            results = Parallel(n_jobs=n_workers, backend=backend, return_as="generator")(
+                delayed(call)(item) for item in items)
+            return list(progress(results) if progress is not None else results)
+        with ThreadPoolExecutor(n_workers) as pool:
+            try:
+                results = pool.map(call, items)
+                return list(progress(results) if progress is not None else results)
+            except BaseException:
+                pool.shutdown(cancel_futures=True)  # a failed chunk: run no more of them
+                raise

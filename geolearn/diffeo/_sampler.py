@@ -14,6 +14,7 @@ over). ``M_c`` keeps ``1 <= i, j <= c`` with ``sqrt(i^2 + j^2) < c + 1/2``.
 
 import functools
 import math
+import numbers
 
 import numpy as np
 import torch
@@ -25,6 +26,7 @@ from .._utils import (
     check_positive_integer,
     check_scalar_param,
     resolve_device,
+    resolve_n_jobs,
     thread_map,
 )
 from ._images import image_side
@@ -32,7 +34,9 @@ from ._images import image_side
 #: Width of the Gaussian interpolation kernel, in pixels (participation ratio 4, Appendix C).
 GAUSSIAN_SIGMA = 0.4715
 _GAUSSIAN_RADIUS = 3  # 7 x 7 taps; every pixel left out is >= 3.5 px away (weight < 1e-11)
-_CPU_CHUNK = 2**16  # pixels per chunk when deforming on the CPU
+_CPU_CHUNK = 2**17  # pixels per chunk on the CPU: its temporaries stay in (L2-L3) cache
+_CHUNKS_PER_TASK = 4  # chunks a worker runs per hand-off: little pool overhead, many tasks
+_NUMPY_DTYPES = {torch.float16: np.float16, torch.float32: np.float32, torch.float64: np.float64}
 _INTERPS = ("bilinear", "gaussian")
 _FORMULAS = ("exact", "asymptotic")
 
@@ -50,6 +54,15 @@ def _check_c(c, n=None, name="c"):
             "the pixel grid."
         )
     return int(c)
+
+
+def _check_n_jobs(n_jobs):
+    if n_jobs is not None and (not isinstance(n_jobs, numbers.Integral)
+                               or isinstance(n_jobs, (bool, np.bool_))):
+        raise TypeError(f"n_jobs must be None or an integer (-1: every core); got {n_jobs!r}.")
+    if n_jobs == 0:
+        raise ValueError("n_jobs must be None or a nonzero integer (-1: every core); got 0.")
+    return resolve_n_jobs(n_jobs)
 
 
 def _check_T(T, name="T"):
@@ -98,28 +111,71 @@ def _coefficients(z, T, c, *, device="cpu", dtype=torch.float64):
 
     ``T`` and ``c`` are scalars or per-field arrays of length ``B`` (``m >= max c``).
     """
-    z = torch.as_tensor(z, dtype=dtype, device=device)
+    z = np.asarray(z, dtype=float)
     m = z.shape[-1]
     if np.ndim(c) == 0:
-        a = torch.tensor(_amplitudes(int(c), m), dtype=dtype, device=device)
+        a = _amplitudes(int(c), m)
     else:
-        a = torch.as_tensor(np.stack([_amplitudes(int(ci), m) for ci in c]), dtype=dtype,
-                            device=device)[:, None]
-    scale = torch.as_tensor(np.sqrt(T), dtype=dtype, device=device)
-    if scale.ndim:
+        a = np.stack([_amplitudes(int(ci), m) for ci in c])[:, None]
+    scale = np.sqrt(T)
+    if np.ndim(scale):
         scale = scale[:, None, None, None]
-    return scale * z * a
+    # in NumPy, on one thread: two torch threads on so small a product wait for each other
+    # longer than it takes (milliseconds on a busy machine)
+    return torch.as_tensor(scale * z * a, dtype=dtype, device=device)
 
 
-def _fields_from_coefficients(coeffs, n):
+def _empty(shape, dtype, device):
+    """An uninitialised tensor; on the CPU, NumPy's buffer.
+
+    NumPy advises the kernel to back large arrays with huge pages: faulting in a fresh
+    164 MB of 4 KiB pages takes longer than computing the fields that fill them.
+    """
+    if device.type != "cpu" or dtype not in _NUMPY_DTYPES:
+        return torch.empty(shape, dtype=dtype, device=device)
+    return torch.from_numpy(np.empty(shape, dtype=_NUMPY_DTYPES[dtype]))
+
+
+def _map_chunks(fn, N, step, n_jobs):
+    """``fn(rows)`` for consecutive slices of ``step`` rows out of ``N``, on ``n_jobs`` threads.
+
+    The slices are the same whatever ``n_jobs``; each worker runs a few in a row on one
+    torch thread (small ops on cache-sized tensors), and takes the next few when free.
+    """
+    task = step * _CHUNKS_PER_TASK
+
+    def run(start):
+        for i in range(start, min(start + task, N), step):
+            fn(slice(i, min(i + step, N)))
+
+    # blas_threads=None: torch's own kernels are held by its thread setting, and limiting
+    # the BLAS of NumPy and SciPy costs milliseconds per call
+    thread_map(run, range(0, N, task), n_jobs, blas_threads=None)
+
+
+def _fields_from_coefficients(coeffs, n, n_jobs=1):
     """Pixel displacement fields ``(B, 2, n, n)`` from coefficients ``(B, 2, m, m)``."""
     S, _ = _sine_tables(n, coeffs.shape[-1], coeffs.device, coeffs.dtype)
-    B = len(coeffs)
-    out = torch.empty(B, 2, n, n, dtype=coeffs.dtype, device=coeffs.device)
-    step = max(1, _CPU_CHUNK // (2 * n * n)) if coeffs.device.type == "cpu" else B
-    thread_map(lambda i: torch.matmul(S @ coeffs[i:i + step], S.T, out=out[i:i + step]),
-               range(0, B, step), n_jobs=1)
-    return out.mul_(n)
+    St = S.T.contiguous()  # St[j, q] = sin(j pi q / (n - 1))
+    nS = (n * St)[:, :, None]  # nS[i, p] = n sin(i pi p / (n - 1)): pixels, no extra pass
+    B, m = len(coeffs), coeffs.shape[-1]
+    out = _empty((B, 2, n, n), coeffs.dtype, coeffs.device)
+
+    def chunk(rows):
+        # tau = n S C S^T as elementwise sums in a fixed order, not a GEMM: BLAS rounds a
+        # row differently by the shape of the matrix it sits in, and a field must not
+        # depend on the chunk (or batch) it is computed in
+        C, o = coeffs[rows], out[rows]
+        Y = C[..., :1] * St[0]  # Y[b, k, i, q] = sum_j C[b, k, i, j] S[q, j]
+        for j in range(1, m):
+            Y.addcmul_(C[..., j:j + 1], St[j])
+        torch.mul(nS[0], Y[:, :, None, 0], out=o)  # o[b, k, p, q] = sum_i nS[i, p] Y[b, k, i, q]
+        for i in range(1, m):
+            o.addcmul_(nS[i], Y[:, :, None, i])
+
+    step = max(1, _CPU_CHUNK // (n * n)) if coeffs.device.type == "cpu" else max(B, 1)
+    _map_chunks(chunk, B, step, n_jobs)
+    return out
 
 
 def _max_xi_from_coefficients(coeffs, n):
@@ -137,14 +193,15 @@ def _max_xi_from_coefficients(coeffs, n):
 
     # cache-sized chunks of small ops on one torch thread (as _fields_from_coefficients)
     B = len(coeffs)
-    step = max(1, _CPU_CHUNK // (2 * n * n)) if coeffs.device.type == "cpu" else max(B, 1)
+    # six temporaries per field: chunks of half the size
+    step = max(1, _CPU_CHUNK // (4 * n * n)) if coeffs.device.type == "cpu" else max(B, 1)
     return torch.cat(thread_map(lambda i: chunk(coeffs[i:i + step]), range(0, B, step),
                                 n_jobs=1)) if B else chunk(coeffs)
 
 
 # --------------------------------------------------------------------------- public API
 def sample_displacement_fields(n, T, c, size=1, *, random_state=None, device="cpu",
-                               dtype=torch.float64):
+                               dtype=torch.float64, n_jobs=None):
     """Draw displacement fields from the maximum-entropy ensemble at temperature ``T``.
 
     Each component is ``sum_{M_c} C_ij sin(i pi v) sin(j pi u)`` with independent
@@ -166,6 +223,9 @@ def sample_displacement_fields(n, T, c, size=1, *, random_state=None, device="cp
     device : str or torch.device, default="cpu"
         Resolved by :func:`geolearn._utils.resolve_device` (``"auto"``: CUDA when available).
     dtype : torch.dtype, default=torch.float64
+    n_jobs : int or None, default=None
+        Threads over chunks of fields on the CPU (``None``: 1 unless in a joblib
+        ``parallel_config(n_jobs=...)``; ``-1``: every core). The fields do not depend on it.
 
     Returns
     -------
@@ -185,15 +245,16 @@ def sample_displacement_fields(n, T, c, size=1, *, random_state=None, device="cp
     if np.ndim(T):
         raise ValueError(f"T must be a scalar; got an array of shape {np.shape(T)}.")
     size = check_positive_integer(size, "size")
+    n_jobs = _check_n_jobs(n_jobs)
     check_memory(size * 2 * n * n * torch.empty((), dtype=dtype).element_size(),
                  f"sample_displacement_fields(size={size}) of {n} x {n} images",
                  "draw the fields in chunks of fewer (size=...)")
     z = check_random_state(random_state).standard_normal((int(size), 2, c, c))
     coeffs = _coefficients(z, T, c, device=resolve_device(device), dtype=dtype)
-    return _fields_from_coefficients(coeffs, n)
+    return _fields_from_coefficients(coeffs, n, n_jobs)
 
 
-def deform(X, fields, *, interp="bilinear"):
+def deform(X, fields, *, interp="bilinear", n_jobs=None):
     """Deform images by pixel displacement fields: ``[tau x](s) = x(s - tau(s))``.
 
     Sampling positions are clamped to the image (border padding). The bilinear
@@ -207,6 +268,9 @@ def deform(X, fields, *, interp="bilinear"):
     fields : ndarray or Tensor of shape (N, 2, n, n)
         One field per image, in pixels (as from :func:`sample_displacement_fields`).
     interp : {"bilinear", "gaussian"}, default="bilinear"
+    n_jobs : int or None, default=None
+        Threads over chunks of images on the CPU (``None``: 1 unless in a joblib
+        ``parallel_config(n_jobs=...)``; ``-1``: every core). The result does not depend on it.
 
     Returns
     -------
@@ -226,6 +290,7 @@ def deform(X, fields, *, interp="bilinear"):
     True
     """
     check_choice(interp, "interp", _INTERPS)
+    n_jobs = _check_n_jobs(n_jobs)
     is_tensor = isinstance(X, torch.Tensor)
     Xt = X if is_tensor else torch.as_tensor(np.asarray(X))
     if not Xt.is_floating_point():
@@ -240,53 +305,70 @@ def deform(X, fields, *, interp="bilinear"):
             f"fields must have shape (N, 2, n, n) = {expected} to match X; got "
             f"{tuple(fields.shape)}."
         )
-    # one pass without a temporary (a sum of finite values is finite unless it overflows,
-    # then the exact check): a mask of every entry costs more than the deformation
-    if not (torch.isfinite(fields.sum()) or torch.isfinite(fields).all()):
-        raise ValueError("fields contain NaN or infinity: a displacement must be finite.")
-    out = _remap(Xt if Xt.ndim == 4 else Xt[:, None], fields, interp)
+    out = _remap(Xt if Xt.ndim == 4 else Xt[:, None], fields, interp, n_jobs)
     out = out.reshape(Xt.shape)
     return out if is_tensor else out.numpy()
 
 
-def _remap(X, fields, interp):
+def _remap(X, fields, interp, n_jobs=1):
     """Deform ``(N, C, n, n)`` images; positions in float64, values in ``X``'s dtype."""
     N, C, n, _ = X.shape
     # On the CPU the work is memory-bound: chunks whose temporaries stay in cache are
     # several times faster than whole-array passes.
-    step = max(1, _CPU_CHUNK // (C * n * n)) if X.device.type == "cpu" else N
-    if N <= step:
-        return _remap_chunk(X, fields, interp)
-    out = torch.empty_like(X)
-
-    def chunk(i):  # small ops on cache-sized tensors: one torch thread (thread_map)
-        out[i:i + step] = _remap_chunk(X[i:i + step], fields[i:i + step], interp)
-
-    thread_map(chunk, range(0, N, step), n_jobs=1)
+    step = max(1, _CPU_CHUNK // (C * n * n)) if X.device.type == "cpu" else max(N, 1)
+    if torch.is_grad_enabled() and (X.requires_grad or fields.requires_grad):
+        # differentiable: chunks in order into one graph, without out= (which autograd refuses)
+        parts = []
+        _map_chunks(lambda rows: parts.append(_remap_chunk(X[rows], fields[rows], interp)), N,
+                    step, 1)
+        return torch.cat(parts) if parts else X.clone()
+    out = _empty(X.shape, X.dtype, X.device)
+    _map_chunks(lambda rows: _remap_chunk(X[rows], fields[rows], interp, out[rows]), N, step,
+                n_jobs)
     return out
 
 
-def _remap_chunk(X, fields, interp):
+@functools.lru_cache(maxsize=64)
+def _pixel_grid(n, device):
+    """``(2, n, n)`` float64: the column and the row of each pixel."""
+    grid = torch.arange(n, dtype=torch.float64, device=device)
+    return torch.stack((grid.expand(n, n), grid[:, None].expand(n, n)))
+
+
+def _positions(fields):
+    """Sampling positions ``s - tau(s)`` (column, row) clamped to the image, float64."""
+    n = fields.shape[-1]
+    pos = _pixel_grid(n, fields.device) - fields
+    # checked here, on a chunk in cache, rather than in a pass over every field; a sum of
+    # finite values is finite unless it overflows, then the exact check
+    if not (torch.isfinite(pos.sum()) or torch.isfinite(pos).all()):
+        raise ValueError("fields contain NaN or infinity: a displacement must be finite.")
+    return pos.clamp_(0, n - 1)
+
+
+def _remap_chunk(X, fields, interp, out=None):
+    """Deform the images of a chunk, into ``out`` when given."""
     N, C, n, _ = X.shape
-    grid = torch.arange(n, dtype=torch.float64, device=X.device)
-    ys = (grid[:, None] - fields[:, 1]).clamp_(0, n - 1)
-    xs = (grid[None, :] - fields[:, 0]).clamp_(0, n - 1)
+    pos = _positions(fields)
     if interp == "bilinear":
-        y0, x0 = ys.floor(), xs.floor()
-        wy, wx = (ys - y0).to(X.dtype)[:, None], (xs - x0).to(X.dtype)[:, None]
-        # one replicated row and column: the right/lower neighbours never leave the array
+        p0 = pos.to(torch.int32)  # truncation is the floor: positions are >= 0
+        w = pos.frac_().to(X.dtype)[:, :, None]
+        wx, wy = w[:, 0], w[:, 1]
+        # one replicated row and column: the right and lower neighbours stay in the array
+        # (at position n - 1 the weight is 0 and the result that pixel, exactly)
         m = n + 1
-        flat = torch.nn.functional.pad(X, (0, 1, 0, 1), mode="replicate").reshape(N, C, m * m)
-        base = (y0 * m + x0).long().reshape(N, 1, n * n).expand(N, C, n * n)
-        v00, v01, v10, v11 = (flat.gather(2, base + off).reshape(N, C, n, n)
+        flat = torch.nn.functional.pad(X, (0, 1, 0, 1), mode="replicate").reshape(-1)
+        itype = torch.int32 if flat.numel() < 2**31 else torch.int64
+        idx = torch.add(p0[:, 0], p0[:, 1], alpha=m)[:, None] + torch.arange(
+            0, N * C * m * m, m * m, dtype=itype, device=X.device).view(N, C, 1, 1)
+        v00, v01, v10, v11 = (flat[off:].index_select(0, idx.reshape(-1)).view(N, C, n, n)
                               for off in (0, 1, m, m + 1))
-        # x + w (x' - x) is exactly x when w = 0, so a zero field returns X unchanged
-        top = v00 + wx * (v01 - v00)
-        bottom = v10 + wx * (v11 - v10)
-        return top + wy * (bottom - top)
+        # lerp returns the start exactly at weight 0: a zero field returns X unchanged
+        return torch.lerp(torch.lerp(v00, v01, wx), torch.lerp(v10, v11, wx), wy, out=out)
 
     # Gaussian: the kernel and the in-image mask factorise over rows and columns,
     # so the normalised 2-D weights are products of normalised 1-D weights.
+    xs, ys = pos[:, 0], pos[:, 1]
     r = _GAUSSIAN_RADIUS
     k = torch.arange(-r, r + 1, device=X.device)
     # exp(-(t - k)^2 / 2s^2) = exp(-t^2 / 2s^2) exp(-k^2 / 2s^2) g^k with g = exp(t / s^2):
@@ -314,7 +396,7 @@ def _remap_chunk(X, fields, interp):
     m = n + 2 * r
     flat = torch.nn.functional.pad(X, (r, r, r, r)).reshape(N, C, m * m)
     base = (cy * m + cx).reshape(N, 1, n * n).expand(N, C, n * n)
-    out = torch.zeros_like(X)
+    out = torch.zeros_like(X) if out is None else out.zero_()
     row = torch.empty_like(X)
     for a in range(2 * r + 1):
         row.zero_()

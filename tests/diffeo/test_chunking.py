@@ -1,0 +1,122 @@
+"""Chunks and threads of the sampler and of ``deform``: a row's result depends only on that row.
+
+The fields and the deformation run over cache-sized chunks of rows, on ``n_jobs`` threads.
+Regressions guarded here: fields computed by a GEMM per chunk rounded a row differently by
+the size and the offset of its chunk (BLAS kernels differ by matrix shape), so the same
+field drawn in a batch of 5 or of 100 differed in its last bits. The Gaussian kernel is checked
+against ``n_jobs`` (same chunks) only: its ``exp`` rounds differently in torch's vectorised loop
+and in its scalar tail, so a pixel's last bit can follow the chunk size when ``n * n`` is not a
+multiple of the vector width.
+"""
+
+from unittest import mock
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from geolearn._utils import resolve_n_jobs
+from geolearn.diffeo import _sampler, deform, sample_displacement_fields
+
+
+def _chunk_pixels(pixels):
+    """Run a block with chunks of ``pixels`` pixels (small: many chunks on a small input)."""
+    return mock.patch.object(_sampler, "_CPU_CHUNK", pixels)
+
+
+def _images(N, C, n, dtype, seed=0):
+    return np.random.default_rng(seed).random((N, C, n, n)).astype(dtype)
+
+
+@settings(max_examples=25, deadline=None)
+@given(size=st.integers(1, 40), chunk=st.sampled_from([1, 2**7, 2**9, 2**11]),
+       n_jobs=st.sampled_from([None, 1, 2, -1]), n=st.integers(5, 13))
+def test_fields_do_not_depend_on_chunks_threads_or_batch(size, chunk, n_jobs, n):
+    c = min(3, n - 2)
+    with _chunk_pixels(2**20):  # one chunk: the reference
+        ref = sample_displacement_fields(n, 0.01, c, size=40, random_state=7)
+    with _chunk_pixels(chunk):
+        d = sample_displacement_fields(n, 0.01, c, size=size, random_state=7, n_jobs=n_jobs)
+    # the first draws of a larger batch are the same normals: the same fields, to the bit
+    assert torch.equal(d, ref[:size])
+
+
+@settings(max_examples=25, deadline=None)
+@given(rows=st.lists(st.integers(0, 29), min_size=1, max_size=30),
+       chunk=st.sampled_from([1, 2**8, 2**10]), n_jobs=st.sampled_from([None, 2, -1]),
+       dtype=st.sampled_from([np.float32, np.float64]), C=st.integers(1, 3),
+       n=st.integers(5, 13))
+def test_bilinear_rows_do_not_depend_on_chunks_threads_or_batch(rows, chunk, n_jobs, dtype, C,
+                                                                n):
+    X = _images(30, C, n, dtype)
+    d = sample_displacement_fields(n, 0.05, 3, size=30, random_state=0)
+    with _chunk_pixels(2**20):
+        ref = deform(X, d)
+    with _chunk_pixels(chunk):
+        out = deform(X[rows], d[rows], n_jobs=n_jobs)
+    assert out.dtype == dtype
+    assert np.array_equal(out, ref[rows])
+
+
+@pytest.mark.parametrize("interp", ["bilinear", "gaussian"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_n_jobs_gives_the_same_bits_on_many_chunks(interp, dtype):
+    X = _images(700, 1, 16, dtype)
+    d = sample_displacement_fields(16, 0.01, 3, size=700, random_state=0)
+    with _chunk_pixels(2**10):  # 4 images a chunk: 175 chunks, 44 tasks
+        assert torch.equal(d, sample_displacement_fields(16, 0.01, 3, size=700, random_state=0,
+                                                         n_jobs=2))
+        one = deform(X, d, interp=interp, n_jobs=1)
+        assert np.array_equal(one, deform(X, d, interp=interp, n_jobs=2))
+    assert np.array_equal(one, deform(X, d, interp=interp))  # default chunks
+
+
+def test_n_jobs_reaches_the_pool(monkeypatch):
+    seen = []
+    original = _sampler.thread_map
+
+    def recording(fn, items, n_jobs=None, **kwargs):
+        seen.append(n_jobs)
+        return original(fn, items, n_jobs, **kwargs)
+
+    monkeypatch.setattr(_sampler, "thread_map", recording)
+    d = sample_displacement_fields(8, 0.01, 3, size=4, random_state=0, n_jobs=-1)
+    deform(np.zeros((4, 8, 8)), d, n_jobs=3)
+    deform(np.zeros((4, 8, 8)), d)
+    assert seen == [resolve_n_jobs(-1), 3, 1]  # None: 1 outside a parallel_config
+
+
+@pytest.mark.parametrize("n_jobs, error", [(0, ValueError), (1.5, TypeError), ("2", TypeError),
+                                           (True, TypeError), (np.float64(2.0), TypeError)])
+def test_bad_n_jobs_raise(n_jobs, error):
+    with pytest.raises(error, match="n_jobs must be None or"):
+        sample_displacement_fields(8, 0.01, 3, size=2, n_jobs=n_jobs)
+    with pytest.raises(error, match="n_jobs must be None or"):
+        deform(np.zeros((2, 8, 8)), np.zeros((2, 2, 8, 8)), n_jobs=n_jobs)
+
+
+def test_non_finite_fields_raise_whatever_the_chunk():
+    X = np.zeros((300, 8, 8))
+    for bad in (np.nan, np.inf, -np.inf):
+        d = np.zeros((300, 2, 8, 8))
+        d[257, 1, 3, 4] = bad  # in a late chunk, on a worker thread
+        for n_jobs in (1, 2):
+            with _chunk_pixels(2**8), pytest.raises(ValueError, match="NaN or infinity"):
+                deform(X, d, n_jobs=n_jobs)
+
+
+@pytest.mark.parametrize("interp", ["bilinear", "gaussian"])
+def test_deform_stays_differentiable(interp):
+    # the threaded path writes into its output (out=), which autograd refuses: inputs that
+    # require grad take the chunks in order, with the same values
+    X = torch.rand(2, 1, 6, 6, dtype=torch.float64, requires_grad=True)
+    d = sample_displacement_fields(6, 0.01, 3, size=2, random_state=0) + 0.3  # off the grid
+    d.requires_grad_(interp == "bilinear")  # the Gaussian taps reuse a buffer: X only
+    with _chunk_pixels(36):  # one image a chunk
+        assert torch.autograd.gradcheck(lambda X, d: deform(X, d, interp=interp, n_jobs=2),
+                                        (X, d))
+        out = deform(X, d, interp=interp)
+        assert out.requires_grad
+        assert torch.equal(out.detach(), deform(X.detach(), d.detach(), interp=interp, n_jobs=2))
