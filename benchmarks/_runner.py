@@ -32,6 +32,27 @@ def compare(name, ours, peer, *, repeat=5, warmup=1):
     return t_ours, t_peer, ratio
 
 
+def _proc_status(key):
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith(key))
+
+
+def reset_peak_memory():
+    """Restart this process's peak resident memory (Linux's ``VmHWM``) from its current size.
+
+    Returns the current resident size in bytes, so that ``peak_memory() - before`` is
+    what the block run in between added at its peak.
+    """
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    return _proc_status("VmRSS:")
+
+
+def peak_memory():
+    """Peak resident memory of this process (``VmHWM``) in bytes since the last reset."""
+    return _proc_status("VmHWM:")
+
+
 def header(title):
     """Print a benchmark's title with the machine it runs on."""
     import os

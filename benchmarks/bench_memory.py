@@ -18,6 +18,7 @@ from benchmarks._runner import contended, header
 _CASE = """
 import sys, time, warnings
 import numpy as np, torch
+from benchmarks._runner import peak_memory, reset_peak_memory
 from geolearn.riemannian import RiemannianFeatureGeometry
 warnings.simplefilter("ignore")
 torch.manual_seed(0)
@@ -33,15 +34,9 @@ else:  # 3x16x16 images, a conv layer of 8 x 16 x 16 features
 geo = RiemannianFeatureGeometry(net, layer=layer, max_memory=max_memory).fit(X[:2])
 geo.transform(X[:2])
 
-def status(key):
-    with open("/proc/self/status") as f:
-        return next(int(line.split()[1]) * 1024 for line in f if line.startswith(key))
-
-with open("/proc/self/clear_refs", "w") as f:
-    f.write("5")  # the peak (VmHWM) restarts from the current resident size
-before, start = status("VmRSS:"), time.perf_counter()
+before, start = reset_peak_memory(), time.perf_counter()
 geo.transform(X)
-print(status("VmHWM:") - before, time.perf_counter() - start)
+print(peak_memory() - before, time.perf_counter() - start)
 """
 
 CASES = [("mlp", 300, 4e6, "MLP 64-256 hidden layer, 300 points, max_memory 3.8 MiB"),

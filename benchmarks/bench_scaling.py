@@ -34,6 +34,7 @@ from benchmarks._runner import contended, header
 _CASE = """
 import sys, time, warnings
 import numpy as np
+from benchmarks._runner import peak_memory, reset_peak_memory
 warnings.simplefilter("ignore")
 task, mode, n, chunk = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 
@@ -91,14 +92,7 @@ if mode == "cluster":
     client = Client(cluster)
 
 
-def status(key):
-    with open("/proc/self/status") as f:
-        return next(int(line.split()[1]) * 1024 for line in f if line.startswith(key))
-
-
-with open("/proc/self/clear_refs", "w") as f:
-    f.write("5")   # the peak (VmHWM) restarts from the current resident size
-before, start = status("VmRSS:"), time.perf_counter()
+before, start = reset_peak_memory(), time.perf_counter()
 if task == "cidm" and mode == "memory":
     value = model.transform(in_memory(points, n, chunk)).sum(axis=0)
 elif task == "cidm":
@@ -111,7 +105,7 @@ else:
              for b, s in zip(Xd.to_delayed().ravel(), range(0, n, chunk))]
     value = np.array([dask.delayed(model.stability_from_stats)(stats).compute().R])
 seconds = time.perf_counter() - start
-print(status("VmHWM:") - before, seconds, *value.tolist())
+print(peak_memory() - before, seconds, *value.tolist())
 """
 
 
