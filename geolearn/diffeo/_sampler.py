@@ -387,7 +387,12 @@ def _remap_chunk(X, fields, interp, out=None):
             down.append(down[-1] / g)
         centre = centre.long()
         w = torch.stack(down[:0:-1] + up) * scale * inside[:, centre]
-        return (w / w.sum(0)).unsqueeze(2), centre  # (taps, N, 1, n, n)
+        # the normaliser as elementwise adds in tap order: torch's sum over dim 0 rounds
+        # the last elements of a chunk differently, and a pixel must not depend on its chunk
+        total = w[0].clone()
+        for tap in w[1:]:
+            total += tap
+        return (w / total).unsqueeze(2), centre  # (taps, N, 1, n, n)
 
     wy, cy = weights(ys)
     wx, cx = weights(xs)

@@ -3,10 +3,10 @@
 The fields and the deformation run over cache-sized chunks of rows, on ``n_jobs`` threads.
 Regressions guarded here: fields computed by a GEMM per chunk rounded a row differently by
 the size and the offset of its chunk (BLAS kernels differ by matrix shape), so the same
-field drawn in a batch of 5 or of 100 differed in its last bits. The Gaussian kernel is checked
-against ``n_jobs`` (same chunks) only: its ``exp`` rounds differently in torch's vectorised loop
-and in its scalar tail, so a pixel's last bit can follow the chunk size when ``n * n`` is not a
-multiple of the vector width.
+field drawn in a batch of 5 or of 100 differed in its last bits; and the Gaussian kernel's
+normaliser, a torch sum over its taps, rounded the last pixels of a chunk differently (its
+vectorised loop and its scalar tail add in different orders), so in float32 with ``n * n`` odd
+the last image of a chunk differed from the same image alone.
 """
 
 from unittest import mock
@@ -43,21 +43,30 @@ def test_fields_do_not_depend_on_chunks_threads_or_batch(size, chunk, n_jobs, n)
     assert torch.equal(d, ref[:size])
 
 
+@pytest.mark.parametrize("interp", ["bilinear", "gaussian"])
 @settings(max_examples=25, deadline=None)
 @given(rows=st.lists(st.integers(0, 29), min_size=1, max_size=30),
        chunk=st.sampled_from([1, 2**8, 2**10]), n_jobs=st.sampled_from([None, 2, -1]),
        dtype=st.sampled_from([np.float32, np.float64]), C=st.integers(1, 3),
        n=st.integers(5, 13))
-def test_bilinear_rows_do_not_depend_on_chunks_threads_or_batch(rows, chunk, n_jobs, dtype, C,
-                                                                n):
+def test_rows_do_not_depend_on_chunks_threads_or_batch(interp, rows, chunk, n_jobs, dtype, C, n):
     X = _images(30, C, n, dtype)
     d = sample_displacement_fields(n, 0.05, 3, size=30, random_state=0)
     with _chunk_pixels(2**20):
-        ref = deform(X, d)
+        ref = deform(X, d, interp=interp)
     with _chunk_pixels(chunk):
-        out = deform(X[rows], d[rows], n_jobs=n_jobs)
+        out = deform(X[rows], d[rows], interp=interp, n_jobs=n_jobs)
     assert out.dtype == dtype
     assert np.array_equal(out, ref[rows])
+
+
+def test_gaussian_last_image_of_a_chunk_equals_the_image_alone():
+    # the defect's case: float32, 3 channels, n = 17 (n * n odd), chunks of 151 images
+    X = _images(300, 3, 17, np.float32)
+    d = sample_displacement_fields(17, 0.01, 3, size=300, random_state=0)
+    batch = deform(X, d, interp="gaussian")
+    for i in (150, 299):  # the last image of each chunk
+        assert np.array_equal(deform(X[i:i + 1], d[i:i + 1], interp="gaussian"), batch[i:i + 1])
 
 
 @pytest.mark.parametrize("interp", ["bilinear", "gaussian"])
