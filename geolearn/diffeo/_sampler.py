@@ -153,28 +153,34 @@ def _map_chunks(fn, N, step, n_jobs):
     thread_map(run, range(0, N, task), n_jobs, blas_threads=None)
 
 
+def _sandwich(C, L, R, out=None):
+    """``L @ C @ R.T`` for each matrix of a batch ``C`` (..., a, b); ``L`` (p, a), ``R`` (q, b).
+
+    Elementwise sums in a fixed order, not GEMMs: BLAS rounds a matrix differently by
+    the shape of the batch it sits in, and a field (or its Xi) must not depend on the
+    chunk or the batch it is computed in.
+    """
+    Rt, Lt = R.T.contiguous(), L.T.contiguous()[:, :, None]  # Rt[j]: (q,); Lt[i]: (p, 1)
+    Y = C[..., :1] * Rt[0]  # Y[..., i, q] = sum_j C[..., i, j] R[q, j]
+    for j in range(1, C.shape[-1]):
+        Y.addcmul_(C[..., j:j + 1], Rt[j])
+    out = torch.mul(Lt[0], Y[..., None, 0, :], out=out)  # out[..., p, q] = sum_i L[p, i] Y[i, q]
+    for i in range(1, C.shape[-2]):
+        out.addcmul_(Lt[i], Y[..., None, i, :])
+    return out
+
+
 def _fields_from_coefficients(coeffs, n, n_jobs=1):
     """Pixel displacement fields ``(B, 2, n, n)`` from coefficients ``(B, 2, m, m)``."""
     S, _ = _sine_tables(n, coeffs.shape[-1], coeffs.device, coeffs.dtype)
-    St = S.T.contiguous()  # St[j, q] = sin(j pi q / (n - 1))
-    nS = (n * St)[:, :, None]  # nS[i, p] = n sin(i pi p / (n - 1)): pixels, no extra pass
-    B, m = len(coeffs), coeffs.shape[-1]
-    out = _empty((B, 2, n, n), coeffs.dtype, coeffs.device)
+    nS = n * S  # tau = n S C S^T: pixels, no extra pass
+    out = _empty((len(coeffs), 2, n, n), coeffs.dtype, coeffs.device)
 
     def chunk(rows):
-        # tau = n S C S^T as elementwise sums in a fixed order, not a GEMM: BLAS rounds a
-        # row differently by the shape of the matrix it sits in, and a field must not
-        # depend on the chunk (or batch) it is computed in
-        C, o = coeffs[rows], out[rows]
-        Y = C[..., :1] * St[0]  # Y[b, k, i, q] = sum_j C[b, k, i, j] S[q, j]
-        for j in range(1, m):
-            Y.addcmul_(C[..., j:j + 1], St[j])
-        torch.mul(nS[0], Y[:, :, None, 0], out=o)  # o[b, k, p, q] = sum_i nS[i, p] Y[b, k, i, q]
-        for i in range(1, m):
-            o.addcmul_(nS[i], Y[:, :, None, i])
+        _sandwich(coeffs[rows], nS, S, out=out[rows])
 
-    step = max(1, _CPU_CHUNK // (n * n)) if coeffs.device.type == "cpu" else max(B, 1)
-    _map_chunks(chunk, B, step, n_jobs)
+    step = max(1, _CPU_CHUNK // (n * n)) if coeffs.device.type == "cpu" else max(len(coeffs), 1)
+    _map_chunks(chunk, len(coeffs), step, n_jobs)
     return out
 
 
@@ -184,8 +190,8 @@ def _max_xi_from_coefficients(coeffs, n):
     scale = n / (n - 1)
 
     def chunk(c):
-        d_du = scale * (S @ c @ dS.T)  # derivative along columns (u)
-        d_dv = scale * (dS @ c @ S.T)  # derivative along rows (v)
+        d_du = scale * _sandwich(c, S, dS)  # derivative along columns (u)
+        d_dv = scale * _sandwich(c, dS, S)  # derivative along rows (v)
         j11, j12 = d_du[:, 0], d_dv[:, 0]  # d tau_u / du, d tau_u / dv
         j21, j22 = d_du[:, 1], d_dv[:, 1]
         xi = 0.5 * (j11 + j22 + torch.sqrt((j11 - j22) ** 2 + (j12 + j21) ** 2))
@@ -445,7 +451,13 @@ def max_xi(fields):
     n = _check_n(fields.shape[-1], name="the field side")
     S, _ = _sine_tables(n, n - 2, fields.device, fields.dtype)
     # DST-I orthogonality: sum_p S[p, i] S[p, j] = (n - 1) / 2 delta_ij
-    coeffs = (2 / (n - 1)) ** 2 * (S.T @ fields @ S) / n
+    coeffs = torch.empty((len(fields), 2, n - 2, n - 2), dtype=fields.dtype, device=fields.device)
+
+    def chunk(rows):
+        torch.mul(_sandwich(fields[rows], S.T, S.T), (2 / (n - 1)) ** 2 / n, out=coeffs[rows])
+
+    step = max(1, _CPU_CHUNK // (n * n)) if fields.device.type == "cpu" else max(len(fields), 1)
+    _map_chunks(chunk, len(fields), step, 1)
     return _max_xi_from_coefficients(coeffs, n).cpu().numpy()
 
 

@@ -6,7 +6,8 @@ the size and the offset of its chunk (BLAS kernels differ by matrix shape), so t
 field drawn in a batch of 5 or of 100 differed in its last bits; and the Gaussian kernel's
 normaliser, a torch sum over its taps, rounded the last pixels of a chunk differently (its
 vectorised loop and its scalar tail add in different orders), so in float32 with ``n * n`` odd
-the last image of a chunk differed from the same image alone.
+the last image of a chunk differed from the same image alone. ``max_xi`` and the Xi check
+of the samplers (batched GEMMs) had the first defect too.
 """
 
 from unittest import mock
@@ -18,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from geolearn._utils import resolve_n_jobs
-from geolearn.diffeo import _sampler, deform, sample_displacement_fields
+from geolearn.diffeo import _sampler, deform, max_xi, sample_displacement_fields
 
 
 def _chunk_pixels(pixels):
@@ -129,3 +130,19 @@ def test_deform_stays_differentiable(interp):
         out = deform(X, d, interp=interp)
         assert out.requires_grad
         assert torch.equal(out.detach(), deform(X.detach(), d.detach(), interp=interp, n_jobs=2))
+
+
+@settings(max_examples=25, deadline=None)
+@given(rows=st.lists(st.integers(0, 59), min_size=1, max_size=60), n=st.integers(5, 20),
+       c=st.integers(1, 3))
+def test_max_xi_rows_do_not_depend_on_the_batch(rows, n, c):
+    d = sample_displacement_fields(n, 0.01, min(c, n - 2), size=60, random_state=0)
+    assert np.array_equal(max_xi(d[rows]), max_xi(d)[rows])
+
+
+def test_max_xi_of_the_defects_case_equals_the_field_alone():
+    # Xi was computed by batched GEMMs, which rounded a field differently by the batch it sat
+    # in: at n = 17, c = 5 some fields differed in their last bit alone and in a batch of 300
+    d = sample_displacement_fields(17, 0.01, 5, size=300, random_state=0)
+    batch = max_xi(d)
+    assert all(max_xi(d[i:i + 1])[0] == batch[i] for i in range(300))
