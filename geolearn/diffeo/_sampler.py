@@ -265,7 +265,9 @@ def deform(X, fields, *, interp="bilinear", n_jobs=None):
 
     Sampling positions are clamped to the image (border padding). The bilinear
     kernel reproduces ``X`` exactly for a zero field; the Gaussian kernel
-    (``sigma = 0.4715`` px, 7 x 7 taps, Appendix C) smooths even then.
+    (``sigma = 0.4715`` px, 7 x 7 taps, Appendix C) smooths even then. Both are
+    differentiable with respect to ``X`` and to ``fields`` (tensors that require
+    grad), e.g. to search for adversarial deformations.
 
     Parameters
     ----------
@@ -408,9 +410,12 @@ def _remap_chunk(X, fields, interp, out=None):
     flat = torch.nn.functional.pad(X, (r, r, r, r)).reshape(N, C, m * m)
     base = (cy * m + cx).reshape(N, 1, n * n).expand(N, C, n * n)
     out = torch.zeros_like(X) if out is None else out.zero_()
-    row = torch.empty_like(X)
+    # one row buffer for every row of taps, unless autograd keeps each row for the gradient
+    # of the row weights (fields that require grad)
+    fresh = torch.is_grad_enabled() and fields.requires_grad
+    row = None
     for a in range(2 * r + 1):
-        row.zero_()
+        row = torch.zeros_like(X) if row is None or fresh else row.zero_()
         for b in range(2 * r + 1):
             row.addcmul_(wx[b], flat[..., a * m + b:].gather(2, base).reshape(N, C, n, n))
         out.addcmul_(wy[a], row)
