@@ -75,10 +75,14 @@ def test_oracle_separates_white_noise(oracle_run):
 
 @pytest.mark.slow
 def test_oracle_inpainting_error_matches_conditional_variance(oracle_run):
-    """Mean single-attempt ID error per pixel within [1.0, 1.8] x 2 tr(Sigma_u|k) / d.
+    """Mean single-attempt ID error per pixel within [1.15, 1.6] x 2 tr(Sigma_u|k) / d.
 
     An independent exact draw from p(x_u | x_k) has expected squared error
-    2 tr(Sigma_u|k); the replacement sampler is approximate (ratio about 1.35).
+    2 tr(Sigma_u|k); the replacement sampler is approximate: 1.36 / 1.29 for the two
+    checkerboards. The spec's gate is [1.0, 1.8]; the band is narrower because a wrong
+    denoiser lands at that gate's edge: the exact noise prediction scaled by 1.2 gives
+    1.05 / 0.99, by 0.8 gives 2.18 / 2.10 (an identity covariance gives 27, a zero
+    predictor 6e5). The conditional mean alone would give 0.5.
     """
     sigma, det, X_id, _ = oracle_run
     d = SIDE * SIDE
@@ -91,4 +95,4 @@ def test_oracle_inpainting_error_matches_conditional_variance(oracle_run):
         np.testing.assert_allclose(rec[:, kept], X_id[:, kept], atol=1e-6)
         err = ((rec - X_id) ** 2).sum(1).mean() / d  # model space = data space here
         ratio = err / (2 * np.trace(cond) / d)
-        assert 1.0 <= ratio <= 1.8, (attempt, ratio)
+        assert 1.15 <= ratio <= 1.6, (attempt, ratio)
