@@ -19,6 +19,7 @@ Run::
     python -m benchmarks.bench_manifold --ambient-dim 256 --n 20000 --n-new 20000
     OMP_NUM_THREADS=1 python -m benchmarks.bench_manifold --transform-only --n 5000 20000 \\
         100000 --n-new 100000 --datafold-python /tmp/datafold-env/bin/python [--contended]
+    OMP_NUM_THREADS=1 python -m benchmarks.bench_manifold --seeds --n 20000 --n-new 50000
 """
 
 import argparse
@@ -30,12 +31,15 @@ import subprocess
 import sys
 import tempfile
 import time
+from unittest import mock
 
 import numpy as np
+from sklearn.datasets import make_swiss_roll
 
 from benchmarks._runner import header, run_main
 from geolearn.datasets import make_torus_points
 from geolearn.manifold import CIDM
+from geolearn.manifold import _neighbors as neighbors
 
 N_EIGENPAIRS = 20
 
@@ -174,8 +178,49 @@ def fit_only(n):
           f"(interpreter and data before the fit: {base / 2**20:.2f} GiB)")
 
 
+def _seed_datasets(n, n_new):
+    rng = np.random.default_rng(0)
+    for noise in (0.0, 0.3, 1.0):
+        X = make_swiss_roll(n + n_new, noise=noise, random_state=0)[0]
+        yield f"Swiss roll, noise {noise}", X[:n], X[n:]
+    for sd in (0.02, 0.1):
+        yield (f"torus in R^4, noise sd {sd}",
+               make_torus_points(n, R=1.0, r=1.0, random_state=0) + sd * rng.normal(size=(n, 4)),
+               make_torus_points(n_new, R=1.0, r=1.0, random_state=1)
+               + sd * rng.normal(size=(n_new, 4)))
+    for dim in (3, 2):
+        X = rng.normal(size=(n + n_new, dim))
+        yield f"Gaussian in R^{dim}", X[:n], X[n:]
+
+
+def seeded_queries(n, n_new):
+    """The exact neighbour query from seed lists against the KD-tree alone, by data set.
+
+    Seeds are forced on (the held-out share below which ``fit`` drops them set to 0) so
+    that both sides are timed on every data set; rows in leaf order for both, one thread.
+    """
+    header("CIDM neighbour query: seeded from the training lists vs the KD-tree, one thread")
+    k = math.ceil(math.log(n) ** 2)
+    for name, X, Q in _seed_datasets(n, n_new):
+        with mock.patch.object(neighbors, "_SEED_MIN_SHARE", 0.0):
+            nn = neighbors.ExactNeighbors()
+            nn.fit_kneighbors(X, k, n_query=k)
+        share = nn.seed_share_
+        nearest = nn.nearest(Q)
+        order = nn.locality_order(nearest)
+        Q, nearest = Q[order], (nearest[0][order], nearest[1][order])
+        tree = min(_timed(lambda: nn.kneighbors(Q, k, n_jobs=1)) for _ in range(3))
+        seeded = min(_timed(lambda: nn.kneighbors(Q, k, n_jobs=1, nearest=nearest))
+                     for _ in range(3))
+        print(f"{name}: held-out share {share:.2f}, kept by fit "
+              f"{share >= neighbors._SEED_MIN_SHARE}: tree={tree:.3g}s "
+              f"seeded={seeded:.3g}s ({tree / seeded:.2f}x)", flush=True)
+
+
 def main(args):
-    if args.fit_only:
+    if args.seeds:
+        seeded_queries(args.n[0], args.n_new)
+    elif args.fit_only:
         fit_only(args.fit_only)
     elif args.peak_memory:
         peak_memory(args.peak_memory)
@@ -205,6 +250,9 @@ if __name__ == "__main__":
     parser.add_argument("--fit-only", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--transform-only", action="store_true",
                         help="only the one-thread transform against datafold's")
+    parser.add_argument("--seeds", action="store_true",
+                        help="only the seeded neighbour query against the KD-tree, on "
+                             "manifolds and blobs (N = the first --n)")
     parser.add_argument("--contended", action="store_true",
                         help="run beside one competing CPU-bound process")
     args = parser.parse_args()

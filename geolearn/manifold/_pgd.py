@@ -15,7 +15,6 @@ from .._utils import check_image_shape, fitted_on_success, to_numpy, to_tensor
 from ..exceptions import GeolearnWarning, NumericalWarning
 from ..models import as_model, fit_or_use
 from ._cidm import CIDM
-from ._neighbors import kneighbors
 from ._sec import SECVectorFields
 
 _CIDM_DEFAULTS = {"n_eigenpairs": 80, "n_components": 19}
@@ -363,7 +362,7 @@ class OnManifoldPGD(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             return _ClassManifold(cidm, self.sec_[c], self.tangent, d, self.n_vector_fields,
                                   self.n_projection_iter), None
         m = min(self.local_patch, cidm.n_samples_fit_)
-        idx = kneighbors(cidm.nn_, x0[None], m)[1][0]
+        idx = cidm.nn_.kneighbors(x0[None], m)[1][0]
         local = CIDM(**self._cidm_kw).fit(cidm.X_fit_[idx])
         sec = (SECVectorFields.from_cidm(local, **self._sec_kw) if self.tangent == "sec"
                else None)

@@ -15,7 +15,6 @@ from geolearn.manifold._neighbors import (
     _QUERY_BLOCK,
     ApproximateNeighbors,
     ExactNeighbors,
-    kneighbors,
 )
 
 
@@ -128,7 +127,7 @@ def test_n_jobs_gives_identical_results(torus, n_neighbors):
 def test_parallel_kneighbors_matches_sequential(dim):
     X = np.random.RandomState(0).standard_normal((2 * _QUERY_BLOCK + 17, dim))
     d1, i1 = NearestNeighbors().fit(X).kneighbors(X, n_neighbors=7)
-    d2, i2 = kneighbors(ExactNeighbors().fit(X), X, 7, n_jobs=2)
+    d2, i2 = ExactNeighbors().fit(X).kneighbors(X, 7, n_jobs=2)
     np.testing.assert_array_equal(i2, i1)
     np.testing.assert_allclose(d2, d1, rtol=0, atol=1e-12)
 
