@@ -85,10 +85,10 @@ class ExactNeighbors:
         Row i left out: its nearest other row t seeds it when i's ``n_query``-th
         distance without i plus d(i, t) stays inside t's list of ``n_seed``.
         """
+        n_jobs = resolve_n_jobs(n_jobs)
         rows = np.unique(np.linspace(0, len(self.X_) - 1, _SEED_SAMPLE).astype(np.intp))
-        dist, idx = self.tree_.query(self.X_[rows], k=n_query + 1, workers=resolve_n_jobs(n_jobs))
-        radius = self.tree_.query(self.X_[idx[:, 1]], k=[n_seed],
-                                  workers=resolve_n_jobs(n_jobs))[0][:, 0]
+        dist, idx = self.tree_.query(self.X_[rows], k=n_query + 1, workers=n_jobs)
+        radius = self.tree_.query(self.X_[idx[:, 1]], k=[n_seed], workers=n_jobs)[0][:, 0]
         return float(np.mean(dist[:, n_query] + dist[:, 1] < radius))
 
     def nearest(self, X, n_jobs=None):
@@ -120,22 +120,15 @@ class ExactNeighbors:
         """
         n_jobs = resolve_n_jobs(n_jobs)
         if nearest is not None and self.seeds_ is not None and n_neighbors < self.seeds_.shape[1]:
-            parts = thread_map(
-                lambda s: self._seeded(X[s:s + _QUERY_BLOCK], n_neighbors,
-                                       nearest[0][s:s + _QUERY_BLOCK],
-                                       nearest[1][s:s + _QUERY_BLOCK]),
-                range(0, len(X), _QUERY_BLOCK), n_jobs)
-            return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+            return _in_blocks(lambda b: self._seeded(X[b], n_neighbors, nearest[0][b],
+                                                     nearest[1][b]), len(X), n_jobs)
         if self.tree_ is not None:
             dist, idx = self.tree_.query(X, k=[*range(1, n_neighbors + 1)], workers=n_jobs)
             return dist, idx.astype(np.intp, copy=False)
         if n_jobs == 1 or len(X) <= _QUERY_BLOCK:
             return self.nn_.kneighbors(X, n_neighbors=n_neighbors)
-        # row blocks in threads (the tree queries release the GIL), one thread each
-        parts = thread_map(
-            lambda s: self.nn_.kneighbors(X[s:s + _QUERY_BLOCK], n_neighbors=n_neighbors),
-            range(0, len(X), _QUERY_BLOCK), n_jobs)
-        return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+        return _in_blocks(lambda b: self.nn_.kneighbors(X[b], n_neighbors=n_neighbors),
+                          len(X), n_jobs)
 
     def _seeded(self, X, k, d_nearest, nearest):
         """The k-NN of rows ``X`` from their nearest fitted rows' seed lists.
@@ -163,6 +156,14 @@ class ExactNeighbors:
         if retry.any():
             dist[retry], idx[retry] = self.tree_.query(X[retry], k=[*range(1, k + 1)])
         return dist, idx
+
+
+def _in_blocks(query, n_rows, n_jobs):
+    """``query(rows)`` over blocks of rows in ``n_jobs`` threads (the queries release the
+    GIL), one thread each; distances and indices concatenated in row order."""
+    parts = thread_map(lambda s: query(slice(s, s + _QUERY_BLOCK)),
+                       range(0, n_rows, _QUERY_BLOCK), n_jobs)
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
 class ApproximateNeighbors:
