@@ -24,7 +24,7 @@ import torch
 from scipy.stats import permutation_test
 
 from benchmarks._runner import compare, contended, header
-from geolearn.generative.graph_divergence import (
+from geolearn.disentanglement import (
     GraphDivergenceLoss,
     knn_graph_statistic,
     knn_permutation_pvalue,
@@ -119,7 +119,7 @@ def main(busy=False):
 def epochs(busy):
     """One DAE-OG epoch on 1,500 scenes of 32 x 32 x 3 against the plain autoencoder's."""
     from geolearn.datasets import make_shapes3d_like
-    from geolearn.generative import DisentangledAttributeAutoencoder
+    from geolearn.disentanglement import DisentangledAttributeAutoencoder
 
     X, _ = make_shapes3d_like(factor_sizes=(1, 5, 5, 4, 3, 5), image_size=32, random_state=0)
 

@@ -27,9 +27,9 @@ import torch
 from benchmarks._runner import compare, contended, header, timeit
 from geolearn._utils import torch_threads
 from geolearn.datasets import make_rotating_shape_images
-from geolearn.generative import MetaManifoldAutoencoder
-from geolearn.generative._modules import Autoencoder
-from geolearn.generative.metrics import knn_spectral_distance, persistence_wasserstein
+from geolearn.meta_learning import MetaManifoldAutoencoder
+from geolearn.meta_learning._modules import Autoencoder
+from geolearn.meta_learning.metrics import knn_spectral_distance, persistence_wasserstein
 
 N_ITER = 300
 

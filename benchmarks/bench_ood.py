@@ -36,7 +36,7 @@ from sklearn.svm import OneClassSVM
 
 from benchmarks._runner import contended, header
 from geolearn.datasets import load_digits_images, load_natural_patches, make_shape_images
-from geolearn.generative import InpaintingOODDetector
+from geolearn.ood import InpaintingOODDetector
 
 
 class AutoencoderDetector:

@@ -20,8 +20,8 @@ import numpy as np
 from sklearn.model_selection import cross_validate
 
 from geolearn.datasets import make_shapes3d_like
-from geolearn.generative import DisentangledAttributeAutoencoder
-from geolearn.generative.metrics import make_disentanglement_scorer
+from geolearn.disentanglement import DisentangledAttributeAutoencoder
+from geolearn.disentanglement.metrics import make_disentanglement_scorer
 from geolearn.plotting import AttributeTraversalDisplay, BlockOrthogonalityDisplay
 
 X, factors = make_shapes3d_like(factor_sizes=(1, 4, 4, 3, 3, 3), image_size=16, random_state=0)

@@ -9,7 +9,7 @@ virtual step on one batch, then the stepped network must also reconstruct a seco
 disjoint batch -- here a whole local neighbourhood (the paper's setting C).
 
 The images show a glyph rotating about the image centre (an annulus of images). One
-neighbourhood of views is held out by :class:`~geolearn.generative.NeighborhoodHoldout`;
+neighbourhood of views is held out by :class:`~geolearn.meta_learning.NeighborhoodHoldout`;
 :class:`~sklearn.model_selection.GridSearchCV` compares the plain and the episodic
 training on it with a persistence-diagram scorer, and the pictures show the held-out
 views, both reconstructions, and the held-out metrics over training.
@@ -21,12 +21,12 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import MinMaxScaler
 
 from geolearn.datasets import make_rotating_shape_images
-from geolearn.generative import (
+from geolearn.meta_learning import (
     MetaManifoldAutoencoder,
     NeighborhoodHoldout,
     ReconstructionMetrics,
 )
-from geolearn.generative.metrics import make_manifold_scorer
+from geolearn.meta_learning.metrics import make_manifold_scorer
 from geolearn.plotting import ReconstructionDisplay, TrainingCurvesDisplay
 
 X = make_rotating_shape_images(800, image_size=16, random_state=0).reshape(800, -1)

@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from geolearn.datasets import load_digits_images, load_natural_patches, make_shape_images
-from geolearn.generative import InpaintingOODDetector
+from geolearn.ood import InpaintingOODDetector
 from geolearn.plotting import InpaintingDisplay, OODScoreDisplay
 
 X, y = load_digits_images(return_X_y=True)                 # (1797, 1, 8, 8) in [0, 1]

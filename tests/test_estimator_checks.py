@@ -34,8 +34,8 @@ def _building_blocks():
     ``tests/manifold/test_manifold_objects.py``.
     """
     from geolearn.adversarial import ManifoldAdversarialClassifier, RiskDecomposition
-    from geolearn.generative import MLDGNet
     from geolearn.manifold import AffineManifold, LatentManifold, SphereManifold
+    from geolearn.meta_learning import MLDGNet
     from geolearn.models import ObjectiveNet
     from geolearn.representations import RDMRegularizedClassifier
 

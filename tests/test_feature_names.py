@@ -51,7 +51,7 @@ def test_svbf_names_follow_transform_output():
 
 def test_a_pipeline_of_autoencoder_codes_keeps_the_names():
     """CodecMixin's transform is wrapped by set_output (it was not: numpy came back)."""
-    from geolearn.generative import MetaManifoldAutoencoder
+    from geolearn.meta_learning import MetaManifoldAutoencoder
 
     X = np.random.default_rng(0).random((40, 6)).astype(np.float32)
     ae = MetaManifoldAutoencoder(latent_dim=2, hidden_sizes=(8,), n_iter=2, batch_size=4,

@@ -18,16 +18,16 @@ from sklearn.utils import get_tags
 
 from geolearn.datasets import load_digits_images
 from geolearn.diffeo import MaxEntropyDiffeo
+from geolearn.disentanglement import DisentangledAttributeAutoencoder
 from geolearn.generative import (
     ChartAutoencoder,
-    DisentangledAttributeAutoencoder,
     ELBOPurifier,
     FlowDensity,
     GridVAE,
-    MetaManifoldAutoencoder,
     VAEClassifier,
     VAEGenerator,
 )
+from geolearn.meta_learning import MetaManifoldAutoencoder
 from geolearn.representations import FourierEmbedding, LinearEmbeddingMap, TorchEmbedder
 from tests.registry import all_registered
 from tests.registry.representations import summary_net

@@ -5,19 +5,19 @@ Shared by the accelerate tests and the GPU suite.
 
 import numpy as np
 
+from geolearn.disentanglement import DisentangledAttributeAutoencoder
 from geolearn.generative import (
     ChartAutoencoder,
     DiffusionDensity,
     DiffusionGenerator,
-    DisentangledAttributeAutoencoder,
     FlowDensity,
     GridVAE,
-    InpaintingOODDetector,
-    MetaManifoldAutoencoder,
     VAEClassifier,
     VAEGenerator,
 )
 from geolearn.invariance import InvariantClassifier
+from geolearn.meta_learning import MetaManifoldAutoencoder
+from geolearn.ood import InpaintingOODDetector
 from geolearn.subspaces import CentroidSoftmaxClassifier
 
 

@@ -11,8 +11,8 @@ TITLE = "Disentanglement: orthogonal latent blocks, one per attribute (DAE-OG ag
 
 def run(outdir=None):
     from geolearn.datasets import make_shapes3d_like
-    from geolearn.generative import DisentangledAttributeAutoencoder
-    from geolearn.generative.metrics import mig
+    from geolearn.disentanglement import DisentangledAttributeAutoencoder
+    from geolearn.disentanglement.metrics import mig
 
     X, factors = make_shapes3d_like(factor_sizes=(1, 4, 4, 3, 3, 3), image_size=16,
                                     random_state=0)

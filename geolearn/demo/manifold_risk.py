@@ -56,7 +56,7 @@ def digits_setup(seed=0):
     """The reduced Table 3 on scikit-learn's digits: data, autoencoder manifold, classifier.
 
     Digits scaled to [0, 1] (D = 64), a stratified 75/25 split; a plain autoencoder
-    64-128-10-128-64 (:class:`~geolearn.generative.MetaManifoldAutoencoder` without
+    64-128-10-128-64 (:class:`~geolearn.meta_learning.MetaManifoldAutoencoder` without
     episodes: summed MSE, Adam 1e-3, batch 128, 150 epochs) whose decoder, ended by a
     sigmoid, spans a :class:`~geolearn.manifold.LatentManifold`; an MLP 64-128-128-10
     (ReLU, Adam 1e-3, batch 64) trained until 99% training accuracy after 20 epochs.
@@ -72,8 +72,8 @@ def digits_setup(seed=0):
     from skorch.callbacks import EpochScoring
 
     from geolearn._utils import torch_threads
-    from geolearn.generative import MetaManifoldAutoencoder
     from geolearn.manifold import LatentManifold
+    from geolearn.meta_learning import MetaManifoldAutoencoder
 
     X, y = load_digits(return_X_y=True)
     X = (X / 16.0).astype(np.float32)

@@ -9,12 +9,12 @@ TITLE = "Manifold meta-learning: plain and episodic autoencoders on a held-out n
 
 def run(outdir=None):
     from geolearn.datasets import make_rotating_shape_images
-    from geolearn.generative import (
+    from geolearn.meta_learning import (
         MetaManifoldAutoencoder,
         NeighborhoodHoldout,
         ReconstructionMetrics,
     )
-    from geolearn.generative.metrics import knn_spectral_distance, persistence_wasserstein
+    from geolearn.meta_learning.metrics import knn_spectral_distance, persistence_wasserstein
 
     X = make_rotating_shape_images(800, image_size=16, random_state=0)
     train, test = next(NeighborhoodHoldout(n_holdout=80, random_state=0).split(X))

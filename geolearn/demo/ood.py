@@ -12,7 +12,7 @@ def run(outdir=None):
     from sklearn.metrics import roc_auc_score
 
     from geolearn.datasets import load_digits_images, load_natural_patches, make_shape_images
-    from geolearn.generative import InpaintingOODDetector
+    from geolearn.ood import InpaintingOODDetector
 
     X, _ = load_digits_images(return_X_y=True)
     X = X[np.random.RandomState(0).permutation(len(X))]

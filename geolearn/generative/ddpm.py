@@ -1,8 +1,9 @@
-"""The family's one DDPM core (Ho et al. 2020), shared by every diffusion estimator.
+"""The one DDPM core (Ho et al. 2020), shared by every diffusion estimator.
 
-:class:`~geolearn.generative.DiffusionDensity` (chain log-likelihoods) and
-:class:`~geolearn.generative.DiffusionGenerator` (sampling, interpolation) are built on
-these pieces, and so is any later diffusion method (one core, not one per estimator):
+:class:`~geolearn.generative.DiffusionDensity` (chain log-likelihoods),
+:class:`~geolearn.generative.DiffusionGenerator` (sampling, interpolation) and
+:class:`~geolearn.ood.InpaintingOODDetector` are built on these pieces, and so is any
+later diffusion method (one core, not one per estimator, in this package or another):
 
 - the noise schedule: :func:`make_beta_schedule`, :func:`diffusion_schedule`
   (``betas`` of shape ``(T,)``, ``alphas_cumprod`` of shape ``(T + 1,)`` with index 0 = 1);
@@ -16,8 +17,12 @@ these pieces, and so is any later diffusion method (one core, not one per estima
   on a time grid (:func:`time_grid`, or the respaced :func:`respaced_grid`), with
   :func:`reverse_mean` and :func:`reverse_variance`;
 - replacement inpainting (:func:`inpaint_sample`) and its masks
-  (:func:`inpainting_mask`), for :class:`~geolearn.generative.InpaintingOODDetector`;
+  (:func:`inpainting_mask`), for :class:`~geolearn.ood.InpaintingOODDetector`;
 - :class:`EMAWeights`, a skorch callback averaging the weights over training.
+
+The module is public (its ``__all__``): other families build on it through these names.
+:func:`time_grid`, :func:`reverse_mean` and :func:`reverse_variance` are internal steps of
+the samplers.
 """
 
 import math
@@ -26,6 +31,24 @@ import numpy as np
 import torch
 from skorch.callbacks import Callback
 from torch import nn
+
+__all__ = [
+    "DenoiserWrapper",
+    "EMAWeights",
+    "NoisePredictor",
+    "UNetDenoiser",
+    "ancestral_sample",
+    "check_noise_shape",
+    "denoising_objective",
+    "diffusion_schedule",
+    "inpaint_sample",
+    "inpainting_mask",
+    "make_beta_schedule",
+    "q_sample",
+    "respaced_grid",
+    "time_features",
+    "unet_noise_model",
+]
 
 #: Frequencies of the time features: 'octave' ``2^f pi / T``; 'geometric' ``10000^(-f/F)``.
 TIME_FREQUENCIES = ("octave", "geometric")
@@ -205,6 +228,14 @@ class NoisePredictor(_NoiseModel):
 class DenoiserWrapper(_NoiseModel):
     """Any module ``denoiser(x_t, t) -> eps`` (``t`` an integer tensor) on a schedule.
 
+    Parameters
+    ----------
+    denoiser : torch.nn.Module
+        Predicts the noise of flat rows ``x_t`` at integer steps ``t``, with the shape
+        of ``x_t``.
+    alphas_cumprod : torch.Tensor of shape (n_steps + 1,)
+        The schedule's ``abar`` (index 0 = 1), as :func:`diffusion_schedule` gives it.
+
     Examples
     --------
     >>> import torch
@@ -246,6 +277,21 @@ class UNetDenoiser(nn.Module):
     geometric frequencies, then an MLP) added in each block; two stride-2 downsamplings,
     so H and W must be divisible by 4, and ``channels`` by 8. See
     :class:`DenoiserWrapper` for an example.
+
+    Parameters
+    ----------
+    image_shape : tuple of int
+        ``(C, H, W)`` of the images the flat rows hold.
+    channels : tuple of int, default=(32, 64)
+        Widths of the two levels.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from geolearn.generative.ddpm import UNetDenoiser
+    >>> unet = UNetDenoiser((1, 8, 8), (8, 16))
+    >>> unet(torch.zeros(3, 64), torch.tensor([1, 50, 100])).shape
+    torch.Size([3, 64])
     """
 
     def __init__(self, image_shape, channels=(32, 64)):
@@ -289,6 +335,19 @@ def unet_noise_model(image_shape, channels, alphas_cumprod):
     Pass it to skorch as ``functools.partial(unet_noise_model, ...)``, so that the
     UNet's weights are drawn when the net is initialised, under the training seed.
 
+    Parameters
+    ----------
+    image_shape : tuple of int
+        ``(C, H, W)`` of the images the flat rows hold.
+    channels : tuple of int
+        Widths of the UNet's two levels (multiples of 8).
+    alphas_cumprod : torch.Tensor of shape (n_steps + 1,)
+        The schedule's ``abar`` (index 0 = 1).
+
+    Returns
+    -------
+    model : DenoiserWrapper
+
     Examples
     --------
     >>> import torch
@@ -309,6 +368,26 @@ def denoising_objective(module, y_pred, x, y, epoch=0, reduction="sum"):
     is not the noise's (a custom denoiser returning the wrong shape) is a ValueError,
     never a silent broadcast.
 
+    Parameters
+    ----------
+    module : torch.nn.Module
+        The noise model (unused: the prediction is in ``y_pred``).
+    y_pred : tuple of torch.Tensor
+        ``(eps_theta, eps)``, each of shape ``(batch, n_features)``.
+    x, y : torch.Tensor or None
+        The batch (unused).
+    epoch : int, default=0
+        The training epoch (unused).
+    reduction : {"sum", "mean"}, default="sum"
+        How the squared errors of a row's features combine.
+
+    Returns
+    -------
+    loss : torch.Tensor
+        The batch mean of the per-row errors, a scalar.
+    parts : dict
+        Empty: no further terms to log.
+
     Examples
     --------
     >>> import torch
@@ -325,6 +404,18 @@ def denoising_objective(module, y_pred, x, y, epoch=0, reduction="sum"):
 
 def check_noise_shape(eps_pred, x):
     """A ValueError unless the denoiser's output ``eps_pred`` has the shape of its input ``x``.
+
+    Parameters
+    ----------
+    eps_pred : torch.Tensor
+        The denoiser's output.
+    x : torch.Tensor
+        The denoiser's input.
+
+    Raises
+    ------
+    ValueError
+        If the shapes differ.
 
     Examples
     --------
@@ -605,6 +696,21 @@ class EMAWeights(Callback):
 
 def q_sample(x0, t, alphas_cumprod, noise):
     """Jump to step ``t`` of the forward chain: ``sqrt(abar_t) x0 + sqrt(1 - abar_t) noise``.
+
+    Parameters
+    ----------
+    x0 : torch.Tensor
+        Clean data.
+    t : int
+        The step, ``0..n_steps`` (0 is the data).
+    alphas_cumprod : torch.Tensor of shape (n_steps + 1,)
+        The schedule's ``abar`` (index 0 = 1).
+    noise : torch.Tensor
+        Standard normal noise of the shape of ``x0``.
+
+    Returns
+    -------
+    x_t : torch.Tensor
 
     Examples
     --------

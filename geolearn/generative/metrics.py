@@ -1,15 +1,12 @@
-"""Metrics of the generative family.
+"""Metrics of the generative family's discrete latent codes.
 
-Clustering and emergent-language metrics of a discrete latent code (plug-in estimates,
-nats), and the manifold-reconstruction metrics of MRML ("Recovering manifold
-representations via unsupervised meta-learning"): :func:`persistence_wasserstein`,
-:func:`knn_spectral_distance`, :func:`relative_reduction` and
-:func:`make_manifold_scorer` (built on :mod:`geolearn.topology`), and the supervised
-disentanglement metrics of DAE-OG ("Orthogonality and graph divergence losses promote
-disentanglement in generative models"; plug-in estimates, bits): :func:`mig`,
-:func:`mig_sup`, :func:`dcimig`, :func:`jemmig`, :func:`disentanglement_report`,
-:func:`make_disentanglement_scorer`, and the image metric :func:`psnr`; the AUROC of
-out-of-distribution scores of LMD (:func:`ood_roc_auc`, :func:`ood_auroc_scorer`).
+Clustering and emergent-language metrics of a discrete latent code such as GridVAE's
+(plug-in estimates, nats): :func:`cluster_accuracy`, :func:`cluster_purity`,
+:func:`disentangled_accuracy`, :func:`positional_disentanglement`,
+:func:`topographic_similarity`, and :func:`attribute_neighbor_kl` for the neighbourhoods of
+an embedding. The metrics of the other generative papers live with their families:
+:mod:`geolearn.disentanglement.metrics`, :mod:`geolearn.meta_learning.metrics` and
+:mod:`geolearn.ood.metrics`.
 """
 
 import numpy as np
@@ -22,44 +19,12 @@ from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_array, check_consistent_length
 
-from ._disentanglement_metrics import (
-    ConstantFactorWarning,
-    dcimig,
-    disentanglement_report,
-    jemmig,
-    make_disentanglement_scorer,
-    mig,
-    mig_sup,
-    psnr,
-)
-from ._ood_metrics import ood_auroc_scorer, ood_roc_auc
-from ._manifold_metrics import (
-    knn_spectral_distance,
-    make_manifold_scorer,
-    persistence_wasserstein,
-    relative_reduction,
-)
-
 __all__ = [
-    "ConstantFactorWarning",
     "attribute_neighbor_kl",
     "cluster_accuracy",
     "cluster_purity",
-    "dcimig",
     "disentangled_accuracy",
-    "disentanglement_report",
-    "jemmig",
-    "knn_spectral_distance",
-    "make_disentanglement_scorer",
-    "make_manifold_scorer",
-    "mig",
-    "mig_sup",
-    "ood_auroc_scorer",
-    "ood_roc_auc",
-    "persistence_wasserstein",
     "positional_disentanglement",
-    "psnr",
-    "relative_reduction",
     "topographic_similarity",
 ]
 

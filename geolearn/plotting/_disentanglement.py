@@ -28,7 +28,7 @@ class AttributeTraversalDisplay:
     >>> import matplotlib
     >>> matplotlib.use("Agg")
     >>> import numpy as np
-    >>> from geolearn.generative import DisentangledAttributeAutoencoder
+    >>> from geolearn.disentanglement import DisentangledAttributeAutoencoder
     >>> from geolearn.plotting import AttributeTraversalDisplay
     >>> X = np.random.default_rng(0).random((32, 3 * 8 * 8))
     >>> dae = DisentangledAttributeAutoencoder(image_shape=(3, 8, 8), latent_dim=4,

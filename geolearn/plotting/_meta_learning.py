@@ -37,7 +37,7 @@ class ReconstructionDisplay:
     >>> import matplotlib
     >>> matplotlib.use("Agg")
     >>> import numpy as np
-    >>> from geolearn.generative import MetaManifoldAutoencoder
+    >>> from geolearn.meta_learning import MetaManifoldAutoencoder
     >>> from geolearn.plotting import ReconstructionDisplay
     >>> X = np.random.default_rng(0).random((60, 8))
     >>> ae = MetaManifoldAutoencoder(hidden_sizes=(8,), n_iter=5, batch_size=8,
@@ -134,7 +134,7 @@ class TrainingCurvesDisplay:
         Each a ``history_``: records with ``"iteration"`` and the entries to draw.
     keys : sequence of str
         The entries, e.g. ``"loss"`` or those of
-        :class:`~geolearn.generative.ReconstructionMetrics` (``"holdout_persistence"``).
+        :class:`~geolearn.meta_learning.ReconstructionMetrics` (``"holdout_persistence"``).
 
     Attributes
     ----------
@@ -147,7 +147,7 @@ class TrainingCurvesDisplay:
     >>> import matplotlib
     >>> matplotlib.use("Agg")
     >>> import numpy as np
-    >>> from geolearn.generative import MetaManifoldAutoencoder
+    >>> from geolearn.meta_learning import MetaManifoldAutoencoder
     >>> from geolearn.plotting import TrainingCurvesDisplay
     >>> X = np.random.default_rng(0).random((60, 8))
     >>> ae = MetaManifoldAutoencoder(hidden_sizes=(8,), n_iter=20, log_every=5, batch_size=8,

@@ -14,14 +14,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.exceptions import NotFittedError
 
-from geolearn.generative import (
+from geolearn.disentanglement import (
     DisentangledAttributeAutoencoder,
-    GridVAE,
     LatentRegularizerMixin,
+    OrthogonalityLoss,
     latent_regularization,
 )
-from geolearn.generative.dae import AttributeAutoencoderModule, DAEObjective
-from geolearn.generative.orthogonality import OrthogonalityLoss
+from geolearn.disentanglement._autoencoder import AttributeAutoencoderModule, DAEObjective
+from geolearn.generative import GridVAE
 from geolearn.models import ObjectiveNet
 from tests.helpers import assert_message, check_bad_inputs, check_pipeline_gridsearch_pickle
 

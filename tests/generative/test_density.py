@@ -8,7 +8,7 @@ import torch
 from scipy.stats import multivariate_normal
 
 from geolearn.generative import DiffusionDensity, FlowDensity
-from geolearn.generative.diffusion import make_beta_schedule
+from geolearn.generative.ddpm import make_beta_schedule
 from tests.helpers import check_bad_inputs, check_pipeline_gridsearch_pickle
 
 FLOW = dict(n_layers=2, hidden_sizes=(16,), max_epochs=3, batch_size=64, random_state=0)
@@ -137,7 +137,7 @@ def test_diffusion_outputs_and_reproducibility(gauss, monkeypatch):
     assert est.sample(4, step=5, random_state=0).shape == (4, 3)
     # the standardisation correction puts the density in input units (the chains are keyed
     # on the rows' values; key them on position here so both models see the same noise)
-    monkeypatch.setattr("geolearn.generative.diffusion.row_seeds",
+    monkeypatch.setattr("geolearn.generative._diffusion.row_seeds",
                         lambda X, random_state, stream: list(range(len(X))))
     scaled = DiffusionDensity(**DIFF).fit(gauss * 10)
     np.testing.assert_allclose(scaled.score_samples(gauss[:5] * 10),

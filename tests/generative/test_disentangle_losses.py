@@ -8,15 +8,14 @@ import pytest
 import torch
 
 from geolearn._utils import torch_threads
-from geolearn.generative.graph_divergence import (
+from geolearn.disentanglement import (
     GraphDivergenceLoss,
-    _edge_marginals,
-    _pooled_distances,
+    OrthogonalityLoss,
     knn_graph_statistic,
     knn_permutation_pvalue,
     smoothed_knn_statistic,
 )
-from geolearn.generative.orthogonality import OrthogonalityLoss
+from geolearn.disentanglement._graph_divergence import _edge_marginals, _pooled_distances
 from tests.helpers import assert_message
 
 NORMS = ("fro", "fro_squared", "spectral")

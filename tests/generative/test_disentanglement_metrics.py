@@ -17,8 +17,8 @@ from sklearn.model_selection import GridSearchCV, cross_val_score, cross_validat
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from geolearn.generative import _disentanglement_metrics as dm
-from geolearn.generative.metrics import (
+from geolearn.disentanglement import metrics as dm
+from geolearn.disentanglement.metrics import (
     ConstantFactorWarning,
     dcimig,
     disentanglement_report,

@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 @pytest.fixture(scope="module")
 def detector_and_data():
     from geolearn.datasets import load_digits_images, make_shape_images
-    from geolearn.generative import InpaintingOODDetector
+    from geolearn.ood import InpaintingOODDetector
 
     X, _ = load_digits_images(return_X_y=True)
     X = X[:200] * 16  # raw digits scale: the display must divide by the data range

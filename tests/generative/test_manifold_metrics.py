@@ -11,10 +11,8 @@ from sklearn.base import BaseEstimator
 from sklearn.decomposition import PCA
 from sklearn.model_selection import GridSearchCV, KFold, cross_val_score
 
-from geolearn.generative._manifold_metrics import (
+from geolearn.meta_learning.metrics import (
     _knn_adjacency,
-)
-from geolearn.generative.metrics import (
     knn_spectral_distance,
     make_manifold_scorer,
     persistence_wasserstein,

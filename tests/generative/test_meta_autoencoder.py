@@ -17,7 +17,7 @@ from sklearn.exceptions import NotFittedError
 from skorch.callbacks import Callback
 
 from geolearn.exceptions import DataRangeWarning
-from geolearn.generative import MetaManifoldAutoencoder, NeighborhoodHoldout
+from geolearn.meta_learning import MetaManifoldAutoencoder, NeighborhoodHoldout
 from tests.helpers import (
     assert_message,
     check_bad_inputs,

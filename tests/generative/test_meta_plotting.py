@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from sklearn.decomposition import PCA
 
-from geolearn.generative import MetaManifoldAutoencoder, ReconstructionMetrics
-from geolearn.generative.metrics import persistence_wasserstein
+from geolearn.meta_learning import MetaManifoldAutoencoder, ReconstructionMetrics
+from geolearn.meta_learning.metrics import persistence_wasserstein
 from geolearn.plotting import ReconstructionDisplay, TrainingCurvesDisplay
 
 matplotlib.use("Agg")

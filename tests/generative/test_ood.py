@@ -19,8 +19,8 @@ from sklearn.model_selection import KFold
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from geolearn.exceptions import DataRangeWarning, GeolearnWarning
-from geolearn.generative import InpaintingOODDetector, ood_auroc_scorer, ood_roc_auc
 from geolearn.generative.ddpm import NoisePredictor, UNetDenoiser
+from geolearn.ood import InpaintingOODDetector, ood_auroc_scorer, ood_roc_auc
 from tests.helpers import check_bad_inputs, check_pipeline_gridsearch_pickle
 
 TINY = dict(n_blocks=2, n_timesteps=50, n_inference_steps=8, hidden_dim=16, n_hidden_layers=1,

@@ -12,8 +12,6 @@ from sklearn.metrics import roc_auc_score
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 
-from geolearn.generative import ood_auroc_scorer, ood_roc_auc
-from geolearn.generative._ood_distances import cosine_distance, mse_distance, ssim_distance
 from geolearn.generative.ddpm import (
     EMAWeights,
     ancestral_sample,
@@ -23,6 +21,8 @@ from geolearn.generative.ddpm import (
     respaced_grid,
     time_grid,
 )
+from geolearn.ood import ood_auroc_scorer, ood_roc_auc
+from geolearn.ood._distances import cosine_distance, mse_distance, ssim_distance
 
 ABAR = diffusion_schedule(1000)[1]
 

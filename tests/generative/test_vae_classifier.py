@@ -9,13 +9,8 @@ from scipy.special import softmax
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import Pipeline
 
-from geolearn.generative import (
-    ELBOPurifier,
-    GridVAE,
-    VAEClassifier,
-    rectangular_patch_mask,
-)
-from geolearn.generative._rng import row_draws, row_seeds
+from geolearn._utils.row_noise import row_draws, row_seeds
+from geolearn.generative import ELBOPurifier, GridVAE, VAEClassifier, rectangular_patch_mask
 from geolearn.models import as_model
 from tests.helpers import check_bad_inputs, check_pipeline_gridsearch_pickle
 

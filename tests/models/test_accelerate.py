@@ -256,7 +256,7 @@ def test_rdm_regularizer_reaches_its_layer_inside_a_wrapper():
 
 class _OrthogonalGridVAE(GridVAE):
     # the documented way to add a latent regulariser: a partial as the class's net_class
-    from geolearn.generative.latent_regularizers import LatentRegularizerMixin
+    from geolearn.disentanglement import LatentRegularizerMixin
     from geolearn.models import ObjectiveNet
 
     net_class = functools.partial(type("Net", (LatentRegularizerMixin, ObjectiveNet), {}),

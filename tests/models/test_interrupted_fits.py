@@ -10,14 +10,9 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 from skorch.callbacks import Callback, EarlyStopping
 
-from geolearn.generative import (
-    DisentangledAttributeAutoencoder,
-    FlowDensity,
-    GridVAE,
-    MetaManifoldAutoencoder,
-    VAEClassifier,
-    VAEGenerator,
-)
+from geolearn.disentanglement import DisentangledAttributeAutoencoder
+from geolearn.generative import FlowDensity, GridVAE, VAEClassifier, VAEGenerator
+from geolearn.meta_learning import MetaManifoldAutoencoder
 from geolearn.models import TrainingInterruptedWarning
 from geolearn.subspaces import SVBFNetClassifier
 from geolearn.subspaces._net import SVBFNet

@@ -4,20 +4,19 @@ The checks feed data outside [0, 1], so the VAEs use a Gaussian likelihood with 
 identity output, and the meta-learned autoencoder a squared-error loss.
 """
 
+from geolearn.disentanglement import DisentangledAttributeAutoencoder
 from geolearn.generative import (
     ChartAutoencoder,
     DiffusionDensity,
     DiffusionGenerator,
-    DisentangledAttributeAutoencoder,
     ELBOPurifier,
-    EpisodicSampler,
     FlowDensity,
     GridVAE,
-    InpaintingOODDetector,
-    MetaManifoldAutoencoder,
     VAEClassifier,
     VAEGenerator,
 )
+from geolearn.meta_learning import EpisodicSampler, MetaManifoldAutoencoder
+from geolearn.ood import InpaintingOODDetector
 
 _TINY = dict(hidden_sizes=(8,), likelihood="gaussian", output_activation="identity",
              batch_size=32, random_state=0, device="cpu")

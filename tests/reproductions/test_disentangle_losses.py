@@ -21,13 +21,13 @@ from hypothesis.extra.numpy import arrays
 from torch import nn
 
 from geolearn._utils import torch_threads
-from geolearn.generative.graph_divergence import (
+from geolearn.disentanglement import (
     GraphDivergenceLoss,
-    _null_moments,
+    OrthogonalityLoss,
     knn_graph_statistic,
     smoothed_knn_statistic,
 )
-from geolearn.generative.orthogonality import OrthogonalityLoss
+from geolearn.disentanglement._graph_divergence import _null_moments
 from tests.generative.test_disentangle_losses import (
     NORMS,
     cosines,
@@ -115,8 +115,8 @@ def test_graph_loss_trains_an_implicit_generative_model():
 def dae_runs():
     """DAE-OG and DAE-G (alpha_orth = 0) on the 1,500 3D-Shapes-like images, seed 0."""
     from geolearn.datasets import make_shapes3d_like
-    from geolearn.generative import DisentangledAttributeAutoencoder
-    from geolearn.generative.metrics import disentanglement_report, psnr
+    from geolearn.disentanglement import DisentangledAttributeAutoencoder
+    from geolearn.disentanglement.metrics import disentanglement_report, psnr
 
     X, factors = make_shapes3d_like(factor_sizes=(1, 5, 5, 4, 3, 5), image_size=32,
                                     random_state=0)

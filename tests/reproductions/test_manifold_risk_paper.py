@@ -44,15 +44,11 @@ from skorch import NeuralNetClassifier
 from skorch.callbacks import Callback, EpochScoring
 
 from geolearn._utils import torch_threads
-from geolearn.adversarial import (
-    ManifoldAdversarialClassifier,
-    risk_curve,
-    risk_decomposition,
-)
+from geolearn.adversarial import ManifoldAdversarialClassifier, risk_curve, risk_decomposition
 from geolearn.datasets import make_circle_classification
 from geolearn.exceptions import GeolearnWarning
-from geolearn.generative import MetaManifoldAutoencoder
 from geolearn.manifold import LatentManifold, LocalPCAManifold, SphereManifold
+from geolearn.meta_learning import MetaManifoldAutoencoder
 
 pytestmark = pytest.mark.slow
 

@@ -31,14 +31,12 @@ from scipy.sparse.csgraph import minimum_spanning_tree
 from scipy.spatial.distance import pdist, squareform
 
 from geolearn.datasets import make_rotating_shape_images
-from geolearn.generative import MetaManifoldAutoencoder, NeighborhoodHoldout
-from geolearn.generative._manifold_metrics import (
+from geolearn.meta_learning import MetaManifoldAutoencoder, NeighborhoodHoldout
+from geolearn.meta_learning._autoencoder import mldg_objective
+from geolearn.meta_learning.metrics import (
     _knn_adjacency,
     _knn_spectrum,
     _reduced_diagrams,
-)
-from geolearn.generative.meta_autoencoder import mldg_objective
-from geolearn.generative.metrics import (
     knn_spectral_distance,
     persistence_wasserstein,
     relative_reduction,

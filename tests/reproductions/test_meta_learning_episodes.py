@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.model_selection import cross_validate
 
-from geolearn.generative import EpisodicSampler, NeighborhoodHoldout
+from geolearn.meta_learning import EpisodicSampler, NeighborhoodHoldout
 from tests.helpers import assert_message
 
 

@@ -15,8 +15,8 @@ import torch
 from scipy.linalg import toeplitz
 from sklearn.metrics import roc_auc_score
 
-from geolearn.generative import InpaintingOODDetector
 from geolearn.generative.ddpm import diffusion_schedule
+from geolearn.ood import InpaintingOODDetector
 
 SIDE = 8
 

@@ -14,7 +14,7 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from geolearn.datasets import load_digits_images, load_natural_patches, make_shape_images
-from geolearn.generative import InpaintingOODDetector
+from geolearn.ood import InpaintingOODDetector
 
 pytestmark = pytest.mark.slow
 

@@ -62,7 +62,7 @@ class OrthogonalityLoss(nn.Module):
     Examples
     --------
     >>> import torch
-    >>> from geolearn.generative.orthogonality import OrthogonalityLoss
+    >>> from geolearn.disentanglement import OrthogonalityLoss
     >>> z = torch.tensor([[1.0, 0.0, 0.0, 2.0],    # blocks (1, 0) and (0, 2): orthogonal
     ...                   [1.0, 1.0, 3.0, 3.0]])   # blocks parallel: cos = 1
     >>> loss = OrthogonalityLoss(n_blocks=2, reduction="none")

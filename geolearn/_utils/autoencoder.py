@@ -1,14 +1,97 @@
-"""What the generators and autoencoders share: end points, interpolation weights, the
-score, and transform / inverse_transform / reconstruct in batches."""
+"""What the generators and autoencoders of every family share: validation of rows and codes,
+end points, interpolation weights, the score, and transform / inverse_transform / reconstruct
+in batches."""
+
+import math
+import warnings
 
 import numpy as np
 import torch
 from sklearn.base import TransformerMixin
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, validate_data
+from torch import nn
 
-from .._utils import check_scalar_param, iter_batches, preserved_dtype, to_numpy, to_tensor
+from ..exceptions import DataRangeWarning
 from ..models import frozen
-from ._base import check_codes
+from .torch import iter_batches, to_numpy, to_tensor
+from .validation import check_image_shape, check_scalar_param, preserved_dtype
+
+_BOUNDS_TOL = 1e-6
+
+
+def check_unit_interval(X, bounds=(0.0, 1.0), what="likelihood='bernoulli'",
+                        advice="Scale X to [0,1] (MinMaxScaler) or use likelihood='gaussian'.",
+                        clip=False):
+    """``X`` within ``bounds`` (up to rounding), or a ValueError; with ``clip``, clip and warn.
+
+    Training data outside the bounds is an error. Data the fitted model only
+    scores or encodes is clipped instead (one warning a call), so that held-out
+    folds of min-max scaled data, which stray past the training range, still get
+    a score in a cross-validation.
+    """
+    lo, hi = bounds
+    if X.size and (X.min() < lo - _BOUNDS_TOL or X.max() > hi + _BOUNDS_TOL):
+        if not clip:
+            raise ValueError(f"{what} needs X in [{lo:g}, {hi:g}]; got values in "
+                             f"[{X.min():g}, {X.max():g}]. {advice}")
+        outside = int(np.count_nonzero((X < lo - _BOUNDS_TOL) | (X > hi + _BOUNDS_TOL)))
+        warnings.warn(f"{what} is defined on [{lo:g}, {hi:g}]: {outside} of {X.size} values "
+                      f"(range [{X.min():g}, {X.max():g}]) were clipped to it. {advice}",
+                      DataRangeWarning, stacklevel=3)
+        X = np.clip(X, lo, hi)
+    return X
+
+
+def check_codes(Z, width, name):
+    """Latent codes as float32 ``(n, width)``; a clear error naming the parameter ``name``."""
+    Z = np.asarray(Z, dtype=np.float32)
+    if Z.ndim != 2 or Z.shape[1] != width:
+        raise ValueError(f"Z must have shape (n_samples, {width}) ({name}); got {Z.shape}.")
+    if not np.all(np.isfinite(Z)):
+        raise ValueError("Z contains NaN or infinity.")
+    return Z
+
+
+def validate_rows(estimator, X, reset):
+    """Validate flat rows or images (flattened C-order) into float32 ``(n, D)``.
+
+    Images ``(n, H, W)`` / ``(n, C, H, W)`` are checked against the ``image_shape``
+    parameter (``reset``) or the fitted ``image_shape_``; flat rows against the number of
+    values of ``image_shape``. With ``reset`` it sets ``image_shape_`` (None for plain
+    vectors) and ``n_features_in_``.
+    """
+    ndim = getattr(X, "ndim", None)
+    if ndim is None and isinstance(X, (list, tuple)):
+        ndim = np.ndim(X)
+    if ndim is not None and ndim >= 3:
+        X = np.asarray(X)
+        shape = check_image_shape(X.shape[1:], name="the images' shape")
+        expected = getattr(estimator, "image_shape_", None) if not reset else (
+            check_image_shape(estimator.image_shape)
+            if estimator.image_shape is not None else None)
+        if expected is not None and shape != tuple(expected):
+            name = "image_shape" if reset else "image_shape_"
+            raise ValueError(f"X holds images of shape {X.shape[1:]} but {name}={expected}.")
+        X = X.reshape(len(X), -1)
+    elif reset:
+        shape = (check_image_shape(estimator.image_shape)
+                 if estimator.image_shape is not None else None)
+    X = validate_data(estimator, X, reset=reset, dtype=np.float32,
+                      ensure_min_samples=2 if reset else 1)
+    if reset:
+        if shape is not None and math.prod(shape) != X.shape[1]:
+            raise ValueError(f"image_shape={estimator.image_shape!r} holds {math.prod(shape)} "
+                             f"values but X has {X.shape[1]} features per row.")
+        estimator.image_shape_ = shape
+    return X
+
+
+def mlp(sizes, activation=nn.ReLU):
+    """Linear layers of widths ``sizes``, each followed by ``activation``."""
+    layers = []
+    for a, b in zip(sizes[:-1], sizes[1:]):
+        layers += [nn.Linear(a, b), activation()]
+    return nn.Sequential(*layers)
 
 
 def check_endpoints(x_a, x_b, n_features, validate):

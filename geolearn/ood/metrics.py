@@ -4,6 +4,8 @@ import numpy as np
 from sklearn.metrics import roc_auc_score
 from sklearn.utils.validation import column_or_1d
 
+__all__ = ["ood_auroc_scorer", "ood_roc_auc"]
+
 
 def ood_roc_auc(scores_in, scores_out):
     """AUROC of OOD scores: the chance that an OOD image scores above an in-distribution one.
@@ -24,7 +26,7 @@ def ood_roc_auc(scores_in, scores_out):
 
     Examples
     --------
-    >>> from geolearn.generative import ood_roc_auc
+    >>> from geolearn.ood import ood_roc_auc
     >>> ood_roc_auc([0.1, 0.2, 0.3], [0.25, 0.4])
     0.8333333333333334
     """
@@ -59,7 +61,7 @@ def ood_auroc_scorer(estimator, X, y):
     --------
     >>> import numpy as np
     >>> from sklearn.ensemble import IsolationForest
-    >>> from geolearn.generative import ood_auroc_scorer
+    >>> from geolearn.ood import ood_auroc_scorer
     >>> rng = np.random.default_rng(0)
     >>> X = np.r_[rng.normal(size=(50, 2)), rng.normal(6, 1, size=(10, 2))]
     >>> y = np.r_[np.ones(50), -np.ones(10)]

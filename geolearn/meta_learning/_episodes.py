@@ -73,7 +73,7 @@ class EpisodicSampler(BaseEstimator):
     Examples
     --------
     >>> import numpy as np
-    >>> from geolearn.generative import EpisodicSampler
+    >>> from geolearn.meta_learning import EpisodicSampler
     >>> X = np.random.default_rng(0).normal(size=(100, 3))
     >>> sampler = EpisodicSampler("neighborhood", batch_size=8, random_state=0).fit(X)
     >>> train_idx, test_idx = sampler.sample()
@@ -182,7 +182,7 @@ class NeighborhoodHoldout(BaseCrossValidator):
     Examples
     --------
     >>> import numpy as np
-    >>> from geolearn.generative import NeighborhoodHoldout
+    >>> from geolearn.meta_learning import NeighborhoodHoldout
     >>> X = np.random.default_rng(0).normal(size=(50, 2))
     >>> cv = NeighborhoodHoldout(n_holdout=10, n_splits=3, random_state=0)
     >>> [(len(train), len(test)) for train, test in cv.split(X)]

@@ -36,13 +36,11 @@ from .._utils import (
     to_numpy,
     torch_threads,
 )
+from .._utils.autoencoder import validate_rows
+from .._utils.row_noise import RowNoise
+from .._utils.torch_estimator import NET_CONSTRAINTS, ObjectiveTrainingMixin
 from ..exceptions import DataRangeWarning, GeolearnWarning
-from ..models import frozen
-from ._base import validate_rows
-from ._ood_distances import ImageDistance, lpips_model
-from ._rng import RowNoise
-from ._torch_estimator import NET_CONSTRAINTS, ObjectiveTrainingMixin
-from .ddpm import (
+from ..generative.ddpm import (
     DenoiserWrapper,
     EMAWeights,
     NoisePredictor,
@@ -56,6 +54,8 @@ from .ddpm import (
     respaced_grid,
     unet_noise_model,
 )
+from ..models import frozen
+from ._distances import ImageDistance, lpips_model
 
 __all__ = ["InpaintingOODDetector"]
 
@@ -207,7 +207,7 @@ default='checkerboard_alt'
 
     See Also
     --------
-    geolearn.generative.ood_auroc_scorer : AUROC scorer for GridSearchCV.
+    geolearn.ood.ood_auroc_scorer : AUROC scorer for GridSearchCV.
 
     Notes
     -----
@@ -220,7 +220,7 @@ default='checkerboard_alt'
     Examples
     --------
     >>> import numpy as np
-    >>> from geolearn.generative import InpaintingOODDetector
+    >>> from geolearn.ood import InpaintingOODDetector
     >>> X = np.random.default_rng(0).random((40, 4, 4))
     >>> det = InpaintingOODDetector(n_blocks=2, n_timesteps=50, n_inference_steps=5,
     ...                             hidden_dim=16, n_hidden_layers=1, max_epochs=2,

@@ -27,14 +27,14 @@ from .._utils import (
     to_numpy,
     to_tensor,
 )
-from ..models import frozen
-from ._torch_estimator import (
+from .._utils.torch_estimator import (
     EPOCH_CONSTRAINTS,
     NET_CONSTRAINTS,
     MeanScoreMixin,
     ObjectiveTrainingMixin,
     history_records,
 )
+from ..models import frozen
 
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 

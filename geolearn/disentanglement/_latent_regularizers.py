@@ -5,15 +5,15 @@ models": ``alpha_orth * OrthogonalityLoss(z)`` makes the latent blocks of each s
 mutually orthogonal, ``alpha_graph * GraphDivergenceLoss(x, decode(N))`` makes images
 decoded from Gaussian draws interleave with the data. :func:`latent_regularization` is
 the one implementation; :class:`LatentRegularizerMixin` adds it to a skorch net's loss
-and :class:`~geolearn.generative.DisentangledAttributeAutoencoder` to its objective.
+and :class:`~geolearn.disentanglement.DisentangledAttributeAutoencoder` to its objective.
 """
 
 import torch
 from skorch.utils import to_tensor
 
 from ..models import unwrap_module
-from .graph_divergence import GraphDivergenceLoss
-from .orthogonality import OrthogonalityLoss
+from ._graph_divergence import GraphDivergenceLoss
+from ._orthogonality import OrthogonalityLoss
 
 
 def latent_regularization(module, x, *, alpha_orth=0.0, alpha_graph=0.0, n_blocks=None,
@@ -52,7 +52,7 @@ def latent_regularization(module, x, *, alpha_orth=0.0, alpha_graph=0.0, n_block
     Examples
     --------
     >>> import torch
-    >>> from geolearn.generative import latent_regularization
+    >>> from geolearn.disentanglement import latent_regularization
     >>> class AE(torch.nn.Module):
     ...     def __init__(self):
     ...         super().__init__()
@@ -116,7 +116,7 @@ class LatentRegularizerMixin:
     Examples
     --------
     >>> import torch
-    >>> from geolearn.generative import LatentRegularizerMixin
+    >>> from geolearn.disentanglement import LatentRegularizerMixin
     >>> from geolearn.models import ObjectiveNet
     >>> class AE(torch.nn.Module):
     ...     def __init__(self):

@@ -23,10 +23,11 @@ from .._utils import (
     check_scalar_param,
     iter_batches,
 )
+from .._utils.row_noise import row_draws, row_seeds
+from .._utils.torch_estimator import NET_CONSTRAINTS, MeanScoreMixin, ObjectiveTrainingMixin
 from ..exceptions import GeolearnWarning
 from ..models import frozen
-from ._rng import row_draws, row_seeds
-from ._torch_estimator import NET_CONSTRAINTS, MeanScoreMixin, ObjectiveTrainingMixin
+from ._flow import check_standardisation, standardise
 from .ddpm import (
     NoisePredictor,
     ancestral_sample,
@@ -37,7 +38,6 @@ from .ddpm import (
     time_features,
     time_grid,
 )
-from .flow import check_standardisation, standardise
 
 _LOG_2PI = math.log(2 * math.pi)
 

@@ -19,15 +19,14 @@ from .._utils import (
     to_tensor,
     torch_seed,
 )
-from ..models import frozen
-from ._base import validate_rows
-from ._generators import check_endpoints, interpolation_weights
-from ._torch_estimator import (
+from .._utils.autoencoder import check_endpoints, interpolation_weights, validate_rows
+from .._utils.torch_estimator import (
     EPOCH_CONSTRAINTS,
     NET_CONSTRAINTS,
     ObjectiveTrainingMixin,
     history_records,
 )
+from ..models import frozen
 from .ddpm import (
     DenoiserWrapper,
     NoisePredictor,

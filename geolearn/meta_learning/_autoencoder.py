@@ -3,7 +3,7 @@
 From "Recovering manifold representations via unsupervised meta-learning" (MRML):
 each iteration takes a virtual gradient step on a meta-train batch and asks the
 stepped network to reconstruct a disjoint meta-test batch chosen to mimic a shift
-(:class:`~geolearn.generative.EpisodicSampler`). Training runs through skorch
+(:class:`~geolearn.meta_learning.EpisodicSampler`). Training runs through skorch
 (:class:`MLDGNet`, the family's one training route); the episodes are its batches.
 """
 
@@ -33,6 +33,13 @@ from .._utils import (
     to_tensor,
     torch_threads,
 )
+from .._utils.autoencoder import (
+    CodecMixin,
+    ReconstructionScoreMixin,
+    check_unit_interval,
+    validate_rows,
+)
+from .._utils.torch_estimator import NET_CONSTRAINTS
 from ..models import (
     ObjectiveNet,
     SkorchTrainingMixin,
@@ -40,11 +47,8 @@ from ..models import (
     frozen,
     unwrap_module,
 )
-from ._base import check_unit_interval, validate_rows
-from ._generators import CodecMixin, ReconstructionScoreMixin
+from ._episodes import STRATEGIES, EpisodicSampler
 from ._modules import Autoencoder
-from ._torch_estimator import NET_CONSTRAINTS
-from .episodes import STRATEGIES, EpisodicSampler
 from .metrics import knn_spectral_distance, persistence_wasserstein
 
 #: The paper's inner step, 1e-7 for a summed loss over batches of 64 images of 64 x 64 x 3.
@@ -96,7 +100,7 @@ def mldg_objective(module, params, x_train, x_test, *, inner_lr, meta_test_weigh
     Examples
     --------
     >>> import torch
-    >>> from geolearn.generative.meta_autoencoder import mldg_objective
+    >>> from geolearn.meta_learning._autoencoder import mldg_objective
     >>> net = torch.nn.Sequential(torch.nn.Linear(3, 3))
     >>> x, x_test = torch.rand(4, 3), torch.rand(4, 3)
     >>> J, l_tr, l_te = mldg_objective(net, dict(net.named_parameters()), x, x_test,
@@ -171,7 +175,7 @@ class MLDGNet(ObjectiveNet):
     :class:`MetaManifoldAutoencoder` trains through it; subclass it and set the
     estimator's ``net_class`` to change the meta-step:
 
-    >>> from geolearn.generative import MetaManifoldAutoencoder, MLDGNet
+    >>> from geolearn.meta_learning import MetaManifoldAutoencoder, MLDGNet
     >>> MetaManifoldAutoencoder.net_class is MLDGNet
     True
     """
@@ -221,8 +225,8 @@ class MetaManifoldAutoencoder(SkorchTrainingMixin, CodecMixin, ReconstructionSco
     ``J = L(S_train; theta) + beta L(S_test; theta*)`` (second order by default).
     ``episodic_strategy=None`` trains the same network with the same loss, optimiser and
     iterations on plain uniform minibatches: the baseline to compare with. Score the
-    shape of the reconstructions with :func:`geolearn.generative.metrics.persistence_wasserstein`
-    and :func:`~geolearn.generative.metrics.knn_spectral_distance`, on a neighbourhood
+    shape of the reconstructions with :func:`geolearn.meta_learning.metrics.persistence_wasserstein`
+    and :func:`~geolearn.meta_learning.metrics.knn_spectral_distance`, on a neighbourhood
     held out by :class:`NeighborhoodHoldout`.
 
     Parameters
@@ -295,12 +299,12 @@ default="neighborhood"
     See Also
     --------
     NeighborhoodHoldout : cross-validation on a held-out neighbourhood.
-    geolearn.generative.metrics.make_manifold_scorer : GridSearchCV scorers of the shape.
+    geolearn.meta_learning.metrics.make_manifold_scorer : GridSearchCV scorers of the shape.
 
     Examples
     --------
     >>> from geolearn.datasets import make_rotating_shape_images
-    >>> from geolearn.generative import MetaManifoldAutoencoder
+    >>> from geolearn.meta_learning import MetaManifoldAutoencoder
     >>> X = make_rotating_shape_images(200, image_size=16, random_state=0)
     >>> ae = MetaManifoldAutoencoder(architecture="mlp", n_iter=20, batch_size=16,
     ...                              random_state=0).fit(X)
@@ -477,8 +481,8 @@ class ReconstructionMetrics(Callback):
     A skorch callback for :class:`MetaManifoldAutoencoder` (``callbacks=[...]``): at the
     end of every block of ``log_every`` iterations it reconstructs ``X`` and records
     ``"<name>_mse"`` (per-value mean squared error), ``"<name>_persistence"`` (the total
-    of :func:`~geolearn.generative.metrics.persistence_wasserstein`) and
-    ``"<name>_spectral"`` (:func:`~geolearn.generative.metrics.knn_spectral_distance`)
+    of :func:`~geolearn.meta_learning.metrics.persistence_wasserstein`) and
+    ``"<name>_spectral"`` (:func:`~geolearn.meta_learning.metrics.knn_spectral_distance`)
     in the history, so ``history_`` holds the metric curves over training.
 
     Parameters
@@ -497,7 +501,7 @@ default=("mse", "persistence", "spectral")
     Examples
     --------
     >>> import numpy as np
-    >>> from geolearn.generative import MetaManifoldAutoencoder, ReconstructionMetrics
+    >>> from geolearn.meta_learning import MetaManifoldAutoencoder, ReconstructionMetrics
     >>> X = np.random.default_rng(0).random((60, 8))
     >>> ae = MetaManifoldAutoencoder(hidden_sizes=(8,), n_iter=20, log_every=10, batch_size=8,
     ...                              callbacks=[ReconstructionMetrics(X[:20])],

@@ -10,7 +10,7 @@ identical draws. The seeds come from :func:`geolearn._utils.row_seeds`, shared w
 
 import torch
 
-from .._utils import row_seeds  # noqa: F401  (the seeds of row_draws, shared with diffeo)
+from .random import row_seeds  # noqa: F401  (the seeds of row_draws, shared with diffeo)
 
 
 def row_draws(seeds, draws, *, dtype=torch.float32, device="cpu"):

@@ -18,6 +18,13 @@ from sklearn.utils.validation import check_array
 from .._utils import check_choice, check_scalar_param
 from ..topology import diagram_wasserstein, persistence_diagrams
 
+__all__ = [
+    "knn_spectral_distance",
+    "make_manifold_scorer",
+    "persistence_wasserstein",
+    "relative_reduction",
+]
+
 #: Largest number of points of the dense eigen-decomposition (O(n^3) time, O(n^2) memory).
 MAX_DENSE_EIGEN = 5000
 _PERSISTENCE_DEFAULTS = {"homology_dims": (0, 1), "p": 2, "internal_p": np.inf,
@@ -126,7 +133,7 @@ def persistence_wasserstein(X_ref, X_rec, homology_dims=(0, 1), p=2, internal_p=
     Examples
     --------
     >>> import numpy as np
-    >>> from geolearn.generative.metrics import persistence_wasserstein
+    >>> from geolearn.meta_learning.metrics import persistence_wasserstein
     >>> # H0 bars (0, 2) and (0, 3): one unit apart; H1 of two points is empty
     >>> persistence_wasserstein([[0.0], [2.0]], [[0.0], [3.0]], p=1)
     {'H0': 1.0, 'H1': 0.0, 'total': 1.0}
@@ -228,7 +235,7 @@ def knn_spectral_distance(X_ref, X_rec, n_neighbors=5, symmetrize=True, n_eigenv
     Examples
     --------
     >>> import numpy as np
-    >>> from geolearn.generative.metrics import knn_spectral_distance
+    >>> from geolearn.meta_learning.metrics import knn_spectral_distance
     >>> rng = np.random.RandomState(0)
     >>> X = rng.standard_normal((50, 3))
     >>> knn_spectral_distance(X, 3 * X + 1)  # a similarity keeps the kNN graph
@@ -271,7 +278,7 @@ def relative_reduction(baseline, value):
 
     Examples
     --------
-    >>> from geolearn.generative.metrics import relative_reduction
+    >>> from geolearn.meta_learning.metrics import relative_reduction
     >>> round(100 * relative_reduction(16.48, 14.10), 2)  # MRML: W2 total, holdout
     14.44
     """
@@ -338,7 +345,7 @@ def make_manifold_scorer(metric="persistence", **kwargs):
     >>> import numpy as np
     >>> from sklearn.decomposition import PCA
     >>> from sklearn.model_selection import cross_val_score
-    >>> from geolearn.generative.metrics import make_manifold_scorer
+    >>> from geolearn.meta_learning.metrics import make_manifold_scorer
     >>> class PCAAutoencoder(PCA):
     ...     def reconstruct(self, X):
     ...         return self.inverse_transform(self.transform(X))

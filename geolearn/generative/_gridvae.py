@@ -11,6 +11,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._utils import check_positive_integer, check_scalar_param
+from .._utils.torch_estimator import MeanScoreMixin
 from ..exceptions import GeolearnWarning
 from ._base import BaseVAE, VAEObjective
 from ._grid import (
@@ -23,7 +24,6 @@ from ._grid import (
     n_grid_components,
 )
 from ._losses import GridPrior
-from ._torch_estimator import MeanScoreMixin
 
 
 class GridVAE(MeanScoreMixin, ClusterMixin, BaseVAE):

@@ -45,7 +45,7 @@ class ConstantFactorWarning(GeolearnWarning):
     --------
     >>> import warnings
     >>> import numpy as np
-    >>> from geolearn.generative.metrics import ConstantFactorWarning, mig
+    >>> from geolearn.disentanglement.metrics import ConstantFactorWarning, mig
     >>> v = np.repeat(np.arange(4), 25)[:, None]
     >>> factors = np.c_[v, np.zeros(100)]                 # the second factor never varies
     >>> with warnings.catch_warnings(record=True) as caught:
@@ -277,7 +277,7 @@ def mig(factors, codes, n_bins=10, normalization="factor", continuous_factors=Fa
     Examples
     --------
     >>> import numpy as np
-    >>> from geolearn.generative.metrics import mig
+    >>> from geolearn.disentanglement.metrics import mig
     >>> v = np.repeat(np.arange(4), 25)[:, None]          # one factor, 4 levels
     >>> noise = np.random.RandomState(0).uniform(size=(100, 1))
     >>> mig(v, np.c_[v * 0.3, np.zeros(100)])             # code 0 copies the factor
@@ -323,7 +323,7 @@ def mig_sup(factors, codes, n_bins=10, normalization="factor", continuous_factor
     Examples
     --------
     >>> import numpy as np
-    >>> from geolearn.generative.metrics import mig_sup
+    >>> from geolearn.disentanglement.metrics import mig_sup
     >>> V = np.array([[a, b] for a in range(3) for b in range(4)] * 5)
     >>> mig_sup(V, V * 1.0)                                # each code copies one factor
     1.0
@@ -367,7 +367,7 @@ def dcimig(factors, codes, n_bins=10, continuous_factors=False):
     Examples
     --------
     >>> import numpy as np
-    >>> from geolearn.generative.metrics import dcimig
+    >>> from geolearn.disentanglement.metrics import dcimig
     >>> V = np.array([[a, b] for a in range(3) for b in range(4)] * 5)
     >>> dcimig(V, V[:, ::-1] * 2.0)
     1.0
@@ -409,7 +409,7 @@ def jemmig(factors, codes, n_bins=10, continuous_factors=False):
     Examples
     --------
     >>> import numpy as np
-    >>> from geolearn.generative.metrics import jemmig
+    >>> from geolearn.disentanglement.metrics import jemmig
     >>> V = np.array([[a, b] for a in range(3) for b in range(4)] * 5)
     >>> jemmig(V, V * 1.0)
     1.0
@@ -448,7 +448,7 @@ def disentanglement_report(factors, codes, n_bins=10, normalization="factor",
     Examples
     --------
     >>> import numpy as np
-    >>> from geolearn.generative.metrics import disentanglement_report
+    >>> from geolearn.disentanglement.metrics import disentanglement_report
     >>> V = np.array([[a, b] for a in range(3) for b in range(4)] * 5)
     >>> disentanglement_report(V, V * 1.0)
     {'mig': 1.0, 'mig_sup': 1.0, 'dcimig': 1.0, 'jemmig': 1.0}
@@ -500,7 +500,7 @@ def psnr(X, X_rec, data_range=1.0):
     Examples
     --------
     >>> import numpy as np
-    >>> from geolearn.generative.metrics import psnr
+    >>> from geolearn.disentanglement.metrics import psnr
     >>> X = np.full((2, 3, 4, 4), 0.5)
     >>> round(psnr(X, X + 0.1), 6)                       # MSE 0.01 everywhere
     20.0
@@ -607,7 +607,7 @@ def make_disentanglement_scorer(metric="mig", *, factors=None, n_bins=10,
     >>> import numpy as np
     >>> from sklearn.decomposition import PCA
     >>> from sklearn.model_selection import cross_val_score
-    >>> from geolearn.generative.metrics import make_disentanglement_scorer
+    >>> from geolearn.disentanglement.metrics import make_disentanglement_scorer
     >>> rng = np.random.RandomState(0)
     >>> V = rng.randint(0, 4, size=(300, 2))                   # two factors
     >>> X = np.c_[V[:, 0], 3 * V[:, 1], rng.normal(0, 0.01, (300, 2))]

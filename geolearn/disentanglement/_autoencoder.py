@@ -21,10 +21,14 @@ from .._utils import (
     resolve_device,
     torch_threads,
 )
-from ._base import check_unit_interval, validate_rows
-from ._generators import CodecMixin, ReconstructionScoreMixin
-from ._torch_estimator import NET_CONSTRAINTS, ObjectiveTrainingMixin, history_records
-from .latent_regularizers import latent_regularization
+from .._utils.autoencoder import (
+    CodecMixin,
+    ReconstructionScoreMixin,
+    check_unit_interval,
+    validate_rows,
+)
+from .._utils.torch_estimator import NET_CONSTRAINTS, ObjectiveTrainingMixin, history_records
+from ._latent_regularizers import latent_regularization
 
 
 def _fc(sizes):
@@ -179,7 +183,7 @@ class DisentangledAttributeAutoencoder(ObjectiveTrainingMixin, CodecMixin, Recon
     Examples
     --------
     >>> import numpy as np
-    >>> from geolearn.generative import DisentangledAttributeAutoencoder
+    >>> from geolearn.disentanglement import DisentangledAttributeAutoencoder
     >>> X = np.random.default_rng(0).random((64, 3 * 16 * 16))
     >>> dae = DisentangledAttributeAutoencoder(image_shape=(3, 16, 16), latent_dim=12,
     ...                                        attribute_dims=(2, 3), max_epochs=2,

@@ -12,12 +12,12 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
 from .._utils import check_hidden_sizes, check_positive_integer, to_numpy
+from .._utils.autoencoder import ImageOutputMixin, LatentInterpolationMixin, ReconstructionScoreMixin
+from .._utils.torch_estimator import EPOCH_CONSTRAINTS, NET_CONSTRAINTS
 from ..models import frozen
 from ._base import LatentModel
-from ._generators import ImageOutputMixin, LatentInterpolationMixin, ReconstructionScoreMixin
 from ._losses import decoded_mean, kl_normal
 from ._modules import ChartModule
-from ._torch_estimator import EPOCH_CONSTRAINTS, NET_CONSTRAINTS
 
 #: Floor of the temperature tau (a batch reconstructed exactly would give tau = 0).
 _TAU_MIN = 1e-12

@@ -9,9 +9,9 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._utils import check_mask, iter_batches, preserved_dtype, to_numpy
+from .._utils.autoencoder import check_unit_interval
+from .._utils.row_noise import row_draws, row_seeds
 from ..models import as_model, fit_or_use
-from ._base import check_unit_interval
-from ._rng import row_draws, row_seeds
 
 
 class ELBOPurifier(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):

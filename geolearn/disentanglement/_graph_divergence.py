@@ -220,7 +220,7 @@ class GraphDivergenceLoss(nn.Module):
     Examples
     --------
     >>> import torch
-    >>> from geolearn.generative.graph_divergence import GraphDivergenceLoss
+    >>> from geolearn.disentanglement import GraphDivergenceLoss
     >>> g = torch.Generator().manual_seed(0)
     >>> target = torch.randn(64, 2, generator=g)
     >>> loss = GraphDivergenceLoss(lambda_=0.5)
@@ -290,7 +290,7 @@ def smoothed_knn_statistic(X0, X1, lambda_):
     Examples
     --------
     >>> import numpy as np
-    >>> from geolearn.generative.graph_divergence import smoothed_knn_statistic
+    >>> from geolearn.disentanglement import smoothed_knn_statistic
     >>> rng = np.random.RandomState(0)
     >>> X0, X1 = rng.standard_normal((30, 2)), rng.standard_normal((20, 2)) + 4.0
     >>> T, E, Var, t = smoothed_knn_statistic(X0, X1, lambda_=0.5)
@@ -337,7 +337,7 @@ def knn_graph_statistic(X0, X1, k=1):
 
     Examples
     --------
-    >>> from geolearn.generative.graph_divergence import knn_graph_statistic
+    >>> from geolearn.disentanglement import knn_graph_statistic
     >>> X0 = [[0.0], [1.0], [10.0]]
     >>> X1 = [[0.1], [10.2], [20.0]]
     >>> knn_graph_statistic(X0, X1)   # 0, 1 -> 0.1; 10 <-> 10.2; 0.1 -> 0; 20 -> 10.2 (same)
@@ -378,7 +378,7 @@ def knn_permutation_pvalue(X0, X1, k=1, n_permutations=1000, random_state=None):
     Examples
     --------
     >>> import numpy as np
-    >>> from geolearn.generative.graph_divergence import knn_permutation_pvalue
+    >>> from geolearn.disentanglement import knn_permutation_pvalue
     >>> rng = np.random.RandomState(0)
     >>> X0 = rng.standard_normal((50, 2))
     >>> knn_permutation_pvalue(X0, rng.standard_normal((50, 2)) + 3.0, random_state=0)

@@ -37,7 +37,7 @@ def ssim_distance(X, Y, win_size=7):
     Examples
     --------
     >>> import torch
-    >>> from geolearn.generative._ood_distances import ssim_distance
+    >>> from geolearn.ood._distances import ssim_distance
     >>> X = torch.rand(2, 1, 8, 8, generator=torch.Generator().manual_seed(0))
     >>> ssim_distance(X, X).tolist()
     [0.0, 0.0]
@@ -66,7 +66,7 @@ def mse_distance(X, Y):
     Examples
     --------
     >>> import torch
-    >>> from geolearn.generative._ood_distances import mse_distance
+    >>> from geolearn.ood._distances import mse_distance
     >>> mse_distance(torch.zeros(1, 1, 2, 2), torch.ones(1, 1, 2, 2)).tolist()
     [1.0]
     """
@@ -79,7 +79,7 @@ def cosine_distance(F1, F2):
     Examples
     --------
     >>> import numpy as np
-    >>> from geolearn.generative._ood_distances import cosine_distance
+    >>> from geolearn.ood._distances import cosine_distance
     >>> cosine_distance(np.array([[1.0, 0.0]]), np.array([[0.0, 2.0]])).tolist()
     [1.0]
     """

@@ -10,10 +10,10 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._utils import check_hidden_sizes, check_positive_integer
+from .._utils.autoencoder import ImageOutputMixin, LatentInterpolationMixin, ReconstructionScoreMixin
+from .._utils.torch_estimator import EPOCH_CONSTRAINTS, NET_CONSTRAINTS
 from ._base import BaseVAE, VAEObjective
-from ._generators import ImageOutputMixin, LatentInterpolationMixin, ReconstructionScoreMixin
 from ._modules import build_generator_module
-from ._torch_estimator import EPOCH_CONSTRAINTS, NET_CONSTRAINTS
 
 
 class VAEGenerator(ImageOutputMixin, LatentInterpolationMixin, ReconstructionScoreMixin, BaseVAE):
