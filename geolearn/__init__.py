@@ -18,6 +18,9 @@ __all__ = [
     "representations",
     "adversarial",
     "generative",
+    "ood",
+    "disentanglement",
+    "meta_learning",
     "topology",
     "plotting",
 ]

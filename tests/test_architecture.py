@@ -10,11 +10,14 @@ ROOT = pathlib.Path(geolearn.__file__).parent
 SHARED = {"_utils"}  # private by name, shared by design
 
 
-def _private_imports():
-    """``(module, imported)`` for every import of another subpackage's private module."""
-    found = []
-    for path in sorted(ROOT.rglob("*.py")):
-        rel = path.relative_to(ROOT)
+def _imports(root):
+    """``(file, its subpackage, imported parts, plain)`` of every ``geolearn`` import under root.
+
+    ``parts`` is the absolute dotted path of each imported name (``from ..x import y`` in
+    ``geolearn/z/m.py`` gives ``["geolearn", "x", "y"]``); ``plain`` marks ``import a.b``.
+    """
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root)
         own = rel.parts[0] if len(rel.parts) > 1 else None
         package = ["geolearn", *rel.parts[:-1]]
         for node in ast.walk(ast.parse(path.read_text())):
@@ -24,19 +27,27 @@ def _private_imports():
                     target = [*base, *(node.module.split(".") if node.module else [])]
                 else:
                     target = (node.module or "").split(".")
-                names = [[*target, a.name] for a in node.names]
+                names, plain = [[*target, a.name] for a in node.names], False
             elif isinstance(node, ast.Import):
-                names = [a.name.split(".") for a in node.names]
+                names, plain = [a.name.split(".") for a in node.names], True
             else:
                 continue
             for parts in names:
-                if len(parts) < 3 or parts[0] != "geolearn":
-                    continue
-                other = parts[1]
-                if other == own or other in SHARED:
-                    continue
-                if any(p.startswith("_") for p in parts[2:]):
-                    found.append((str(rel), ".".join(parts)))
+                if parts[0] == "geolearn":
+                    yield str(rel), own, parts, plain
+
+
+def _private_imports():
+    """``(module, imported)`` for every import of another subpackage's private module."""
+    found = []
+    for rel, own, parts, _ in _imports(ROOT):
+        if len(parts) < 3:
+            continue
+        other = parts[1]
+        if other == own or other in SHARED:
+            continue
+        if any(p.startswith("_") for p in parts[2:]):
+            found.append((rel, ".".join(parts)))
     return found
 
 
@@ -55,6 +66,69 @@ def test_the_rule_catches_a_private_import(tmp_path, monkeypatch):
     monkeypatch.setattr(sys.modules[__name__], "ROOT", pkg)
     assert _private_imports() == [("alpha/mod.py", "geolearn.beta._hidden.x"),
                                   ("alpha/mod.py", "geolearn.gamma._secret.y")]
+
+
+# Families built on the generative core, which reach it only through its public names.
+BUILT_ON_GENERATIVE = {"ood", "disentanglement", "meta_learning"}
+
+
+def _declared_all(root, module):
+    """The ``__all__`` of ``geolearn.<module>`` (a list of parts), read from its source."""
+    base = root.joinpath(*module[1:])
+    path = base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
+    if not path.exists():
+        return set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__"
+                                                for t in node.targets):
+            return set(ast.literal_eval(node.value))
+    return set()
+
+
+def _generative_imports(root):
+    """``(module, imported)`` for every import that breaks the one-way rule with generative.
+
+    ood, disentanglement and meta_learning import ``geolearn.generative`` only as
+    ``from geolearn.generative[.<public module>] import <a name of its __all__>``;
+    generative imports none of them.
+    """
+    found = []
+    for rel, own, parts, plain in _imports(root):
+        if len(parts) < 2:
+            continue
+        if own == "generative" and parts[1] in BUILT_ON_GENERATIVE:
+            found.append((rel, ".".join(parts)))
+        elif own in BUILT_ON_GENERATIVE and parts[1] == "generative":
+            module, name = parts[:-1], parts[-1]
+            if plain or name not in _declared_all(root, module):
+                found.append((rel, ".".join(parts)))
+    return found
+
+
+def test_generative_is_reached_one_way_through_its_public_names():
+    """The families built on the generative core use its public names; it never uses them."""
+    assert _generative_imports(ROOT) == []
+
+
+def test_the_generative_rule_catches_violations(tmp_path):
+    pkg = tmp_path / "geolearn"
+    for sub in ("generative", "ood"):
+        (pkg / sub).mkdir(parents=True)
+    (pkg / "generative" / "__init__.py").write_text('__all__ = ["GridVAE"]\n')
+    (pkg / "generative" / "ddpm.py").write_text('__all__ = ["q_sample"]\n')
+    (pkg / "generative" / "core.py").write_text("from ..ood import Detector\n")
+    (pkg / "ood" / "mod.py").write_text(
+        "from ..generative import GridVAE, _hidden\n"
+        "from ..generative.ddpm import q_sample, time_grid\n"
+        "from geolearn.generative._ddpm import q_sample\n"
+        "import geolearn.generative.ddpm\n")
+    assert _generative_imports(pkg) == [
+        ("generative/core.py", "geolearn.ood.Detector"),
+        ("ood/mod.py", "geolearn.generative._hidden"),
+        ("ood/mod.py", "geolearn.generative.ddpm.time_grid"),
+        ("ood/mod.py", "geolearn.generative._ddpm.q_sample"),
+        ("ood/mod.py", "geolearn.generative.ddpm"),
+    ]
 
 
 MODEL_TYPES = {"Module", "NeuralNet", "NeuralNetClassifier", "NeuralNetRegressor",

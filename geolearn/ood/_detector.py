@@ -241,7 +241,7 @@ default='checkerboard_alt'
             "check_n_features_in", "check_fit2d_predict1d"),
             "the check's data has 3 to 5 features per row, which fold into no square image: "
             "without image_shape, fit refuses it by design (ValueError); "
-            "tests/generative/test_ood.py runs every check on row images"),
+            "tests/ood/test_ood.py runs every check on row images"),
         **dict.fromkeys(("check_outliers_train", "check_outliers_fit_predict"),
                         "offset_ flags the contamination fraction of held-out rows "
                         "(validation_fraction), not of the training rows the check counts"),

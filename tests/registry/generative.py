@@ -1,10 +1,9 @@
 """Small, fast instances of the generative family for sklearn's estimator checks.
 
 The checks feed data outside [0, 1], so the VAEs use a Gaussian likelihood with an
-identity output, and the meta-learned autoencoder a squared-error loss.
+identity output.
 """
 
-from geolearn.disentanglement import DisentangledAttributeAutoencoder
 from geolearn.generative import (
     ChartAutoencoder,
     DiffusionDensity,
@@ -15,8 +14,6 @@ from geolearn.generative import (
     VAEClassifier,
     VAEGenerator,
 )
-from geolearn.meta_learning import EpisodicSampler, MetaManifoldAutoencoder
-from geolearn.ood import InpaintingOODDetector
 
 _TINY = dict(hidden_sizes=(8,), likelihood="gaussian", output_activation="identity",
              batch_size=32, random_state=0, device="cpu")
@@ -35,12 +32,4 @@ ESTIMATORS = [
     VAEGenerator(hidden_sizes=(8,), max_epochs=2, batch_size=32, random_state=0, device="cpu"),
     DiffusionGenerator(n_timesteps=50, hidden_sizes=(8,), max_epochs=2, batch_size=32,
                        random_state=0, device="cpu"),
-    MetaManifoldAutoencoder(loss="mse", hidden_sizes=(8,), latent_dim=2, n_iter=4, batch_size=4,
-                            log_every=2, random_state=0, device="cpu"),
-    EpisodicSampler(batch_size=2, random_state=0),
-    InpaintingOODDetector(n_blocks=1, n_timesteps=50, n_inference_steps=4, hidden_dim=8,
-                          n_hidden_layers=1, max_epochs=1, n_reconstructions=2,
-                          validation_fraction=0.2, batch_size=32, random_state=0, device="cpu"),
-    DisentangledAttributeAutoencoder(image_shape=None, latent_dim=4, attribute_dims=(2, 2),
-                                     max_epochs=2, batch_size=8, random_state=0, device="cpu"),
 ]

@@ -28,7 +28,7 @@ from geolearn.disentanglement import (
     smoothed_knn_statistic,
 )
 from geolearn.disentanglement._graph_divergence import _null_moments
-from tests.generative.test_disentangle_losses import (
+from tests.disentanglement.test_disentangle_losses import (
     NORMS,
     cosines,
     marginals,

@@ -41,7 +41,7 @@ from geolearn.meta_learning.metrics import (
     persistence_wasserstein,
     relative_reduction,
 )
-from tests.generative.test_manifold_metrics import (
+from tests.meta_learning.test_manifold_metrics import (
     brute_force_spectral,
     noisy_circle,
     random_isometry,
