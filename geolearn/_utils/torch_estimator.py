@@ -1,6 +1,8 @@
-"""What the family's torch-trained estimators share on top of the one training route.
+"""What the torch-trained estimators of several families share on top of the one training route.
 
-GridVAE, VAEClassifier, FlowDensity and DiffusionDensity train through
+The estimators of geolearn.generative, geolearn.ood, geolearn.disentanglement and
+geolearn.meta_learning use these constraints and mixins. GridVAE, VAEClassifier,
+FlowDensity and DiffusionDensity, for instance, train through
 :class:`geolearn.models.SkorchTrainingMixin` with ``net_class =``
 :class:`geolearn.models.ObjectiveNet`: each supplies a module (a class or a
 ``functools.partial``, built by skorch at ``initialize()`` under the seed, with
