@@ -4,9 +4,9 @@
 manifold" (Lift, Map, Detect): mask part of an image, inpaint it with a DDPM trained on
 the in-distribution images, and score the image by the distance between it and its
 inpainting (median over attempts with alternating checkerboard masks). Built on the
-family's DDPM core, :mod:`geolearn.generative.ddpm` (schedule, noise predictors,
+generative family's DDPM core, :mod:`geolearn.generative.ddpm` (schedule, noise predictors,
 respaced grid, replacement inpainting sampler, masks), trained through
-:class:`geolearn.models.ObjectiveNet` like :class:`DiffusionDensity`.
+:class:`geolearn.models.ObjectiveNet` like :class:`~geolearn.generative.DiffusionDensity`.
 """
 
 import copy
@@ -136,7 +136,7 @@ default='checkerboard_alt'
     n_timesteps : int, default=1000
         ``T``.
     beta_start, beta_end : float, default=1e-4, 0.02
-        Ends of the linear schedule for ``T = 1000`` (the family's DDPM core rescales
+        Ends of the linear schedule for ``T = 1000`` (the DDPM core rescales
         them by ``1000 / T`` for other ``T``).
     n_inference_steps : int, default=None
         ``S``: reverse steps of the respaced chain (Nichol and Dhariwal 2021); None is
