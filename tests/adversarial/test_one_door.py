@@ -120,6 +120,6 @@ def test_a_fitted_skorch_classifier_and_vae_classifier_are_attacked_alike():
 
 def test_the_families_use_no_private_protocol_nor_model_type_branch():
     root = pathlib.Path(geolearn.__file__).parent
-    families = ("adversarial", "generative")
+    families = ("adversarial", "generative", "ood", "disentanglement", "meta_learning")
     assert [b for b in _model_type_branches(root) if b.startswith(families)] == []
     assert [i for i in _private_imports() if i[0].startswith(families)] == []
