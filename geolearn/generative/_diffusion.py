@@ -41,7 +41,7 @@ from .ddpm import (
 
 _LOG_2PI = math.log(2 * math.pi)
 
-__all__ = ["DiffusionDensity", "NoisePredictor", "make_beta_schedule", "time_features"]
+__all__ = ["DiffusionDensity"]
 
 
 class DiffusionDensity(ObjectiveTrainingMixin, MeanScoreMixin, DensityMixin, BaseEstimator):

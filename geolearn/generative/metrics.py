@@ -4,8 +4,9 @@ Clustering and emergent-language metrics of a discrete latent code such as GridV
 (plug-in estimates, nats): :func:`cluster_accuracy`, :func:`cluster_purity`,
 :func:`disentangled_accuracy`, :func:`positional_disentanglement`,
 :func:`topographic_similarity`, and :func:`attribute_neighbor_kl` for the neighbourhoods of
-an embedding. The metrics of the other generative papers live with their families:
-:mod:`geolearn.disentanglement.metrics`, :mod:`geolearn.meta_learning.metrics` and
+an embedding. Supervised disentanglement metrics (MIG and others) are in
+:mod:`geolearn.disentanglement.metrics`, manifold-reconstruction metrics in
+:mod:`geolearn.meta_learning.metrics`, and the AUROC of OOD scores in
 :mod:`geolearn.ood.metrics`.
 """
 
