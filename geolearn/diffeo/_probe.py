@@ -48,6 +48,18 @@ def _batch_norms(module):
     return [m for m in module.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
 
 
+def _untrained(norm):
+    """Whether a batch norm's running statistics are still their initial 0 and 1.
+
+    Then eval mode would not normalise at all (the paper's note on probing at
+    initialisation). The statistics are read, not ``num_batches_tracked``, which
+    checkpoints without it load as 0.
+    """
+    mean, var = norm.running_mean, norm.running_var
+    return (mean is not None and var is not None
+            and not torch.count_nonzero(mean) and bool(torch.all(var == 1)))
+
+
 @contextmanager
 def _batch_statistics(norms):
     """Batch norms that normalise with batch statistics in eval mode; restored after.
@@ -78,14 +90,17 @@ class Probe:
         A resolved response (see :func:`resolve_response`).
     layers : sequence of str
         Extra representations to read, besides the output.
-    bn_mode : {"eval", "batch"}
+    bn_mode : {"auto", "eval", "batch"}
+        ``"auto"``: batch statistics for the batch norms whose running statistics are
+        untouched, running statistics for the others. :attr:`bn_mode_` says which
+        protocol resulted (``"batch"`` when any batch norm uses batch statistics).
     device : str, torch.device or None
         Resolved by :func:`geolearn._utils.resolve_device`: where a numpy
         model's inputs are deformed; only checked against a torch model's
         device (never moved).
     """
 
-    def __init__(self, model, response, *, layers=(), bn_mode="eval", device=None):
+    def __init__(self, model, response, *, layers=(), bn_mode="auto", device=None):
         self.response = response
         self.layers = list(layers)
         self._device = None if device is None else resolve_device(device)
@@ -97,11 +112,14 @@ class Probe:
             # float64: a converted scikit-learn model matches its estimator to machine precision
             self.model = as_model(model, dtype=torch.float64, response=response)
         self._norms = []
-        if bn_mode == "batch":
-            self._norms = _batch_norms(self.model.module) if self.model.differentiable else []
-            if not self._norms:
-                warnings.warn("bn_mode='batch' has no effect: the model has no BatchNorm layer.",
-                              StabilityWarning, stacklevel=3)
+        if bn_mode != "eval" and self.model.differentiable:
+            self._norms = _batch_norms(self.model.module)
+        if bn_mode == "auto":
+            self._norms = [m for m in self._norms if _untrained(m)]
+        elif bn_mode == "batch" and not self._norms:
+            warnings.warn("bn_mode='batch' has no effect: the model has no BatchNorm layer.",
+                          StabilityWarning, stacklevel=3)
+        self.bn_mode_ = "batch" if self._norms else "eval"
         unknown = [name for name in self.layers if name not in self.model.layer_names]
         if unknown:
             raise ValueError(f"layers {unknown} do not exist in {self.model.name}; valid "

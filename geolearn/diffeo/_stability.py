@@ -396,10 +396,16 @@ class DiffeoStability(MetaEstimatorMixin, BaseEstimator):
         (:attr:`geolearn.models.ModelAdapter.layer_names`): torch submodule
         names (``"act_0"`` ... for a converted ``MLPClassifier``), or Pipeline
         step names (the output after the step).
-    bn_mode : {"eval", "batch"}, default="eval"
+    bn_mode : {"auto", "eval", "batch"}, default="auto"
         ``"batch"`` evaluates batch norms with the statistics of the probe
-        set (how the paper probes untrained nets): each forward pass sees the
-        whole probe set, and the running statistics are left as they were.
+        set (how the paper probes nets at initialisation, whose running
+        statistics are still 0 and 1, so that eval mode would not normalise at
+        all): each forward pass sees the whole probe set, and the running
+        statistics are left as they were. ``"eval"`` uses the running
+        statistics (a trained net). ``"auto"`` applies the paper's protocol per
+        batch norm: batch statistics where the running statistics are
+        untouched, running statistics elsewhere; ``bn_mode_`` says which
+        resulted.
     max_pairs : int, default=250_000
         Pairs ``(x, z)`` of the normaliser; random pairs beyond that.
     batch_size : int, default=256
@@ -431,6 +437,9 @@ class DiffeoStability(MetaEstimatorMixin, BaseEstimator):
         ``(T_min, T_max)`` of :func:`temperature_range` (``"empirical"`` for ``c = 1``).
     response_ : str
         The resolved response.
+    bn_mode_ : {"eval", "batch"}
+        The batch-norm protocol used: ``"batch"`` when any batch norm normalises
+        with the probe set's statistics.
     classes_ : ndarray
         The estimator's classes, for classifiers.
 
@@ -480,7 +489,7 @@ class DiffeoStability(MetaEstimatorMixin, BaseEstimator):
         "n_repeats": [Interval(numbers.Integral, 1, None, closed="left")],
         "response": [StrOptions(set(RESPONSES))],
         "layers": [list, tuple, None],
-        "bn_mode": [StrOptions({"eval", "batch"})],
+        "bn_mode": [StrOptions({"auto", "eval", "batch"})],
         "max_pairs": [Interval(numbers.Integral, 1, None, closed="left")],
         "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
         "device": "no_validation",
@@ -491,7 +500,7 @@ class DiffeoStability(MetaEstimatorMixin, BaseEstimator):
     def __init__(self, estimator=None, *, image_shape=None, T=None, c=3, delta=1.0,
                  delta_formula="exact", interp="bilinear", average="median",
                  noise_norm="per_sample", n_diffeo=1, n_repeats=1, response="auto", layers=None,
-                 bn_mode="eval", max_pairs=250_000, batch_size=256, device=None,
+                 bn_mode="auto", max_pairs=250_000, batch_size=256, device=None,
                  random_state=None, verbose=0):
         self.estimator = estimator
         self.image_shape = image_shape
@@ -551,6 +560,7 @@ class DiffeoStability(MetaEstimatorMixin, BaseEstimator):
         # the one conversion of the model; raises early for unknown layers or a bad device
         self._probe = Probe(self.estimator_, self.response_, layers=self.layers or (),
                             bn_mode=self.bn_mode, device=self.device)
+        self.bn_mode_ = self._probe.bn_mode_
         if self.T is None:
             self.T_ = temperature_for_delta(self.delta, c, n, self.delta_formula)
             self.delta_ = float(self.delta)
@@ -590,7 +600,7 @@ class DiffeoStability(MetaEstimatorMixin, BaseEstimator):
             G_repeats``, ``log10_R_std``, ``num`` and ``den`` (per-sample squared
             changes of the last repeat), ``pairs`` (the normaliser), ``T, c,
             delta_target, delta_empirical`` (RMS pixel displacement sampled),
-            ``frac_non_diffeo``, ``interp, average, response``, and ``layers``
+            ``frac_non_diffeo``, ``interp, average, response, bn_mode``, and ``layers``
             (``name -> Bunch(R, D, G, ...)``) when layers are probed.
         """
         X_arr, images = self._probe_images(X, min_samples=2)
@@ -649,12 +659,16 @@ class DiffeoStability(MetaEstimatorMixin, BaseEstimator):
         if not isinstance(row_offset, numbers.Integral) or row_offset < 0:
             raise ValueError(f"row_offset must be an int >= 0, the index of the block's first "
                              f"row among all the probes; got {row_offset!r}.")
-        for name, value, fix in (("noise_norm", "average", "'per_sample'"),
-                                 ("bn_mode", "batch", "'eval'")):
-            if getattr(self, name) == value:
+        for name, used, value, fix in (("noise_norm", self.noise_norm, "average", "'per_sample'"),
+                                       ("bn_mode", self.bn_mode_, "batch", "'eval'")):
+            if used == value:
                 raise ValueError(f"{name}={value!r} makes each probe's measurement depend on "
                                  f"all the probes, so it cannot be split into blocks: use "
-                                 f"{name}={fix}, or stability(X) on all the probes at once.")
+                                 f"{name}={fix}, or stability(X) on all the probes at once"
+                                 + (" (bn_mode='auto' chose batch statistics: the model's "
+                                    "BatchNorm running statistics are untouched)"
+                                    if name == "bn_mode" and self.bn_mode == "auto" else "")
+                                 + ".")
         X_arr, images = self._probe_images(X, min_samples=1)
         return self._partial_stats(X_arr, images, row_offset=int(row_offset))
 
@@ -723,14 +737,14 @@ class DiffeoStability(MetaEstimatorMixin, BaseEstimator):
             torch.as_tensor(images, device=self._probe.device), T=self.T_, c=self.c,
             interp=self.interp, average=self.average, noise_norm=self.noise_norm,
             n_diffeo=self.n_diffeo, n_repeats=self.n_repeats,
-            batch_size=len(images) if self.bn_mode == "batch" else self.batch_size,
+            batch_size=len(images) if self.bn_mode_ == "batch" else self.batch_size,
             entropy=entropy, verbose=self.verbose)
         return StabilityStats(row_offset, *parts, settings=self._settings(), entropy=entropy)
 
     def _result(self, stats):
         result = _reduce(stats, average=self.average, max_pairs=self.max_pairs)
         result.update(T=self.T_, c=self.c, delta_target=self.delta_, interp=self.interp,
-                      average=self.average, response=self.response_)
+                      average=self.average, response=self.response_, bn_mode=self.bn_mode_)
         return result
 
     def score(self, X, y=None):

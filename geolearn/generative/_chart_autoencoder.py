@@ -209,7 +209,11 @@ class ChartAutoencoder(ImageOutputMixin, LatentInterpolationMixin, Reconstructio
         return self._chart_logits(self.transform(X).astype(np.float32)).argmax(1)
 
     def sample(self, n_samples=1, random_state=None, return_charts=False):
-        """Generate: ``z_i ~ N(0, I_d)`` for every chart, decoded by chart ``argmax P([z])``.
+        """Generate: ``z_i ~ N(0, I_d)`` for every chart, decoded by the likeliest chart.
+
+        The chart is ``argmax P([z])`` among the charts that received training points
+        (``chart_counts_ > 0``): a chart that no training point chose was never fitted
+        to the data, and its decoder's outputs lie anywhere.
 
         Parameters
         ----------
@@ -227,5 +231,21 @@ class ChartAutoencoder(ImageOutputMixin, LatentInterpolationMixin, Reconstructio
         check_positive_integer(n_samples, "n_samples")
         rng = check_random_state(random_state)
         Z = rng.standard_normal((n_samples, self.n_latent)).astype(np.float32)
-        X = self._decode(Z)
-        return (X, self._chart_logits(Z).argmax(1)) if return_charts else X
+        logits = self._chart_logits(Z)
+        logits[:, self.chart_counts_ == 0] = -np.inf
+        charts = logits.argmax(1)
+        X = self._decode_charts(Z, charts)
+        return (X, charts) if return_charts else X
+
+    @torch.no_grad()
+    def _decode_charts(self, Z, charts):
+        """Decode each latent row ``Z[i]`` by chart ``charts[i]``."""
+        out, start = [], 0
+        with frozen(self.module_):
+            for z in self._batches(Z):
+                rows = torch.arange(len(z), device=z.device)
+                c = torch.as_tensor(charts[start:start + len(z)], device=z.device)
+                start += len(z)
+                raw = self.module_.decode_all(z)[rows, c]
+                out.append(to_numpy(decoded_mean(raw, self.likelihood, self.output_activation)))
+        return np.concatenate(out).astype(np.float64)

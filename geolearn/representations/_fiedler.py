@@ -327,7 +327,7 @@ def _check_pairs(pairs, classes, counts):
 
 
 def fiedler_pairwise(R, labels, *, pairs=None, balance="undersample", n_boot=1000,
-                     confidence_level=0.95, bonferroni=True, n_permutations=0,
+                     confidence_level=0.95, bonferroni=True, n_permutations=1000,
                      negative_weights="clip", n_jobs=None, random_state=None):
     """Fiedler accuracy of every class pair with a stratified-bootstrap BCa interval.
 
@@ -335,8 +335,15 @@ def fiedler_pairwise(R, labels, *, pairs=None, balance="undersample", n_boot=100
     accuracy of its Fiedler partition (:func:`fiedler_accuracy`), ``n_boot`` bootstrap
     resamples of the stimuli stratified by class (class sizes fixed, duplicates kept) and
     the ``m`` jackknife deletions for a bias-corrected and accelerated (BCa) interval,
-    Bonferroni-corrected over the pairs as in the paper's Figs. 8-9. A partition is
-    significant when ``ci_low > 0.5``.
+    Bonferroni-corrected over the pairs as in the paper's Figs. 8-9.
+
+    Significance comes from a label-permutation test over the fixed partition, not from
+    the interval against 0.5: the accuracy is the better of the two label assignments, so
+    a random partition scores above 0.5 (about ``0.5 + 0.4 / sqrt(m)``; on pure noise the
+    BCa interval excludes 0.5 for many pairs). A pair is ``significant`` when its
+    permutation p-value is at most the (Bonferroni-adjusted) ``1 - confidence_level``;
+    ``chance_level`` is the mean accuracy under that null, the level to read the
+    interval against.
 
     Parameters
     ----------
@@ -355,9 +362,12 @@ def fiedler_pairwise(R, labels, *, pairs=None, balance="undersample", n_boot=100
         Family-wise level; each interval uses ``1 - (1 - confidence_level) / k`` for ``k``
         pairs when ``bonferroni``.
     bonferroni : bool, default=True
-    n_permutations : int, default=0
-        Label shuffles over the fixed partition for a permutation p-value (no eigensolve);
-        it accounts for the chance level above 0.5 of the max over assignments.
+    n_permutations : int, default=1000
+        Label shuffles over the fixed partition for the permutation p-value (no
+        eigensolve, cheap); the smallest p-value is ``1 / (n_permutations + 1)``, so with
+        many pairs it must exceed ``k / (1 - confidence_level)`` to reach significance
+        (a warning says so). 0 skips the test (``p_permutation``, ``chance_level`` NaN,
+        ``significant`` None).
     negative_weights : {"clip", "keep", "raise"}, default="clip"
         See :func:`fiedler_vector`.
     n_jobs : int, optional
@@ -372,7 +382,9 @@ def fiedler_pairwise(R, labels, *, pairs=None, balance="undersample", n_boot=100
         One per pair, with ``class_a``, ``class_b``, ``n_a``, ``n_b`` (stimuli used, after
         balancing), ``accuracy``, ``recall_a``, ``recall_b`` (per-class recall of the
         chosen assignment), ``ci_low``, ``ci_high``, ``confidence_level`` (of this
-        interval, Bonferroni-adjusted), ``p_permutation`` (NaN if ``n_permutations=0``),
+        interval, Bonferroni-adjusted), ``p_permutation``, ``chance_level`` (the mean
+        accuracy of the permuted labels), ``significant`` (``p_permutation`` at most the
+        adjusted level),
         ``lambda2`` (algebraic connectivity), ``degenerate`` (see :func:`fiedler_vector`),
         and ``distribution`` (the ``n_boot`` bootstrap accuracies) with
         ``degenerate_fraction`` (the share of degenerate resamples: the paper's cluster of
@@ -381,8 +393,9 @@ def fiedler_pairwise(R, labels, *, pairs=None, balance="undersample", n_boot=100
     Warns
     -----
     FiedlerWarning
-        ``n_boot < 500``; a clipped BCa bias correction; an indefinite Laplacian or a
-        non-unique Fiedler vector of a pair's RDM.
+        ``n_boot < 500``; too few permutations for any pair to be significant; a clipped
+        BCa bias correction; an indefinite Laplacian or a non-unique Fiedler vector of a
+        pair's RDM.
 
     Examples
     --------
@@ -392,7 +405,7 @@ def fiedler_pairwise(R, labels, *, pairs=None, balance="undersample", n_boot=100
     >>> X = rng.normal(0, 1, (30, 8)) + 4 * np.eye(8)[np.repeat([0, 1, 2], 10)]
     >>> res = fiedler_pairwise(compute_rdm(X), np.repeat([0, 1, 2], 10), n_boot=500,
     ...                        random_state=0)
-    >>> [(r["class_a"], r["class_b"], r["accuracy"], r["ci_low"] > 0.5) for r in res]
+    >>> [(r["class_a"], r["class_b"], r["accuracy"], r["significant"]) for r in res]
     [(0, 1, 1.0, True), (0, 2, 1.0, True), (1, 2, 1.0, True)]
     """
     check_choice(balance, "balance", ("none", "undersample"))
@@ -413,6 +426,11 @@ def fiedler_pairwise(R, labels, *, pairs=None, balance="undersample", n_boot=100
                       "tails; use n_boot >= 1000 for reported intervals.", FiedlerWarning,
                       stacklevel=2)
     alpha = (1 - confidence_level) / (len(pairs) if bonferroni else 1)
+    if n_permutations and 1 / (n_permutations + 1) > alpha:
+        warnings.warn(f"n_permutations={n_permutations}: the smallest permutation p-value, "
+                      f"1/{n_permutations + 1}, exceeds the level {alpha:.3g}, so no pair can be "
+                      f"significant; use n_permutations >= {int(np.ceil(1 / alpha))}.",
+                      FiedlerWarning, stacklevel=2)
     base = check_random_state(random_state).randint(np.iinfo(np.int32).max)
     results = []
     for pair in pairs:
@@ -451,15 +469,17 @@ def _one_pair(R, inverse, classes, pair, balance, n_boot, n_permutations, alpha,
     dist, jack_acc = scores[:n_boot, 0], scores[n_boot:, 0]
     ci_low, ci_high = _bca_interval(accuracy, dist, jack_acc, alpha)
 
-    p_perm = np.nan
+    p_perm, chance, significant = np.nan, np.nan, None
     if n_permutations:
         null = np.array([_score(e2, rng.permutation(codes))[0] for _ in range(n_permutations)])
         p_perm = (1 + np.sum(null >= accuracy)) / (n_permutations + 1)
+        chance, significant = float(null.mean()), bool(p_perm <= alpha)
     return {
         "class_a": pair[0], "class_b": pair[1], "n_a": len(pos[0]), "n_b": len(pos[1]),
         "accuracy": float(accuracy), "recall_a": float(recall_a), "recall_b": float(recall_b),
         "ci_low": ci_low, "ci_high": ci_high, "confidence_level": 1 - alpha,
-        "p_permutation": float(p_perm), "lambda2": float(evals[1]),
+        "p_permutation": float(p_perm), "chance_level": chance, "significant": significant,
+        "lambda2": float(evals[1]),
         "degenerate": bool(issues), "distribution": dist,
         "degenerate_fraction": float(scores[:n_boot, 1].mean()),
     }

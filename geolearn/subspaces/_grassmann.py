@@ -32,17 +32,23 @@ def top_svd(Y, c):
 def angles_kernel(X, dims, K, m=None):
     """Ascending principal angles (r, m) between padded bases ``X`` and ``R(K)``.
 
-    Small angles come from the residual of the principal vector,
-    ``sin theta_j = ||(I - K K^T) X a_j||``, since ``arccos`` of a cosine near 1
-    loses every digit below ~1e-8 rad. Angles past a set's own size are pi/2.
-    Also returns the top right singular vectors ``B (r, k, m)``.
+    Small angles come from the singular values of the residual ``(I - K K^T) X``
+    (their sines, ascending), since ``arccos`` of a cosine near 1 loses every digit
+    below ~1e-8 rad. The residuals of individual principal vectors would not do: for
+    nearly equal subspaces of dimension > 1 the cosines cluster at 1 and the principal
+    vectors inside the cluster are ill-determined. Angles past a set's own size are
+    pi/2. Also returns the top right singular vectors ``B (r, k, m)``.
     """
     m = min(X.shape[2], K.shape[1]) if m is None else m
-    A, cos, B = top_svd(X.mT @ K, m)
-    Z = X @ A  # principal vectors X_i a_j, (r, n, m)
-    R = Z - K @ (K.T @ Z)
-    sin = torch.linalg.vector_norm(R, dim=1).clamp(0.0, 1.0)
-    theta = torch.where(cos > 0.5, torch.atan2(sin, cos), torch.acos(cos))
+    _, cos, B = top_svd(X.mT @ K, m)
+    R = X - K @ (K.T @ X)
+    # Ascending singular values of R: first the zeros of the padded columns (l - d_i of
+    # them; dropping them is right even where a true angle is 0 too), then the sines.
+    sin_all = torch.linalg.svdvals(R).flip(-1)
+    start = X.shape[2] - torch.as_tensor(dims, device=X.device)
+    index = (start[:, None] + torch.arange(m, device=X.device)[None, :]).clamp(max=X.shape[2] - 1)
+    sin = sin_all.gather(1, index).clamp(0.0, 1.0)
+    theta = torch.where(cos.square() >= 0.5, torch.asin(sin), torch.acos(cos))
     theta = torch.cummax(theta, dim=1).values  # rounding can swap near-equal tiny angles
     beyond = torch.arange(m, device=X.device)[None, :] >= torch.as_tensor(dims, device=X.device)[:, None]
     return theta.masked_fill(beyond, math.pi / 2), B

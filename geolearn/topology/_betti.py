@@ -29,6 +29,8 @@ def betti_numbers(diagrams, min_persistence=0.0):
     array([2, 1])
     >>> betti_numbers([[[0, 1]], [[0.2, 1.5]]], min_persistence=[0.0, 2.0])
     array([1, 0])
+    >>> betti_numbers([[[0, 1], [0, float("inf")]]], min_persistence=float("inf"))
+    array([1])
     """
     dgms = check_diagrams(diagrams)
     tau = np.asarray(min_persistence, dtype=np.float64)
@@ -37,8 +39,9 @@ def betti_numbers(diagrams, min_persistence=0.0):
     if tau.ndim != 1 or len(tau) != len(dgms) or np.isnan(tau).any():
         raise ValueError(f"min_persistence must be a number or one number per diagram "
                          f"({len(dgms)}); got {min_persistence!r}.")
-    return np.array([int((d[:, 1] - d[:, 0] > t).sum()) for d, t in zip(dgms, tau)],
-                    dtype=np.int64)
+    # ``inf - b > tau`` is False for tau = inf: test essential classes on their own.
+    return np.array([int(((d[:, 1] - d[:, 0] > t) | np.isposinf(d[:, 1])).sum())
+                     for d, t in zip(dgms, tau)], dtype=np.int64)
 
 
 def betti_curve(diagram, radii):

@@ -72,7 +72,7 @@ def _distances(X, metric, n_jobs):
     if metric == "euclidean" and X.shape[0] ** 2 * X.shape[1] <= _EXACT_WORK:
         return squareform(pdist(X)), True
     # BLAS rounding may leave D asymmetric by an ulp: the MST reads rows and re-measures
-    # its edges, giotto-ph reads the upper triangle, and the snapping its values
+    # its edges, giotto-ph and the lookup of its critical edges read the upper triangle
     D = pairwise_distances(X, metric=metric, n_jobs=n_jobs)
     np.fill_diagonal(D, 0.0)
     return D, False
@@ -89,34 +89,54 @@ def _h0(X, D, thresh, remeasure):
                             np.r_[np.sort(finite), np.full(n_inf, np.inf)]])
 
 
-def _snap(values, sorted_d):
-    """Replace float32 filtration values by the float64 distance each one rounds from.
+def _edge_length(A, a, b):
+    """Entries ``A[a, b]`` read from the upper triangle (the one giotto-ph reads)."""
+    return A[np.minimum(a, b), np.maximum(a, b)]
 
-    Among the distances whose float32 rounding equals a value (``sorted_d[lo:hi]``),
-    the one nearest to it is taken; a value with no such distance is kept.
+
+def _exact_values(dgm, finite_edges, essential_edges, D, D_given):
+    """The float64 lengths of the critical edges of one giotto-ph diagram.
+
+    A Rips birth or death is the length of one edge (the diameter of the simplex that
+    creates or kills the class), and giotto-ph names those edges: rows ``(b0, b1, d0, d1)``
+    for the finite pairs and ``(b0, b1)`` for the essential ones, in the order of the
+    diagram's finite and infinite rows (checked against the values it saw, ``D_given``).
     """
-    out = np.array(values, dtype=np.float64)
-    v = out[np.isfinite(out)]
-    d32 = sorted_d.astype(np.float32)
-    lo = np.searchsorted(d32, v.astype(np.float32), "left")
-    hi = np.searchsorted(d32, v.astype(np.float32), "right")
-    found = hi > lo
-    last = np.maximum(hi - 1, lo)
-    right = np.clip(np.searchsorted(sorted_d, v), lo, last)     # first candidate >= v
-    left = np.clip(right - 1, lo, last)
-    right, left = (np.minimum(i, len(sorted_d) - 1) for i in (right, left))
-    nearest = np.where(np.abs(sorted_d[left] - v) <= np.abs(sorted_d[right] - v), left, right)
-    out[np.isfinite(out)] = np.where(found, sorted_d[nearest], v)
+    dgm = np.asarray(dgm, dtype=np.float32).reshape(-1, 2)
+    finite = np.isfinite(dgm[:, 1])
+    out = np.full(dgm.shape, np.inf)
+    seen = np.full(dgm.shape, np.inf, dtype=np.float32)
+    if finite.sum() == len(finite_edges) and (~finite).sum() == len(essential_edges):
+        for M, A in ((out, D), (seen, D_given)):
+            M[finite, 0] = _edge_length(A, finite_edges[:, 0], finite_edges[:, 1])
+            M[finite, 1] = _edge_length(A, finite_edges[:, 2], finite_edges[:, 3])
+            M[~finite, 0] = _edge_length(A, essential_edges[:, 0], essential_edges[:, 1])
+    if not np.array_equal(seen, dgm):
+        raise RuntimeError("giotto-ph returned generators that do not match its diagram.")
     return out
 
 
 def _giotto_diagrams(ripser_parallel, D, maxdim, thresh, coeff, n_jobs):
-    res = ripser_parallel(D, maxdim=maxdim, thresh=thresh, coeff=coeff, metric="precomputed",
-                          n_threads=resolve_n_jobs(n_jobs))
-    sorted_d = np.sort(squareform(D, checks=False))
+    # giotto-ph filters in float32, where distinct distances can tie and so pair other
+    # edges than the float64 filtration does. Rips persistence depends only on the order
+    # of the distances: give it their ranks (exact in float32 up to 2^24 distinct values),
+    # then read each class's exact value off the critical edges it reports.
+    iu = np.triu_indices(len(D), 1)
+    values, ranks = np.unique(D[iu], return_inverse=True)
+    if len(values) <= 2**24:
+        D_given = np.zeros(D.shape, dtype=np.float32)
+        D_given[iu] = ranks
+        D_given += D_given.T
+        thresh = np.searchsorted(values, thresh, "right") - 1.0 if np.isfinite(thresh) else thresh
+    else:  # beyond, float32 ties among distinct distances follow giotto-ph's order
+        D_given = D.astype(np.float32)
+    res = ripser_parallel(D_given, maxdim=maxdim, thresh=thresh, coeff=coeff, metric="precomputed",
+                          n_threads=resolve_n_jobs(n_jobs), return_generators=True)
+    _, finite_edges, _, essential_edges = res["gens"]
     out = []
-    for dgm in res["dgms"][1:]:
-        dgm = _snap(np.asarray(dgm, dtype=np.float64).reshape(-1, 2), sorted_d)
+    for dgm, fin, ess in zip(res["dgms"][1:], finite_edges, essential_edges):
+        dgm = _exact_values(dgm, np.asarray(fin).reshape(-1, 4), np.asarray(ess).reshape(-1, 2),
+                            D, D_given)
         out.append(dgm[dgm[:, 1] > dgm[:, 0]])
     return out
 
@@ -147,8 +167,9 @@ def persistence_diagrams(X, maxdim=1, thresh=np.inf, coeff=2, metric="euclidean"
     """Vietoris-Rips persistence diagrams of a point cloud or a distance matrix.
 
     A simplex enters at its diameter. H0 is exact (``(0, w)`` per minimum-spanning-tree
-    edge of length ``w > 0``, and ``(0, inf)``); higher dimensions come from giotto-ph, its
-    float32 values mapped back to the float64 distances they round from, or an exact reduction.
+    edge of length ``w > 0``, and ``(0, inf)``); higher dimensions come from giotto-ph (run on the
+    ranks of the distances, its values the exact float64 lengths of the critical edges it
+    reports) or an exact reduction.
 
     Parameters
     ----------

@@ -113,14 +113,20 @@ def test_stats_hold_per_probe_quantities(probes):
                                rtol=1e-12)
 
 
-@pytest.mark.parametrize("params, match", [
-    ({"noise_norm": "average"}, "noise_norm='average'"),
-    ({"bn_mode": "batch"}, "bn_mode='batch'"),
+def bn_net():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Flatten(), nn.Linear(100, 8), nn.BatchNorm1d(8), nn.Tanh(),
+                         nn.Linear(8, 3)).double()
+
+
+@pytest.mark.parametrize("model, params, match", [
+    (small_net, {"noise_norm": "average"}, "noise_norm='average'"),
+    (bn_net, {"bn_mode": "batch"}, "bn_mode='batch'"),
+    (bn_net, {}, "bn_mode='auto' chose batch statistics"),  # untrained batch norm
 ])
-def test_settings_that_couple_the_probes_are_refused(probes, params, match):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", StabilityWarning)  # bn_mode without a BatchNorm
-        est = fitted(probes, **params)
+def test_settings_that_couple_the_probes_are_refused(probes, model, params, match):
+    est = DiffeoStability(model(), c=2, delta=0.5, random_state=0, max_pairs=500,
+                          **params).fit(probes)
     with pytest.raises(ValueError, match=match):
         est.partial_stats(probes)
 

@@ -130,6 +130,45 @@ def test_bn_mode_batch_without_batchnorm_warns(digits):
         relative_stability(small_cnn(), X[:120], bn_mode="batch", random_state=0)
 
 
+def test_bn_mode_auto_follows_the_papers_protocol(digits):
+    """Appendix E: at initialisation batch norms use batch statistics (running statistics of
+    0 and 1 would not normalise); a net whose statistics were trained is probed in eval."""
+    X, _ = digits
+    torch.manual_seed(0)
+    net = small_cnn(bn=True)
+    auto = quiet(relative_stability, net, X[:120], random_state=0)
+    assert auto.bn_mode == "batch"
+    assert auto.R == quiet(relative_stability, net, X[:120], random_state=0, bn_mode="batch").R
+    assert auto.R != pytest.approx(
+        quiet(relative_stability, net, X[:120], random_state=0, bn_mode="eval").R, rel=1e-3)
+    net.train()
+    net(torch.as_tensor(X[:64]))  # running statistics move: a trained net
+    net.eval()
+    auto = quiet(relative_stability, net, X[:120], random_state=0)
+    assert auto.bn_mode == "eval"
+    assert auto.R == quiet(relative_stability, net, X[:120], random_state=0, bn_mode="eval").R
+    assert relative_stability(small_cnn(), X[:120], random_state=0).bn_mode == "eval"
+
+
+def test_bn_mode_auto_uses_batch_statistics_only_where_running_ones_are_untouched():
+    from geolearn.diffeo._probe import Probe
+
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Flatten(), nn.Linear(16, 4), nn.BatchNorm1d(4), nn.Linear(4, 3),
+                        nn.BatchNorm1d(3))
+    net[2].running_mean.fill_(0.5)
+    X = torch.rand(50, 1, 4, 4, dtype=torch.float64)
+    probe = Probe(net, "module")
+    assert probe._norms == [net[4]] and probe.bn_mode_ == "batch"
+    out = probe(X, (1, 4, 4))["output"]
+    with torch.no_grad():
+        h = net[3](net[2].eval()(net[1](net[0](X.float()))))
+        expected = (h - h.mean(0)) / torch.sqrt(h.var(0, unbiased=False) + net[4].eps)
+        expected = expected * net[4].weight + net[4].bias
+    np.testing.assert_allclose(out, expected.numpy(), rtol=1e-5, atol=1e-5)
+    assert net[4].running_mean.count_nonzero() == 0 and bool((net[4].running_var == 1).all())
+
+
 def test_torch_layers_and_unknown_layer(digits):
     X, _ = digits
     net = small_cnn()

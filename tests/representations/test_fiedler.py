@@ -274,14 +274,15 @@ def test_pairwise_separated_classes():
     assert [(r["class_a"], r["class_b"]) for r in res] == [("x", "y"), ("x", "z"), ("y", "z")]
     assert set(res[0]) == {"class_a", "class_b", "n_a", "n_b", "accuracy", "recall_a",
                            "recall_b", "ci_low", "ci_high", "confidence_level",
-                           "p_permutation", "lambda2", "degenerate", "distribution",
-                           "degenerate_fraction"}
+                           "p_permutation", "chance_level", "significant", "lambda2",
+                           "degenerate", "distribution", "degenerate_fraction"}
     for r, n in zip(res, (10, 10, 12)):
         assert r["n_a"] == r["n_b"] == n  # undersampled to the smaller class
         assert r["accuracy"] == r["recall_a"] == r["recall_b"] == 1.0
         assert (r["ci_low"], r["ci_high"]) == (1.0, 1.0)  # every resample separates
         assert r["confidence_level"] == pytest.approx(1 - 0.05 / 3)
-        assert r["p_permutation"] == pytest.approx(1 / 100)
+        assert r["p_permutation"] == pytest.approx(1 / 100) and r["significant"]
+        assert 0.5 < r["chance_level"] < 0.8
         assert r["lambda2"] == pytest.approx(2 * n * 0.1)  # n b of the balanced pair
         assert not r["degenerate"] and r["degenerate_fraction"] == 0
 
@@ -305,7 +306,29 @@ def test_pairwise_unbalanced_recall():
     R, codes = block_rdm([5, 9], 0.2, 0.9)
     r = fiedler_pairwise(R, codes, balance="none", n_boot=500, random_state=0)[0]
     assert (r["n_a"], r["n_b"], r["accuracy"], r["recall_a"], r["recall_b"]) == (5, 9, 1, 1, 1)
-    assert np.isnan(fiedler_pairwise(R, codes, n_boot=500)[0]["p_permutation"])
+    r = fiedler_pairwise(R, codes, n_boot=500, n_permutations=0)[0]
+    assert np.isnan(r["p_permutation"]) and np.isnan(r["chance_level"])
+    assert r["significant"] is None
+
+
+@pytest.mark.parametrize("seed", [11, 12, 13])
+def test_pure_noise_is_not_called_significant(seed):
+    """The accuracy is a max over two label assignments, so its chance level sits above 0.5
+    (the BCa interval of noise excluded 0.5 in up to 3 of 5 pairs); the permutation test
+    of the default has the right null."""
+    rng = np.random.default_rng(seed)
+    X, y = rng.normal(size=(60, 30)), np.repeat(np.arange(4), 15)
+    res = fiedler_pairwise(compute_rdm(X), y, n_boot=500, random_state=seed)
+    assert not any(r["significant"] for r in res)
+    assert all(0.52 < r["chance_level"] < 0.65 for r in res)
+    assert all(r["p_permutation"] > 0.05 / 6 for r in res)
+
+
+def test_too_few_permutations_for_significance_warn():
+    R, codes = block_rdm([5, 5, 5], 0.2, 0.9)
+    with pytest.warns(FiedlerWarning, match="n_permutations >= 60"):
+        res = fiedler_pairwise(R, codes, n_boot=500, n_permutations=20, random_state=0)
+    assert not any(r["significant"] for r in res)
 
 
 # ---------------------------------------------------------------- bad inputs

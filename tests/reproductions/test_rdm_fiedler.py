@@ -207,6 +207,8 @@ def test_digits_pure_noise_not_significant_by_permutation(bca):
     results = bca
     assert all(r["p_permutation"] > 0.01 for r in results["pure noise"])
     assert all(r["p_permutation"] <= 0.01 for r in results["pixels"])
+    assert not any(r["significant"] for r in results["pure noise"])
+    assert all(r["significant"] for r in results["pixels"])
 
 
 @pytest.mark.slow

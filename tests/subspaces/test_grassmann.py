@@ -39,6 +39,30 @@ def test_small_angles_keep_their_digits():
         np.testing.assert_allclose(got, [[theta]], rtol=1e-6)
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_small_angles_between_nearly_equal_multidimensional_subspaces(seed):
+    """Sines of tiny angles in dimension > 1 against a 60-digit reference.
+
+    The cosines cluster at 1 there, so the principal vectors are ill-determined and
+    their residuals gave sines wrong by up to 40% relative; the singular values of the
+    residual ``(I - K K^T) X`` are well-determined.
+    """
+    mpmath = pytest.importorskip("mpmath")
+    mpmath.mp.dps = 60
+    rng = np.random.default_rng(seed)
+    n, l, k = 8, 2 + seed % 2, 3 + seed % 3
+    Q = orth(rng.standard_normal((n, n)))
+    A = rng.standard_normal((n, n))
+    X = scipy.linalg.expm(10.0 ** -(4 + seed) * (A - A.T)) @ Q[:, :l]
+    K = Q[:, :k]
+    Qx = mpmath.qr(mpmath.matrix(X.tolist()))[0][:, :l]
+    Qk = mpmath.qr(mpmath.matrix(K.tolist()))[0][:, :k]
+    sines = mpmath.svd_r(Qx - Qk * (Qk.T * Qx), compute_uv=False)
+    want = np.sort([float(mpmath.asin(s)) for s in sines])
+    assert want.max() < 1e-3
+    np.testing.assert_allclose(principal_angles(X[None], K)[0], want, rtol=1e-5)
+
+
 def test_ragged_sets_and_pi_over_two_padding():
     e = np.eye(5)
     X = [e[:, :1], e[:, 1:4]]

@@ -128,6 +128,9 @@ def test_betti_numbers():
     np.testing.assert_array_equal(betti_numbers(dgms, 0.5), [2, 1, 0])
     np.testing.assert_array_equal(betti_numbers(dgms, [2.0, 0.0, 0.0]), [1, 2, 0])
     np.testing.assert_array_equal(betti_numbers(np.array([[0, 1.0]])), [1])
+    # essential classes count at every threshold, infinity included (inf - 0 > inf is False)
+    np.testing.assert_array_equal(betti_numbers(dgms, np.inf), [1, 0, 0])
+    np.testing.assert_array_equal(betti_numbers(dgms, [np.inf, 1.0, 0.0]), [1, 1, 0])
     with pytest.raises(ValueError, match="min_persistence"):
         betti_numbers(dgms, [1.0, 2.0])
     with pytest.raises(ValueError, match="diagrams"):

@@ -209,3 +209,17 @@ def test_diagrams_are_invariant_and_backends_agree(X, data):
         _same(scale * a, b, atol=1e-12)
     for d in ref:
         assert (d[:, 1] > d[:, 0]).all()          # never a zero-length or negative bar
+
+
+def test_giotto_values_are_the_exact_distances_when_float32_ties():
+    """Two distances round to the same float32: the birth is the exact critical edge.
+
+    A 4-cycle with sides 1, 1, 1, 1 + 3e-9 and diagonals 1.5: H1 is born at the longest
+    side and dies at a diagonal. 1 and 1 + 3e-9 are one float32, so matching the float32
+    birth back to the nearest float64 distance gave 1.0.
+    """
+    s = 1.0 + 3e-9
+    D = np.array([[0, 1, 1.5, s], [1, 0, 1, 1.5], [1.5, 1, 0, 1], [s, 1.5, 1, 0]])
+    for backend in ("exact", "giotto-ph"):
+        h0, h1 = persistence_diagrams(D, metric="precomputed", maxdim=1, backend=backend)
+        np.testing.assert_array_equal(h1, [[s, 1.5]])
