@@ -13,15 +13,9 @@
   ``warm_start``, ``net_class``).
 """
 
-from ._adapter import (
-    GradientsUnavailableError,
-    ModelAdapter,
-    as_model,
-    forward_ad_lock,
-    frozen,
-    locked_jacfwd,
-    locked_jvp,
-)
+from ._adapter import GradientsUnavailableError, ModelAdapter, as_model
+from ._forward_ad import forward_ad_lock, locked_jacfwd, locked_jvp
+from ._freezing import frozen
 from ._fitting import call_flat_if_refused, fit_or_use, is_prefit
 from ._response import RESPONSES, resolve_response, respond
 from ._sklearn import Affine, BinaryProba, affine_to_torch, mlp_to_torch
