@@ -17,9 +17,10 @@ import torch
 from torch import nn
 
 from .._utils import resolve_device, to_numpy, torch_threads
-from ..models import RESPONSES as MODEL_RESPONSES
-from ..models import as_model, respond, split_torch_tail
+from ..models import as_model
 from ..models import resolve_response as resolve_model_response
+from ..models._internal import RESPONSES as MODEL_RESPONSES
+from ..models._internal import respond, split_torch_tail
 from ._exceptions import StabilityWarning
 
 RESPONSES = (*MODEL_RESPONSES, "module")

@@ -13,7 +13,8 @@ import numpy as np
 import torch
 from sklearn.utils._param_validation import Interval
 
-from ..models import ObjectiveNet, SkorchTrainingMixin, TensorDataset, collate_batch
+from ..models import ObjectiveNet, SkorchTrainingMixin
+from ..models._internal import TensorDataset, collate_batch
 
 #: Constraints of the parameters every torch-trained estimator of the family has.
 NET_CONSTRAINTS = {

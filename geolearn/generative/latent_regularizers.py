@@ -11,7 +11,7 @@ and :class:`~geolearn.generative.DisentangledAttributeAutoencoder` to its object
 import torch
 from skorch.utils import to_tensor
 
-from ..models import unwrap_module
+from ..models._internal import unwrap_module
 from .graph_divergence import GraphDivergenceLoss
 from .orthogonality import OrthogonalityLoss
 

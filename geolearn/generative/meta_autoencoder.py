@@ -33,13 +33,8 @@ from .._utils import (
     to_tensor,
     torch_threads,
 )
-from ..models import (
-    ObjectiveNet,
-    SkorchTrainingMixin,
-    TensorDataset,
-    frozen,
-    unwrap_module,
-)
+from ..models import ObjectiveNet, SkorchTrainingMixin, frozen
+from ..models._internal import TensorDataset, unwrap_module
 from ._base import check_unit_interval, validate_rows
 from ._generators import CodecMixin, ReconstructionScoreMixin
 from ._modules import Autoencoder

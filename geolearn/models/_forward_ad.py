@@ -61,7 +61,7 @@ def locked_jacfwd(func, *args, **kwargs):
     Examples
     --------
     >>> import torch
-    >>> from geolearn.models import locked_jacfwd
+    >>> from geolearn.models._internal import locked_jacfwd
     >>> J = locked_jacfwd(torch.sin)(torch.zeros(3))
     >>> bool(torch.equal(J, torch.eye(3)))
     True
@@ -97,7 +97,7 @@ def locked_jvp(func, primals, tangents, *args, **kwargs):
     Examples
     --------
     >>> import torch
-    >>> from geolearn.models import locked_jvp
+    >>> from geolearn.models._internal import locked_jvp
     >>> out, d = locked_jvp(torch.sin, (torch.zeros(2),), (torch.ones(2),))
     >>> d.tolist()
     [1.0, 1.0]
