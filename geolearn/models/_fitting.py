@@ -13,7 +13,8 @@ def tabular_input(model, X):
     models (torch modules, skorch nets, geolearn's image estimators) take
     ``(n, C, H, W)`` arrays. Which of the two ``model`` is follows from the model
     itself, before it is called: N-D ``X`` is flattened to ``(n, C*H*W)`` rows
-    for a scikit-learn estimator, except one that skips validation (tagged
+    for a scikit-learn estimator (one whose ``fit`` is scikit-learn's, also in a
+    subclass), except one that skips validation (tagged
     ``no_validation``: a ``FunctionTransformer``); a ``Pipeline`` is decided by
     its first step, and a ``FrozenEstimator`` or another meta-estimator
     (``GridSearchCV``) by the estimator it wraps. Any other model gets ``X`` as
@@ -52,7 +53,9 @@ def _takes_only_tables(model):
     if isinstance(model, Pipeline):
         steps = [step for _, step in model.steps if step not in (None, "passthrough")]
         return bool(steps) and _takes_only_tables(steps[0])
-    if type(model).__module__.partition(".")[0] != "sklearn":
+    # whose fit runs decides (a user's subclass of LogisticRegression is scikit-learn's)
+    owner = next((cls for cls in type(model).__mro__ if "fit" in vars(cls)), type(model))
+    if owner.__module__.partition(".")[0] != "sklearn":
         return False
     inner = getattr(model, "estimator", None)  # FrozenEstimator, GridSearchCV, ...
     if hasattr(inner, "fit"):

@@ -42,12 +42,17 @@ class RowsRefusingClassifier(ImageClassifier):
             raise ValueError("the embedding dim of this model must be even")
 
 
+class MyLogisticRegression(LogisticRegression):
+    """A user's subclass: its fit is still scikit-learn's, which takes tables only."""
+
+
 def _pool(X):
     return X.mean(axis=(2, 3))  # (n, C, H, W) -> (n, C): fails on flat rows
 
 
 @pytest.mark.parametrize("model", [
     LogisticRegression(),
+    MyLogisticRegression(),
     make_pipeline(StandardScaler(), LogisticRegression()),
     GridSearchCV(LogisticRegression(), {"C": [1.0]}, cv=2),
     FrozenEstimator(LogisticRegression()),
