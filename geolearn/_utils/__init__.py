@@ -1,7 +1,7 @@
 """Internal helpers shared by every family: input validation and torch plumbing."""
 
 from .fitting import discard_fitted, fitted_on_success
-from .memory import available_memory, check_memory
+from .memory import check_memory
 from .parallel import resolve_n_jobs, thread_map
 from .progress import progress_bar
 from .random import row_seeds
@@ -17,7 +17,6 @@ from .validation import (
     check_labels,
     check_mask,
     check_model_inputs,
-    check_n_samples,
     check_numeric_array,
     check_positive,
     check_positive_integer,
@@ -27,7 +26,6 @@ from .validation import (
 )
 
 __all__ = [
-    "available_memory",
     "check_choice",
     "check_diagram",
     "check_diagrams",
@@ -39,7 +37,6 @@ __all__ = [
     "check_mask",
     "check_memory",
     "check_model_inputs",
-    "check_n_samples",
     "check_numeric_array",
     "check_positive",
     "check_positive_integer",

@@ -12,10 +12,10 @@ the user's ``module__*`` settings) and a per-sample objective.
 import numbers
 
 import numpy as np
-import torch
 from sklearn.utils._param_validation import Interval
 
-from ..models import ObjectiveNet, SkorchTrainingMixin, TensorDataset, collate_batch
+from ..models import ObjectiveNet, SkorchTrainingMixin
+from ..models._internal import TensorDataset, collate_batch
 
 #: Constraints of the parameters every torch-trained estimator of the family has.
 NET_CONSTRAINTS = {
@@ -103,8 +103,3 @@ def history_records(net, parts):
     keys = ("epoch", "train_loss", *parts)
     return [{("loss" if k == "train_loss" else k): (row[k] if k == "epoch" else float(row[k]))
              for k in keys} for row in net.history]
-
-
-def as_float_tensor(X):
-    """A contiguous float32 CPU tensor sharing memory with ``X`` where it can."""
-    return torch.from_numpy(np.ascontiguousarray(X, dtype=np.float32))

@@ -133,14 +133,6 @@ def check_images(X, image_shape=None, *, dtype=np.float32, estimator=None, min_s
     )
 
 
-def check_n_samples(n, minimum, what="samples", name="X"):
-    """Raise a clear ``ValueError`` when fewer than ``minimum`` samples are given."""
-    if not isinstance(minimum, numbers.Integral):
-        raise TypeError("minimum must be an integer")
-    if n < minimum:
-        raise ValueError(f"{name} has {n} {what}; at least {minimum} are required.")
-
-
 def check_scalar_param(value, name, *, kind="real", low=None, high=None, closed="left",
                        allow_none=False):
     """Validate a scalar parameter and return it.

@@ -7,7 +7,7 @@ from skorch.callbacks import PassthroughScoring
 from skorch.utils import to_tensor
 
 from .._utils import check_choice, check_positive, to_numpy, torch_threads
-from ..models import RaiseOnNonFiniteLoss
+from ..models._internal import RaiseOnNonFiniteLoss
 from ._manifold_attacks import in_manifold_core, is_latent, normal_projection
 from ._pgd import NORMS, SMALL_MODEL, Classifier, pgd_loop
 

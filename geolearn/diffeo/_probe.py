@@ -3,10 +3,10 @@
 The model is reached through :func:`geolearn.models.as_model`, once: at
 ``DiffeoStability.fit``, or once per call of the functions. A torch model (a
 module, a skorch net, or a pipeline ending in one, see
-:func:`geolearn.models.split_torch_tail`) is probed through its forward pass;
+:func:`geolearn.models._internal.split_torch_tail`) is probed through its forward pass;
 any other estimator through the response that
 :func:`geolearn.models.resolve_response` picks, read by
-:func:`geolearn.models.respond`. Hidden layers always come from the adapter.
+:func:`geolearn.models._internal.respond`. Hidden layers always come from the adapter.
 """
 
 import warnings
@@ -17,9 +17,10 @@ import torch
 from torch import nn
 
 from .._utils import resolve_device, to_numpy, torch_threads
-from ..models import RESPONSES as MODEL_RESPONSES
-from ..models import as_model, respond, split_torch_tail
+from ..models import as_model
 from ..models import resolve_response as resolve_model_response
+from ..models._internal import RESPONSES as MODEL_RESPONSES
+from ..models._internal import respond, split_torch_tail
 from ._exceptions import StabilityWarning
 
 RESPONSES = (*MODEL_RESPONSES, "module")

@@ -15,7 +15,8 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_array, check_is_fitted
 
 from .._utils import check_images, fitted_on_success, iter_batches, row_seeds
-from ..models import call_flat_if_refused, fit_or_use, is_prefit
+from ..models import fit_or_use
+from ..models._internal import is_prefit, tabular_input
 from ._exceptions import StabilityWarning
 from ._images import check_fitted_shape, image_side, tabular_check_failures
 from ._probe import RESPONSES, Probe, resolve_response
@@ -773,25 +774,25 @@ class DiffeoStability(MetaEstimatorMixin, BaseEstimator):
     def predict(self, X):
         """The estimator's ``predict``."""
         check_is_fitted(self)
-        return call_flat_if_refused(self.estimator_.predict, X)
+        return self.estimator_.predict(tabular_input(self.estimator_, X))
 
     @available_if(_estimator_has("predict_proba"))
     def predict_proba(self, X):
         """The estimator's ``predict_proba``."""
         check_is_fitted(self)
-        return call_flat_if_refused(self.estimator_.predict_proba, X)
+        return self.estimator_.predict_proba(tabular_input(self.estimator_, X))
 
     @available_if(_estimator_has("decision_function"))
     def decision_function(self, X):
         """The estimator's ``decision_function``."""
         check_is_fitted(self)
-        return call_flat_if_refused(self.estimator_.decision_function, X)
+        return self.estimator_.decision_function(tabular_input(self.estimator_, X))
 
     @available_if(_estimator_has("transform"))
     def transform(self, X):
         """The estimator's ``transform``."""
         check_is_fitted(self)
-        return call_flat_if_refused(self.estimator_.transform, X)
+        return self.estimator_.transform(tabular_input(self.estimator_, X))
 
 
 # --------------------------------------------------------------------------- functions

@@ -11,7 +11,7 @@ and :class:`~geolearn.disentanglement.DisentangledAttributeAutoencoder` to its o
 import torch
 from skorch.utils import to_tensor
 
-from ..models import unwrap_module
+from ..models._internal import unwrap_module
 from ._graph_divergence import GraphDivergenceLoss
 from ._orthogonality import OrthogonalityLoss
 

@@ -50,9 +50,6 @@ __all__ = [
     "unet_noise_model",
 ]
 
-#: Frequencies of the time features: 'octave' ``2^f pi / T``; 'geometric' ``10000^(-f/F)``.
-TIME_FREQUENCIES = ("octave", "geometric")
-
 
 def make_beta_schedule(n_steps, schedule="linear", beta_start=1e-4, beta_end=0.02):
     """Noise schedule ``beta_1..beta_T`` (float64).

@@ -24,7 +24,8 @@ from sklearn.utils.validation import (
 from torch import nn
 
 from .._utils import check_image_shape, check_images
-from ..models import FunctionalCriterion, SkorchTrainingMixin, as_model, softmax_rows
+from ..models import SkorchTrainingMixin, as_model
+from ..models._internal import FunctionalCriterion, softmax_rows
 from . import metrics
 from ._groups import FiniteGroup, resolve_group
 from ._nets import InvarianceNet, RestoreBest, build_invariant_module

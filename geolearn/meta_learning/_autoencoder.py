@@ -40,13 +40,8 @@ from .._utils.autoencoder import (
     validate_rows,
 )
 from .._utils.torch_estimator import NET_CONSTRAINTS
-from ..models import (
-    ObjectiveNet,
-    SkorchTrainingMixin,
-    TensorDataset,
-    frozen,
-    unwrap_module,
-)
+from ..models import ObjectiveNet, SkorchTrainingMixin, frozen
+from ..models._internal import TensorDataset, unwrap_module
 from ._episodes import STRATEGIES, EpisodicSampler
 from ._modules import Autoencoder
 from .metrics import knn_spectral_distance, persistence_wasserstein

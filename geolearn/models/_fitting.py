@@ -6,41 +6,61 @@ from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
 
-def call_flat_if_refused(method, X, *args, **kwargs):
-    """``method(X, ...)``; images that a tabular model refuses as N-D go in as flat rows.
+def tabular_input(model, X):
+    """``X`` as ``model`` takes it: images become flat rows for a model that takes only tables.
 
-    scikit-learn estimators take 2-D ``X`` only ("Found array with dim 4"),
-    while image-aware estimators take ``(n, C, H, W)``: so the images are passed
-    as they are first, and flattened only when refused for their dimension.
+    scikit-learn's estimators validate ``X`` as a 2-D table, while image-aware
+    models (torch modules, skorch nets, geolearn's image estimators) take
+    ``(n, C, H, W)`` arrays. Which of the two ``model`` is follows from the model
+    itself, before it is called: N-D ``X`` is flattened to ``(n, C*H*W)`` rows
+    for a scikit-learn estimator (one whose ``fit`` is scikit-learn's, also in a
+    subclass), except one that skips validation (tagged
+    ``no_validation``: a ``FunctionTransformer``); a ``Pipeline`` is decided by
+    its first step, and a ``FrozenEstimator`` or another meta-estimator
+    (``GridSearchCV``) by the estimator it wraps. Any other model gets ``X`` as
+    it is, and an error it raises propagates unchanged.
 
     Parameters
     ----------
-    method : callable
-        A model's ``fit``, ``predict``, ``predict_proba``, ... taking ``X`` first.
+    model : estimator, torch.nn.Module or callable
+        The model that ``X`` is passed to (fitted or not).
     X : array-like of shape (n_samples, ...)
-    *args, **kwargs
-        Passed on to ``method``.
 
     Returns
     -------
-    result : what ``method`` returns
+    X : array-like
+        ``X.reshape(len(X), -1)`` for a model that takes only tables, else ``X``.
 
     Examples
     --------
     >>> import numpy as np
     >>> from sklearn.linear_model import LogisticRegression
-    >>> from geolearn.models import call_flat_if_refused
-    >>> images, y = np.random.RandomState(0).rand(6, 1, 2, 2), np.arange(6) % 2
-    >>> clf = call_flat_if_refused(LogisticRegression().fit, images, y)
-    >>> clf.n_features_in_
-    4
+    >>> from geolearn.models._internal import tabular_input
+    >>> images = np.zeros((6, 1, 2, 2))
+    >>> tabular_input(LogisticRegression(), images).shape
+    (6, 4)
     """
-    try:
-        return method(X, *args, **kwargs)
-    except ValueError as exc:
-        if getattr(X, "ndim", 2) <= 2 or "dim" not in str(exc):
-            raise
-    return method(X.reshape(len(X), -1), *args, **kwargs)
+    if getattr(X, "ndim", 2) > 2 and _takes_only_tables(model):
+        return X.reshape(len(X), -1)
+    return X
+
+
+def _takes_only_tables(model):
+    """Whether ``model`` validates ``X`` as a 2-D table (see :func:`tabular_input`)."""
+    from sklearn.pipeline import Pipeline
+    from sklearn.utils import get_tags
+
+    if isinstance(model, Pipeline):
+        steps = [step for _, step in model.steps if step not in (None, "passthrough")]
+        return bool(steps) and _takes_only_tables(steps[0])
+    # whose fit runs decides (a user's subclass of LogisticRegression is scikit-learn's)
+    owner = next((cls for cls in type(model).__mro__ if "fit" in vars(cls)), type(model))
+    if owner.__module__.partition(".")[0] != "sklearn":
+        return False
+    inner = getattr(model, "estimator", None)  # FrozenEstimator, GridSearchCV, ...
+    if hasattr(inner, "fit"):
+        return _takes_only_tables(inner)
+    return not get_tags(model).no_validation
 
 
 def is_prefit(model):
@@ -63,7 +83,7 @@ def is_prefit(model):
     --------
     >>> import torch
     >>> from sklearn.linear_model import LogisticRegression
-    >>> from geolearn.models import is_prefit
+    >>> from geolearn.models._internal import is_prefit
     >>> is_prefit(torch.nn.Linear(2, 1)), is_prefit(LogisticRegression())
     (True, False)
     >>> is_prefit(LogisticRegression().fit([[0.0], [1.0]], [0, 1]))
@@ -133,7 +153,7 @@ def fit_or_use(model, X, y=None, **fit_params):
         raise TypeError("the model must be a torch.nn.Module, a callable, or a scikit-learn "
                         f"estimator or skorch net; got {type(model).__name__}.")
     try:
-        return call_flat_if_refused(clone(model).fit, X, y, **fit_params)
+        return clone(model).fit(tabular_input(model, X), y, **fit_params)
     except (TypeError, ValueError) as exc:
         if y is not None:
             raise

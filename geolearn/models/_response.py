@@ -5,7 +5,7 @@ import warnings
 import numpy as np
 from sklearn.base import is_classifier
 
-from ._fitting import call_flat_if_refused
+from ._fitting import tabular_input
 
 #: Responses a black box can be seen through, in the order ``"auto"`` tries them.
 AUTO_ORDER = ("decision_function", "clr_proba", "predict")
@@ -89,7 +89,8 @@ def respond(estimator, response, X):
     Examples
     --------
     >>> from sklearn.linear_model import LogisticRegression
-    >>> from geolearn.models import resolve_response, respond
+    >>> from geolearn.models import resolve_response
+    >>> from geolearn.models._internal import respond
     >>> clf = LogisticRegression().fit([[0.0], [1.0], [2.0]], [0, 1, 1])
     >>> respond(clf, resolve_response(clf), [[0.5], [1.5]]).shape  # one binary logit
     (2, 1)
@@ -97,7 +98,7 @@ def respond(estimator, response, X):
     with warnings.catch_warnings():
         # arrays in the fitted column order: a model fitted on a DataFrame has nothing to fear
         warnings.filterwarnings("ignore", message="X does not have valid feature names")
-        out = np.asarray(call_flat_if_refused(getattr(estimator, _method(response)), X),
+        out = np.asarray(getattr(estimator, _method(response))(tabular_input(estimator, X)),
                          dtype=np.float64)
     out = out.reshape(len(out), -1)
     if response == "clr_proba":

@@ -23,7 +23,7 @@ class BinaryProba(nn.Module):
     Examples
     --------
     >>> import torch
-    >>> from geolearn.models import BinaryProba
+    >>> from geolearn.models._internal import BinaryProba
     >>> BinaryProba()(torch.tensor([[0.25]])).tolist()
     [[0.75, 0.25]]
     """
@@ -156,7 +156,7 @@ class Affine(nn.Module):
     Examples
     --------
     >>> import torch
-    >>> from geolearn.models import Affine
+    >>> from geolearn.models._internal import Affine
     >>> Affine([2.0, 0.5], [1.0, 0.0])(torch.tensor([[1.0, 4.0]]))
     tensor([[3., 2.]])
     """

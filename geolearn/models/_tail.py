@@ -46,7 +46,7 @@ def split_torch_tail(model):
     >>> from sklearn.pipeline import make_pipeline
     >>> from sklearn.preprocessing import FunctionTransformer
     >>> from sklearn.linear_model import LogisticRegression
-    >>> from geolearn.models import split_torch_tail
+    >>> from geolearn.models._internal import split_torch_tail
     >>> net = torch.nn.Linear(3, 2)
     >>> split_torch_tail(net) == (None, net)
     True

@@ -45,7 +45,7 @@ def unwrap_module(module):
     Examples
     --------
     >>> import torch
-    >>> from geolearn.models import unwrap_module
+    >>> from geolearn.models._internal import unwrap_module
     >>> inner = torch.nn.Linear(2, 1)
     >>> unwrap_module(torch.nn.DataParallel(inner)) is inner, unwrap_module(inner) is inner
     (True, True)
@@ -73,7 +73,7 @@ class TensorDataset(torch.utils.data.Dataset):
     Examples
     --------
     >>> import torch
-    >>> from geolearn.models import TensorDataset
+    >>> from geolearn.models._internal import TensorDataset
     >>> ds = TensorDataset(torch.arange(6.0).reshape(3, 2), torch.tensor([0, 1, 0]))
     >>> X, y = ds.__getitems__([2, 0])
     >>> X.tolist(), y.tolist(), len(ds)
@@ -113,7 +113,7 @@ def collate_batch(batch):
     --------
     >>> import torch
     >>> from torch.utils.data import DataLoader
-    >>> from geolearn.models import TensorDataset, collate_batch
+    >>> from geolearn.models._internal import TensorDataset, collate_batch
     >>> ds = TensorDataset(torch.zeros(5, 2), torch.ones(5))
     >>> [tuple(X.shape) for X, _ in DataLoader(ds, batch_size=2, collate_fn=collate_batch)]
     [(2, 2), (2, 2), (1, 2)]
@@ -133,7 +133,7 @@ class RaiseOnNonFiniteLoss(Callback):
     --------
     >>> import numpy as np, torch
     >>> from skorch import NeuralNetRegressor
-    >>> from geolearn.models import RaiseOnNonFiniteLoss
+    >>> from geolearn.models._internal import RaiseOnNonFiniteLoss
     >>> net = NeuralNetRegressor(torch.nn.Linear(1, 1), max_epochs=2, train_split=None,
     ...                          callbacks=[RaiseOnNonFiniteLoss()], verbose=0)
     >>> X = np.full((4, 1), np.inf, dtype=np.float32)
@@ -184,7 +184,7 @@ class QuietLog(Callback):
     --------
     >>> import numpy as np, torch
     >>> from skorch import NeuralNetRegressor
-    >>> from geolearn.models import QuietLog
+    >>> from geolearn.models._training import QuietLog
     >>> net = NeuralNetRegressor(torch.nn.Linear(1, 1), max_epochs=2, train_split=None,
     ...                          callbacks__print_log=QuietLog())
     >>> _ = net.fit(np.ones((4, 1), "f4"), np.ones((4, 1), "f4"))  # prints nothing
@@ -212,7 +212,7 @@ class FunctionalCriterion:
     Examples
     --------
     >>> import torch
-    >>> from geolearn.models import FunctionalCriterion
+    >>> from geolearn.models._internal import FunctionalCriterion
     >>> loss = FunctionalCriterion(label_smoothing=0.1)
     >>> logits, y = torch.tensor([[2.0, 0.0]]), torch.tensor([0])
     >>> bool(torch.isclose(loss(logits, y),
@@ -244,7 +244,7 @@ def softmax_rows(logits):
     Examples
     --------
     >>> import torch
-    >>> from geolearn.models import softmax_rows
+    >>> from geolearn.models._internal import softmax_rows
     >>> softmax_rows(torch.zeros(1, 4)).tolist()
     [[0.25, 0.25, 0.25, 0.25]]
     """
@@ -295,7 +295,7 @@ def warn_if_interrupted(estimator, net, planned, before, stacklevel=4):
     --------
     >>> import numpy as np, torch, warnings
     >>> from skorch import NeuralNetRegressor
-    >>> from geolearn.models import warn_if_interrupted
+    >>> from geolearn.models._internal import warn_if_interrupted
     >>> net = NeuralNetRegressor(torch.nn.Linear(1, 1), max_epochs=3, train_split=None,
     ...                          verbose=0).fit(np.ones((4, 1), "f4"), np.ones((4, 1), "f4"))
     >>> with warnings.catch_warnings(record=True) as caught:
@@ -334,7 +334,7 @@ def floats_in_history(history):
     --------
     >>> import torch
     >>> from skorch.history import History
-    >>> from geolearn.models import floats_in_history
+    >>> from geolearn.models._internal import floats_in_history
     >>> history = History()
     >>> history.new_epoch(); history.new_batch()
     >>> history.record_batch("kl", torch.tensor(0.5))

@@ -26,7 +26,8 @@ from .._utils import (
     resolve_device,
 )
 from ..exceptions import GeolearnWarning, NumericalWarning
-from ..models import BinaryProba, as_model
+from ..models import as_model
+from ..models._internal import BinaryProba
 from ._maps import forward_bits, local_maps, unique_patterns
 from ._network import (
     _OUTPUT_ACTIVATIONS,

@@ -7,7 +7,8 @@ import torch
 from sklearn.exceptions import NotFittedError
 from torch import nn
 
-from ..models import Affine, BinaryProba, as_model, fit_or_use, is_prefit
+from ..models import as_model, fit_or_use
+from ..models._internal import Affine, BinaryProba, is_prefit
 
 _SUPPORTED = ("Linear", "ReLU", "Identity", "Flatten", "Dropout", "BatchNorm1d", "affine scalers",
               "a trailing Softmax/LogSoftmax/Sigmoid")

@@ -14,13 +14,8 @@ from skorch import NeuralNetClassifier
 from skorch.callbacks import EarlyStopping, PassthroughScoring
 
 from .._utils import check_choice, check_scalar_param
-from ..models import (
-    RaiseOnNonFiniteLoss,
-    TrainingInterruptedWarning,
-    as_model,
-    floats_in_history,
-    unwrap_module,
-)
+from ..models import TrainingInterruptedWarning, as_model
+from ..models._internal import RaiseOnNonFiniteLoss, floats_in_history, unwrap_module
 from ._rdm import check_rdm
 
 RDM_LOSSES = ("pearson", "atanh_mse")

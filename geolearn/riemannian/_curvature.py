@@ -7,7 +7,7 @@ the sign convention in which the unit 2-sphere has ``R = +2``.
 import torch
 from torch.func import vmap
 
-from ..models import locked_jacfwd as jacfwd  # forward AD is process-global in torch
+from ..models._internal import locked_jacfwd as jacfwd  # forward AD is process-global in torch
 
 
 def _inverse(g):

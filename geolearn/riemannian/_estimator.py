@@ -21,7 +21,8 @@ from .._utils import (
     to_tensor,
 )
 from ..exceptions import NumericalWarning
-from ..models import as_model, fit_or_use, frozen, is_prefit
+from ..models import as_model, fit_or_use, frozen
+from ..models._internal import is_prefit
 from ._kernels import KernelMetric, make_kernel
 from ._metrics import CURVATURE_METHODS, PullbackMetric, check_scale, scale_value
 from ._slices import GeometrySlice, grid_points, path_points, plane_points

@@ -10,7 +10,7 @@ import torch
 from torch.func import jacrev, vmap
 
 from .._utils import check_positive_integer, check_scalar_param
-from ..models import locked_jacfwd as jacfwd  # forward AD is process-global in torch
+from ..models._internal import locked_jacfwd as jacfwd  # forward AD is process-global in torch
 from . import _curvature
 from ._metrics import _MetricEngine
 

@@ -22,7 +22,7 @@ from .._utils import (
 )
 from ..exceptions import GeolearnWarning, NumericalWarning
 from ..models import as_model
-from ..models import locked_jacfwd as jacfwd  # forward AD is process-global in torch
+from ..models._internal import locked_jacfwd as jacfwd  # forward AD is process-global in torch
 from . import _curvature
 
 CURVATURE_METHODS = ("auto", "gauss", "kernel_gauss", "christoffel", "hessian_metric")

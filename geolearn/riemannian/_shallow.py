@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from .._utils import check_choice
-from ..models import locked_jvp as jvp  # forward AD is process-global in torch
+from ..models._internal import locked_jvp as jvp  # forward AD is process-global in torch
 from ._curvature import _inverse
 from ._metrics import check_scale, log_volume_from_singular_values, scale_value
 

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from .._utils import check_positive_integer, check_scalar_param
-from ..models import locked_jvp as jvp  # forward AD is process-global in torch
+from ..models._internal import locked_jvp as jvp  # forward AD is process-global in torch
 
 __all__ = [
     "conformal_rbf_log_volume",

@@ -14,7 +14,8 @@ from skorch.callbacks import Callback
 from torch import nn
 
 from .._utils import iter_batches
-from ..models import ObjectiveNet, RaiseOnNonFiniteLoss
+from ..models import ObjectiveNet
+from ..models._internal import RaiseOnNonFiniteLoss
 
 
 class PenalisedVariety(nn.Module):

@@ -13,7 +13,8 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 from torch import nn
 
 from .._utils import thread_map, to_numpy
-from ..models import FunctionalCriterion, SkorchTrainingMixin, TensorDataset, collate_batch
+from ..models import SkorchTrainingMixin
+from ..models._internal import FunctionalCriterion, TensorDataset, collate_batch
 from ._grassmann import METRICS
 from ._node import centroid_logits, unit_rows
 from ._sets import unpad

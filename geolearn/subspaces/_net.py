@@ -9,7 +9,7 @@ from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
 from .._utils import check_scalar_param, discard_fitted, resolve_device, torch_seed
-from ..models import RaiseOnNonFiniteLoss, warn_if_interrupted
+from ..models._internal import RaiseOnNonFiniteLoss, warn_if_interrupted
 from ._node import SVBFNode, centroid_logits
 from ._validation import ZERO_SET_CHECKS, check_bases, check_labeled_bases, check_two_classes
 

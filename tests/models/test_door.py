@@ -16,7 +16,8 @@ from sklearn.neural_network import MLPClassifier
 from sklearn.svm import SVC
 
 from geolearn._utils import resolve_device
-from geolearn.models import as_model, fit_or_use, frozen, is_prefit, resolve_response
+from geolearn.models import as_model, fit_or_use, frozen, resolve_response
+from geolearn.models._internal import is_prefit
 
 
 @pytest.fixture(scope="module")

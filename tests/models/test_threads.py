@@ -128,7 +128,8 @@ def test_feature_fn_reads_a_layer_input_and_nested_calls_read_their_own_layer():
 
 
 def test_forward_ad_lock_is_reentrant():
-    from geolearn.models import forward_ad_lock, locked_jacfwd
+    from geolearn.models import forward_ad_lock
+    from geolearn.models._internal import locked_jacfwd
 
     J = locked_jacfwd(locked_jacfwd(torch.sin))(torch.zeros(3))
     with forward_ad_lock(), forward_ad_lock():

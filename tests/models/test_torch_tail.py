@@ -11,7 +11,8 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
 from skorch import NeuralNetClassifier
 
-from geolearn.models import as_model, split_torch_tail
+from geolearn.models import as_model
+from geolearn.models._internal import split_torch_tail
 
 
 @pytest.fixture(scope="module")

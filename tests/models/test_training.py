@@ -131,7 +131,7 @@ def test_non_finite_check_reads_only_the_last_epoch_while_finite():
 
     from skorch.history import History
 
-    from geolearn.models import RaiseOnNonFiniteLoss
+    from geolearn.models._internal import RaiseOnNonFiniteLoss
 
     class Guarded(History):
         def __getitem__(self, i):

@@ -139,7 +139,7 @@ def _train_toy(seed):
     from skorch.callbacks import EarlyStopping
     from skorch.helper import predefined_split
 
-    from geolearn.models import TensorDataset, collate_batch
+    from geolearn.models._internal import TensorDataset, collate_batch
 
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)

@@ -14,7 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from skorch.callbacks import EarlyStopping
 
-from geolearn.models import ObjectiveNet, RaiseOnNonFiniteLoss, SkorchTrainingMixin
+from geolearn.models import ObjectiveNet, SkorchTrainingMixin
+from geolearn.models._internal import RaiseOnNonFiniteLoss
 from geolearn.subspaces import SVBF, CentroidSoftmaxClassifier, SVBFNetClassifier
 from geolearn.subspaces._adam import adam_solve
 from geolearn.subspaces._node import centroid_logits, unit_rows

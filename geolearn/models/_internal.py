@@ -1,0 +1,44 @@
+"""The adapter layer's plumbing that other geolearn subpackages share: not part of the API.
+
+The one private module that other subpackages may import (``tests/test_architecture.py``
+allows exactly this one; see ``docs/contributing.md``). What a user calls is in
+:mod:`geolearn.models`; what the families need besides (the pieces of the training route,
+the response reader, the torch counterparts of scikit-learn layers) is here, so that it is
+shared without becoming public. Names may change between releases without notice.
+"""
+
+from ._fitting import is_prefit, tabular_input
+from ._forward_ad import locked_jacfwd, locked_jvp
+from ._response import RESPONSES, respond
+from ._sklearn import Affine, BinaryProba
+from ._tail import split_torch_tail
+from ._training import (
+    FunctionalCriterion,
+    RaiseOnNonFiniteLoss,
+    TensorDataset,
+    collate_batch,
+    floats_in_history,
+    softmax_rows,
+    unwrap_module,
+    warn_if_interrupted,
+)
+
+__all__ = [
+    "RESPONSES",
+    "Affine",
+    "BinaryProba",
+    "FunctionalCriterion",
+    "RaiseOnNonFiniteLoss",
+    "TensorDataset",
+    "collate_batch",
+    "floats_in_history",
+    "is_prefit",
+    "locked_jacfwd",
+    "locked_jvp",
+    "respond",
+    "softmax_rows",
+    "split_torch_tail",
+    "tabular_input",
+    "unwrap_module",
+    "warn_if_interrupted",
+]
