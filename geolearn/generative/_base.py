@@ -216,7 +216,7 @@ class LatentModel(ObjectiveTrainingMixin, ClassNamePrefixFeaturesOutMixin, Trans
 
     Its module has ``encode(x) -> (mu, logvar)`` and ``decode(z) -> raw output``; the
     estimator has (as parameters or class attributes) ``n_latent``, ``image_shape``,
-    ``architecture``, ``likelihood``, ``output_activation``, ``hidden_sizes``,
+    ``architecture``, ``likelihood``, ``output_activation``, ``hidden_layer_sizes``,
     ``max_epochs``, ``batch_size`` and ``weight_decay``. Shared by
     the VAEs (:class:`BaseVAE`) and :class:`ChartAutoencoder` (not public).
     """
@@ -242,7 +242,7 @@ class LatentModel(ObjectiveTrainingMixin, ClassNamePrefixFeaturesOutMixin, Trans
         module = module or functools.partial(
             build_vae_module, architecture=self.architecture, n_features=X.shape[1],
             n_latent=self.n_latent, image_shape=self.image_shape_,
-            hidden_sizes=self.hidden_sizes, conv_channels=self.conv_channels,
+            hidden_layer_sizes=self.hidden_layer_sizes, conv_channels=self.conv_channels,
             n_classes=n_classes)
         self._train(module, objective, torch.from_numpy(np.ascontiguousarray(X)), y,
                     seed=self.random_state, max_epochs=self.max_epochs, parts=parts,
@@ -350,7 +350,7 @@ class BaseVAE(LatentModel):
     def _check_common_params(self):
         if not np.isfinite(self.prior_std):
             raise ValueError(f"prior_std must be a positive finite number; got {self.prior_std!r}.")
-        check_hidden_sizes(self.hidden_sizes)
+        check_hidden_sizes(self.hidden_layer_sizes)
 
     def score_samples(self, X):
         """Per-sample ELBO in nats, with the model's full prior.

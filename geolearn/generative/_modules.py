@@ -21,9 +21,9 @@ def _mlp(sizes, activation=nn.ReLU):
 class MLPVAE(nn.Module):
     """Linear-``activation`` encoder with two linear heads and its mirrored decoder."""
 
-    def __init__(self, n_features, n_latent, hidden_sizes=(256, 128), activation=nn.ReLU):
+    def __init__(self, n_features, n_latent, hidden_layer_sizes=(256, 128), activation=nn.ReLU):
         super().__init__()
-        sizes = (n_features, *hidden_sizes)
+        sizes = (n_features, *hidden_layer_sizes)
         self.encoder = _mlp(sizes, activation)
         self.mu = nn.Linear(sizes[-1], n_latent)
         self.logvar = nn.Linear(sizes[-1], n_latent)
@@ -108,10 +108,10 @@ class StridedConvVAE(_ImageVAE):
             nn.ConvTranspose2d(32, C, 4, stride=2, padding=1))
 
 
-def generator_backbone(n_features, n_latent, image_shape, hidden_sizes):
+def generator_backbone(n_features, n_latent, image_shape, hidden_layer_sizes):
     """The topology generators' backbone: a SiLU MLP, or :class:`StridedConvVAE` for images."""
     if image_shape is None:
-        return MLPVAE(n_features, n_latent, tuple(hidden_sizes), activation=nn.SiLU)
+        return MLPVAE(n_features, n_latent, tuple(hidden_layer_sizes), activation=nn.SiLU)
     return StridedConvVAE(image_shape, n_latent)
 
 
@@ -184,31 +184,31 @@ class VAEModule(nn.Module):
         return self.head(mu), mu, logvar
 
 
-def build_backbone(architecture, n_features, n_latent, image_shape, hidden_sizes, channels):
+def build_backbone(architecture, n_features, n_latent, image_shape, hidden_layer_sizes, channels):
     """The backbone for an ``architecture`` parameter (a name or a callable)."""
     if callable(architecture):
         return architecture(n_features, n_latent, image_shape)
     if architecture == "mlp":
-        return MLPVAE(n_features, n_latent, tuple(hidden_sizes))
+        return MLPVAE(n_features, n_latent, tuple(hidden_layer_sizes))
     cls = ConvVAE if architecture == "conv" else ResNetVAE
     return cls(image_shape, n_latent, channels)
 
 
-def build_vae_module(*, architecture, n_features, n_latent, image_shape, hidden_sizes,
+def build_vae_module(*, architecture, n_features, n_latent, image_shape, hidden_layer_sizes,
                      conv_channels, n_classes=0, **kwargs):
     """A :class:`VAEModule` on the backbone of ``architecture`` (skorch's ``module``).
 
     The estimators pass it to skorch as a ``functools.partial``; the user's
     ``module__*`` settings arrive as keyword arguments (e.g. ``module__logvar_range``).
     """
-    backbone = build_backbone(architecture, n_features, n_latent, image_shape, hidden_sizes,
+    backbone = build_backbone(architecture, n_features, n_latent, image_shape, hidden_layer_sizes,
                               conv_channels)
     return VAEModule(backbone, n_latent, n_classes, **kwargs)
 
 
-def build_generator_module(*, n_features, n_latent, image_shape, hidden_sizes, **kwargs):
+def build_generator_module(*, n_features, n_latent, image_shape, hidden_layer_sizes, **kwargs):
     """:class:`VAEGenerator`'s module: a :class:`VAEModule` on :func:`generator_backbone`."""
-    backbone = generator_backbone(n_features, n_latent, image_shape, hidden_sizes)
+    backbone = generator_backbone(n_features, n_latent, image_shape, hidden_layer_sizes)
     return VAEModule(backbone, n_latent, **kwargs)
 
 
@@ -222,13 +222,13 @@ class ChartModule(nn.Module):
     evaluation rule, the raw output of chart ``argmax P(z)``.
     """
 
-    def __init__(self, n_features, n_charts, chart_dim, image_shape, hidden_sizes, **kwargs):
+    def __init__(self, n_features, n_charts, chart_dim, image_shape, hidden_layer_sizes, **kwargs):
         super().__init__()
         self.n_charts, self.chart_dim = n_charts, chart_dim
         self.charts = nn.ModuleList(
-            VAEModule(generator_backbone(n_features, chart_dim, image_shape, hidden_sizes),
+            VAEModule(generator_backbone(n_features, chart_dim, image_shape, hidden_layer_sizes),
                       chart_dim, **kwargs) for _ in range(n_charts))
-        sizes = (n_charts * chart_dim, *hidden_sizes)
+        sizes = (n_charts * chart_dim, *hidden_layer_sizes)
         self.predictor = nn.Sequential(_mlp(sizes, nn.SiLU), nn.Linear(sizes[-1], n_charts))
 
     def encode(self, x):
@@ -256,7 +256,7 @@ class Autoencoder(nn.Module):
     """A deterministic autoencoder: ``encode(x) -> z``, ``decode(z) -> logits``, flat rows.
 
     The network of manifold meta-learning (MRML, Sec. 4.2): an encoder of fully
-    connected ReLU layers ``hidden_sizes`` then ``n_latent``, and the mirrored decoder to
+    connected ReLU layers ``hidden_layer_sizes`` then ``n_latent``, and the mirrored decoder to
     logits (the sigmoid is applied by the loss and by the estimator). With
     ``conv_channels`` the encoder starts with one 4x4 stride-2 conv (padding 1, ReLU) per
     width, and the decoder ends with the mirrored transposed convs; H and W must be
@@ -264,7 +264,7 @@ class Autoencoder(nn.Module):
     evaluates the network at virtual parameters, which would update running statistics.
     """
 
-    def __init__(self, n_features, n_latent, hidden_sizes=(256, 128), image_shape=None,
+    def __init__(self, n_features, n_latent, hidden_layer_sizes=(256, 128), image_shape=None,
                  conv_channels=None):
         super().__init__()
         if conv_channels:
@@ -283,7 +283,7 @@ class Autoencoder(nn.Module):
             fc_in, tail = math.prod(flat), (nn.Unflatten(1, flat), *deconvs[:-1], nn.Flatten())
         else:
             self.encoder, fc_in, tail = nn.Sequential(), n_features, ()
-        sizes = (fc_in, *hidden_sizes, n_latent)
+        sizes = (fc_in, *hidden_layer_sizes, n_latent)
         self.encoder.extend(_mlp(sizes)[:-1])  # no ReLU on the code
         decoder = _mlp(sizes[::-1])
         self.decoder = nn.Sequential(*(decoder if tail else decoder[:-1]), *tail)

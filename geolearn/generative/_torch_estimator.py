@@ -17,7 +17,7 @@ from ..models import ObjectiveNet, SkorchTrainingMixin, TensorDataset, collate_b
 
 #: Constraints of the parameters every torch-trained estimator of the family has.
 NET_CONSTRAINTS = {
-    "hidden_sizes": ["array-like"],
+    "hidden_layer_sizes": ["array-like"],
     "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
     "lr": [Interval(numbers.Real, 0, None, closed="neither")],
     "callbacks": [list, None],

@@ -170,7 +170,7 @@ class NoisePredictor(_NoiseModel):
     Parameters
     ----------
     n_features : int
-    hidden_sizes : sequence of int
+    hidden_layer_sizes : sequence of int
     alphas_cumprod : array of shape (T + 1,)
     n_freq : int, default=8
         Time features ``2 n_freq`` (sines and cosines).
@@ -187,12 +187,12 @@ class NoisePredictor(_NoiseModel):
     (torch.Size([5, 2]), torch.Size([5, 2]))
     """
 
-    def __init__(self, n_features, hidden_sizes, alphas_cumprod, n_freq=8,
+    def __init__(self, n_features, hidden_layer_sizes, alphas_cumprod, n_freq=8,
                  frequencies="octave"):
         super().__init__(alphas_cumprod)
         self.n_freq, self.frequencies = n_freq, frequencies
         layers, width = [], n_features + 2 * n_freq
-        for h in hidden_sizes:
+        for h in hidden_layer_sizes:
             layers += [nn.Linear(width, h), nn.SiLU()]
             width = h
         self.net = nn.Sequential(*layers, nn.Linear(width, n_features))

@@ -62,7 +62,7 @@ class DiffusionDensity(ObjectiveTrainingMixin, MeanScoreMixin, DensityMixin, Bas
     beta_schedule : {'linear', 'cosine'}, default='linear'
     beta_start, beta_end : float, default=1e-4, 0.02
         DDPM's linear-schedule ends for 1000 steps (rescaled by ``1000 / T``).
-    hidden_sizes : sequence of int, default=(128, 128, 128)
+    hidden_layer_sizes : sequence of int, default=(128, 128, 128)
     standardize : bool, default=True
         Standardise features (the log-likelihood is corrected back to input units).
     max_iter : int, default=3000
@@ -108,7 +108,7 @@ class DiffusionDensity(ObjectiveTrainingMixin, MeanScoreMixin, DensityMixin, Bas
     >>> import numpy as np
     >>> from geolearn.generative import DiffusionDensity
     >>> X = np.random.default_rng(0).normal(size=(256, 2))
-    >>> dd = DiffusionDensity(n_steps=50, hidden_sizes=(16,), max_iter=20, batch_size=64,
+    >>> dd = DiffusionDensity(n_steps=50, hidden_layer_sizes=(16,), max_iter=20, batch_size=64,
     ...                       n_rounds=2, random_state=0).fit(X)
     >>> dd.score_samples(X[:5]).shape, dd.score_samples_rounds(X[:5], n_rounds=3).shape
     ((5,), (3, 5))
@@ -128,7 +128,7 @@ class DiffusionDensity(ObjectiveTrainingMixin, MeanScoreMixin, DensityMixin, Bas
     }
 
     def __init__(self, n_steps=100, beta_schedule="linear", beta_start=1e-4, beta_end=0.02,
-                 hidden_sizes=(128, 128, 128), standardize=True, max_iter=3000, batch_size=1024,
+                 hidden_layer_sizes=(128, 128, 128), standardize=True, max_iter=3000, batch_size=1024,
                  lr=1e-3, likelihood_step=1, n_rounds=10, reverse_variance="forward",
                  callbacks=None, warm_start=False, device="auto", random_state=None, verbose=0,
                  **net_params):
@@ -153,7 +153,7 @@ class DiffusionDensity(ObjectiveTrainingMixin, MeanScoreMixin, DensityMixin, Bas
             warnings.warn(f"DiffusionDensity on {X.shape[1]} features: in high dimension the "
                           "chain log-likelihood hardly separates seen from unseen data "
                           "(reduce the dimension first).", GeolearnWarning)
-        sizes = check_hidden_sizes(self.hidden_sizes)
+        sizes = check_hidden_sizes(self.hidden_layer_sizes)
         if not warm:
             self._set_schedule()
             self.mean_, self.scale_ = (check_standardisation(X) if self.standardize else

@@ -78,7 +78,7 @@ class GridVAE(MeanScoreMixin, ClusterMixin, BaseVAE):
         Network family, or ``callable(n_features, n_latent, image_shape)`` returning a
         module with ``encode(x) -> (mu, logvar)`` and ``decode(z) -> raw output`` (logits
         for 'bernoulli'; passed through ``output_activation`` for 'gaussian').
-    hidden_sizes : sequence of int, default=(256, 128)
+    hidden_layer_sizes : sequence of int, default=(256, 128)
         MLP widths (the decoder mirrors them).
     conv_channels : int, default=32
         Base width of 'conv' and 'resnet'.
@@ -137,7 +137,7 @@ class GridVAE(MeanScoreMixin, ClusterMixin, BaseVAE):
     >>> import numpy as np
     >>> from geolearn.generative import GridVAE
     >>> X = np.random.default_rng(0).random((64, 16))
-    >>> vae = GridVAE(n_latent=2, hidden_sizes=(32,), max_epochs=2, random_state=0).fit(X)
+    >>> vae = GridVAE(n_latent=2, hidden_layer_sizes=(32,), max_epochs=2, random_state=0).fit(X)
     >>> vae.transform(X).shape, vae.predict(X[:3]).dtype.name, vae.n_components_
     ((64, 2), 'int64', 36)
     >>> vae.sample(4, random_state=0)[0].shape
@@ -163,7 +163,7 @@ class GridVAE(MeanScoreMixin, ClusterMixin, BaseVAE):
                  kl_estimator="sample", kl_weight=1.0, kl_warmup_epochs=0, guidance="none",
                  guided_dims=None, missing_guidance="raise", likelihood="bernoulli",
                  decoder_std=0.7071067811865476, output_activation="sigmoid", architecture="mlp",
-                 hidden_sizes=(256, 128), conv_channels=32, image_shape=None, max_epochs=100,
+                 hidden_layer_sizes=(256, 128), conv_channels=32, image_shape=None, max_epochs=100,
                  batch_size=256, lr=1e-3, weight_decay=0.0, n_mc_score=16, callbacks=None,
                  warm_start=False, device="auto", random_state=None, verbose=0, **net_params):
         self._store_params(locals())

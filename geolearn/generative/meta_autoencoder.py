@@ -230,14 +230,14 @@ class MetaManifoldAutoencoder(SkorchTrainingMixin, CodecMixin, ReconstructionSco
     image_shape : tuple of int, default=None
         ``(C, H, W)`` (or ``(H, W)``) of flat rows (C-order); images can also be given as
         ``(n, C, H, W)`` arrays.
-    latent_dim : int, default=10
+    n_latent : int, default=10
     architecture : {"auto", "conv", "mlp"}, default="auto"
         "conv": 4x4 stride-2 convs (``conv_channels``, ReLU), then fully connected layers
-        ``hidden_sizes`` and ``latent_dim``; the decoder mirrors it, with a sigmoid output.
+        ``hidden_layer_sizes`` and ``n_latent``; the decoder mirrors it, with a sigmoid output.
         H and W must be divisible by ``2 ** len(conv_channels)``. "mlp": the fully
         connected layers only. "auto": "conv" for images whose sides allow it, else "mlp".
     conv_channels : sequence of int, default=(32, 32, 64, 64)
-    hidden_sizes : sequence of int, default=(256, 128)
+    hidden_layer_sizes : sequence of int, default=(256, 128)
     episodic_strategy : {"neighborhood", "nearest", "random", "A", "B", "C"} or None, \
 default="neighborhood"
         How meta-test batches are drawn (the paper's settings A, B, C); None trains the
@@ -313,7 +313,7 @@ default="neighborhood"
     _parameter_constraints = {  # noqa: RUF012
         **NET_CONSTRAINTS,
         "image_shape": ["array-like", None],
-        "latent_dim": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_latent": [Interval(numbers.Integral, 1, None, closed="left")],
         "architecture": [StrOptions({"auto", "conv", "mlp"})],
         "conv_channels": ["array-like"],
         "episodic_strategy": [StrOptions(set(STRATEGIES)), None],
@@ -328,17 +328,17 @@ default="neighborhood"
 
     net_class = MLDGNet
 
-    def __init__(self, image_shape=None, latent_dim=10, architecture="auto",
-                 conv_channels=(32, 32, 64, 64), hidden_sizes=(256, 128),
+    def __init__(self, image_shape=None, n_latent=10, architecture="auto",
+                 conv_channels=(32, 32, 64, 64), hidden_layer_sizes=(256, 128),
                  episodic_strategy="neighborhood", inner_lr="auto", meta_test_weight=1e-3,
                  lr=1e-3, n_iter=1000, batch_size=64, loss="bce", reduction="sum",
                  first_order=False, log_every=50, callbacks=None, warm_start=False,
                  device="auto", random_state=None, verbose=0, **net_params):
         self.image_shape = image_shape
-        self.latent_dim = latent_dim
+        self.n_latent = n_latent
         self.architecture = architecture
         self.conv_channels = conv_channels
-        self.hidden_sizes = hidden_sizes
+        self.hidden_layer_sizes = hidden_layer_sizes
         self.episodic_strategy = episodic_strategy
         self.inner_lr = inner_lr
         self.meta_test_weight = meta_test_weight
@@ -400,7 +400,7 @@ default="neighborhood"
         """
         warm = self._warm()
         X = self._validate_X(X, reset=not warm)
-        hidden = check_hidden_sizes(self.hidden_sizes)
+        hidden = check_hidden_sizes(self.hidden_layer_sizes)
         channels = check_hidden_sizes(self.conv_channels, name="conv_channels")
         seed_torch, seed_episodes = check_random_state(self.random_state).randint(2**31 - 1, size=2)
         meta = self.episodic_strategy is not None
@@ -414,7 +414,7 @@ default="neighborhood"
             self.architecture_ = self._resolve_architecture()
             self.inner_lr_ = self._resolve_inner_lr(X.shape[1])
         module = functools.partial(
-            Autoencoder, n_features=X.shape[1], n_latent=self.latent_dim, hidden_sizes=hidden,
+            Autoencoder, n_features=X.shape[1], n_latent=self.n_latent, hidden_layer_sizes=hidden,
             image_shape=self.image_shape_,
             conv_channels=channels if self.architecture_ == "conv" else None)
         loader = {"iterator_train": EpisodeLoader, "iterator_train__sampler": sampler,
@@ -454,9 +454,9 @@ default="neighborhood"
 
     @property
     def _n_features_out(self):
-        return self.latent_dim
+        return self.n_latent
 
-    _codes_param = "latent_dim"
+    _codes_param = "n_latent"
 
     def _encode(self, X):
         return self._apply(self.module_.encode, X)
@@ -499,7 +499,7 @@ default=("mse", "persistence", "spectral")
     >>> import numpy as np
     >>> from geolearn.generative import MetaManifoldAutoencoder, ReconstructionMetrics
     >>> X = np.random.default_rng(0).random((60, 8))
-    >>> ae = MetaManifoldAutoencoder(hidden_sizes=(8,), n_iter=20, log_every=10, batch_size=8,
+    >>> ae = MetaManifoldAutoencoder(hidden_layer_sizes=(8,), n_iter=20, log_every=10, batch_size=8,
     ...                              callbacks=[ReconstructionMetrics(X[:20])],
     ...                              random_state=0).fit(X)
     >>> [round(h["holdout_mse"], 3) > 0 for h in ae.history_]

@@ -70,7 +70,7 @@ class ELBOPurifier(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     >>> from geolearn.generative import ELBOPurifier, VAEClassifier
     >>> rng = np.random.default_rng(0)
     >>> X = rng.random((40, 16)); y = (X[:, 0] > 0.5).astype(int)
-    >>> clf = VAEClassifier(n_latent=2, hidden_sizes=(8,), max_epochs=2, random_state=0)
+    >>> clf = VAEClassifier(n_latent=2, hidden_layer_sizes=(8,), max_epochs=2, random_state=0)
     >>> pfy = ELBOPurifier(clf.fit(X, y), n_iter=8, random_state=0).fit(X)
     >>> X_pfy = pfy.transform(X)
     >>> X_pfy.shape, bool(X_pfy.min() >= 0 and X_pfy.max() <= 1)

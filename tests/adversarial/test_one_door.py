@@ -108,7 +108,7 @@ def test_a_fitted_skorch_classifier_and_vae_classifier_are_attacked_alike():
                                      train_split=None, verbose=0).fit(X, y)
     out = patch_attack(skorch_net, X, y, MASK, n_iter=3, random_state=0)
     np.testing.assert_array_equal(out[:, ~MASK], X[:, ~MASK])
-    clf = VAEClassifier(n_latent=2, hidden_sizes=(8,), max_epochs=20, lr=1e-2, batch_size=16,
+    clf = VAEClassifier(n_latent=2, hidden_layer_sizes=(8,), max_epochs=20, lr=1e-2, batch_size=16,
                         random_state=0, device="cpu").fit(X, np.array(["a", "b", "c"])[y])
     target = np.searchsorted(clf.classes_, clf.predict(X))
     X_adv = fgsm(clf, X, target, 0.1)

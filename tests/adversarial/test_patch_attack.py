@@ -17,7 +17,7 @@ def digits():
     """240 digits of 3 classes in [0, 1] with string labels, and a small VAEClassifier on them."""
     X, y = load_digits(n_class=3, return_X_y=True)
     X, y = X[:240] / 16.0, np.array(["zero", "one", "two"])[y[:240]]
-    clf = VAEClassifier(n_latent=4, hidden_sizes=(32,), max_epochs=15, batch_size=32,
+    clf = VAEClassifier(n_latent=4, hidden_layer_sizes=(32,), max_epochs=15, batch_size=32,
                         random_state=0).fit(X, y)
     return clf, X, y
 

@@ -24,7 +24,7 @@ from tests.helpers import (
     check_pipeline_gridsearch_pickle,
 )
 
-SMALL = dict(architecture="mlp", hidden_sizes=(16,), latent_dim=3, n_iter=30, batch_size=8,
+SMALL = dict(architecture="mlp", hidden_layer_sizes=(16,), n_latent=3, n_iter=30, batch_size=8,
              log_every=10, random_state=0, device="cpu")
 
 
@@ -70,7 +70,7 @@ def test_images_use_convs_and_round_trip_shapes():
     rng = np.random.default_rng(0)
     images = rng.random((40, 3, 16, 16)).astype(np.float32)
     ae = MetaManifoldAutoencoder(n_iter=2, batch_size=4, conv_channels=(4, 4, 8, 8),
-                                 hidden_sizes=(8,), random_state=0, device="cpu").fit(images)
+                                 hidden_layer_sizes=(8,), random_state=0, device="cpu").fit(images)
     assert ae.architecture_ == "conv" and ae.image_shape_ == (3, 16, 16)
     assert any(isinstance(m, torch.nn.Conv2d) for m in ae.module_.modules())
     flat = images.reshape(40, -1)
@@ -78,7 +78,7 @@ def test_images_use_convs_and_round_trip_shapes():
     rec = ae.reconstruct(images)
     assert rec.shape == (40, 768) and rec.min() >= 0 and rec.max() <= 1
     odd = rng.random((40, 3, 12, 12)).astype(np.float32)
-    assert MetaManifoldAutoencoder(n_iter=1, batch_size=4, hidden_sizes=(8,), device="cpu"
+    assert MetaManifoldAutoencoder(n_iter=1, batch_size=4, hidden_layer_sizes=(8,), device="cpu"
                                    ).fit(odd).architecture_ == "mlp"  # "auto" falls back
     with pytest.raises(ValueError) as exc:
         MetaManifoldAutoencoder(architecture="conv", n_iter=1, batch_size=4,
@@ -150,7 +150,7 @@ def test_bad_inputs(X):
             MetaManifoldAutoencoder(**{**SMALL, **bad}).fit(X)
     with pytest.raises(NotFittedError):
         MetaManifoldAutoencoder(**SMALL).reconstruct(X)
-    with pytest.raises(ValueError, match="latent_dim"):
+    with pytest.raises(ValueError, match="n_latent"):
         MetaManifoldAutoencoder(**SMALL).fit(X).inverse_transform(np.zeros((2, 4)))
 
 

@@ -23,10 +23,10 @@ from geolearn.generative import (
 )
 from geolearn.models import ObjectiveNet, SkorchTrainingMixin, as_model
 
-VAE = dict(hidden_sizes=(8,), max_epochs=2, batch_size=16, random_state=0, device="cpu")
-FLOW = dict(n_layers=2, hidden_sizes=(8,), max_epochs=2, batch_size=32, random_state=0,
+VAE = dict(hidden_layer_sizes=(8,), max_epochs=2, batch_size=16, random_state=0, device="cpu")
+FLOW = dict(n_layers=2, hidden_layer_sizes=(8,), max_epochs=2, batch_size=32, random_state=0,
             device="cpu")
-DIFF = dict(n_steps=30, hidden_sizes=(8,), max_iter=4, batch_size=32, n_rounds=1,
+DIFF = dict(n_steps=30, hidden_layer_sizes=(8,), max_iter=4, batch_size=32, n_rounds=1,
             random_state=0, device="cpu")
 
 

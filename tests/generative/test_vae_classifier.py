@@ -19,7 +19,7 @@ from geolearn.generative._rng import row_draws, row_seeds
 from geolearn.models import as_model
 from tests.helpers import check_bad_inputs, check_pipeline_gridsearch_pickle
 
-TINY = dict(n_latent=4, hidden_sizes=(32,), max_epochs=15, batch_size=32, random_state=0)
+TINY = dict(n_latent=4, hidden_layer_sizes=(32,), max_epochs=15, batch_size=32, random_state=0)
 
 
 @pytest.fixture(scope="module")
@@ -158,7 +158,7 @@ def test_purifier_composition_and_the_fitting_policy(data):
     search = GridSearchCV(pipe, {"pfy__eps": [0.05, 0.1]}, cv=2).fit(X, y)
     assert search.best_estimator_["pfy"].estimator_.estimator is clf
     assert list(pfy.get_feature_names_out())[:2] == ["x0", "x1"]
-    grid = GridVAE(hidden_sizes=(8,), max_epochs=1, random_state=0).fit(X)
+    grid = GridVAE(hidden_layer_sizes=(8,), max_epochs=1, random_state=0).fit(X)
     assert ELBOPurifier(grid, n_iter=2).fit(X).transform(X[:3]).shape == (3, 64)
 
 

@@ -19,7 +19,7 @@ from geolearn.generative import (
     VAEGenerator,
 )
 
-_TINY = dict(hidden_sizes=(8,), likelihood="gaussian", output_activation="identity",
+_TINY = dict(hidden_layer_sizes=(8,), likelihood="gaussian", output_activation="identity",
              batch_size=32, random_state=0, device="cpu")
 
 ESTIMATORS = [
@@ -27,21 +27,21 @@ ESTIMATORS = [
     VAEClassifier(n_latent=2, max_epochs=30, lr=1e-2, classification_weight=8.0, **_TINY),
     ELBOPurifier(VAEClassifier(n_latent=2, max_epochs=2, **_TINY), n_iter=4, clip=(-1e3, 1e3),
                  random_state=0),
-    FlowDensity(n_layers=2, hidden_sizes=(8,), max_epochs=2, batch_size=32, random_state=0,
+    FlowDensity(n_layers=2, hidden_layer_sizes=(8,), max_epochs=2, batch_size=32, random_state=0,
                 device="cpu"),
-    DiffusionDensity(n_steps=50, hidden_sizes=(8,), max_iter=5, batch_size=32, n_rounds=2,
+    DiffusionDensity(n_steps=50, hidden_layer_sizes=(8,), max_iter=5, batch_size=32, n_rounds=2,
                      random_state=0, device="cpu"),
-    ChartAutoencoder(n_charts=2, hidden_sizes=(8,), max_epochs=2, batch_size=32, random_state=0,
+    ChartAutoencoder(n_charts=2, hidden_layer_sizes=(8,), max_epochs=2, batch_size=32, random_state=0,
                      device="cpu"),
-    VAEGenerator(hidden_sizes=(8,), max_epochs=2, batch_size=32, random_state=0, device="cpu"),
-    DiffusionGenerator(n_timesteps=50, hidden_sizes=(8,), max_epochs=2, batch_size=32,
+    VAEGenerator(hidden_layer_sizes=(8,), max_epochs=2, batch_size=32, random_state=0, device="cpu"),
+    DiffusionGenerator(n_timesteps=50, hidden_layer_sizes=(8,), max_epochs=2, batch_size=32,
                        random_state=0, device="cpu"),
-    MetaManifoldAutoencoder(loss="mse", hidden_sizes=(8,), latent_dim=2, n_iter=4, batch_size=4,
+    MetaManifoldAutoencoder(loss="mse", hidden_layer_sizes=(8,), n_latent=2, n_iter=4, batch_size=4,
                             log_every=2, random_state=0, device="cpu"),
     EpisodicSampler(batch_size=2, random_state=0),
-    InpaintingOODDetector(n_blocks=1, n_timesteps=50, n_inference_steps=4, hidden_dim=8,
-                          n_hidden_layers=1, max_epochs=1, n_reconstructions=2,
+    InpaintingOODDetector(n_blocks=1, n_timesteps=50, n_inference_steps=4, hidden_layer_sizes=(8,),
+                          max_epochs=1, n_reconstructions=2,
                           validation_fraction=0.2, batch_size=32, random_state=0, device="cpu"),
-    DisentangledAttributeAutoencoder(image_shape=None, latent_dim=4, attribute_dims=(2, 2),
+    DisentangledAttributeAutoencoder(image_shape=None, n_latent=4, attribute_dims=(2, 2),
                                      max_epochs=2, batch_size=8, random_state=0, device="cpu"),
 ]

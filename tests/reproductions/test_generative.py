@@ -29,7 +29,7 @@ from geolearn.generative.metrics import (
 )
 
 A1 = dict(n_latent=2, grid_values=(-2, -1, 0, 1, 2, 3), prior_std=1 / 3, architecture="mlp",
-          hidden_sizes=(256, 128), likelihood="bernoulli", batch_size=256, lr=1e-3,
+          hidden_layer_sizes=(256, 128), likelihood="bernoulli", batch_size=256, lr=1e-3,
           device="cpu")
 
 
@@ -128,7 +128,7 @@ def test_a3_seen_shape_is_most_likely_under_diffusion_and_flow():
                 print(f"  AUROC swiss_roll vs {name}: {auc:.3f}")
                 assert auc >= 0.6
 
-    flow = FlowDensity(n_layers=8, hidden_sizes=(128, 128), max_epochs=50, random_state=0,
+    flow = FlowDensity(n_layers=8, hidden_layer_sizes=(128, 128), max_epochs=50, random_state=0,
                        device="cpu").fit(train)
     scores = {name: flow.score_samples(pts) for name, pts in test.items()}
     print("flow: " + ", ".join(f"{k} {v.mean():.2f}" for k, v in scores.items()))
@@ -155,7 +155,7 @@ def test_a4_patch_attack_and_elbo_purification():
     ELBO purification without a norm bound recovers most of the accuracy."""
     Xtr, ytr, Xte, yte = _digits_split(0)
     clf = VAEClassifier(n_latent=16, likelihood="bernoulli", classification_weight=8,
-                        hidden_sizes=(256, 128), max_epochs=100, batch_size=128, lr=1e-3,
+                        hidden_layer_sizes=(256, 128), max_epochs=100, batch_size=128, lr=1e-3,
                         random_state=0, device="cpu").fit(Xtr, ytr)
     mask = rectangular_patch_mask((8, 8), top=0, left=0, height=8, width=2)
     pfy = ELBOPurifier(clf, n_iter=256, step_size=1 / 255, eps=None,
@@ -181,7 +181,7 @@ def test_a4_patch_attack_and_elbo_purification():
     # negative control (spec 3.6): with a Gaussian likelihood the unbounded ascent drifts
     # clean digits towards a prototype
     gauss = VAEClassifier(n_latent=16, likelihood="gaussian", classification_weight=8,
-                          hidden_sizes=(256, 128), max_epochs=100, batch_size=128,
+                          hidden_layer_sizes=(256, 128), max_epochs=100, batch_size=128,
                           random_state=0, device="cpu").fit(Xtr, ytr)
     drift = gauss.score(ELBOPurifier(gauss, random_state=0).fit(Xtr).transform(Xte),
                         yte)

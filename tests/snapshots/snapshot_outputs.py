@@ -2023,7 +2023,7 @@ def _adv_patch(rec):
 
 
 # ================================================================================ generative
-_VAE_TINY = dict(hidden_sizes=(16,), max_epochs=2, batch_size=32, random_state=0, device="cpu")
+_VAE_TINY = dict(hidden_layer_sizes=(16,), max_epochs=2, batch_size=32, random_state=0, device="cpu")
 
 
 def _vae_outputs(rec, key, vae, X):
@@ -2097,7 +2097,7 @@ def _digits3():
     return X[:240] / 16.0, np.array(["zero", "one", "two"])[y[:240]]
 
 
-_VAEC_TINY = dict(n_latent=4, hidden_sizes=(32,), max_epochs=8, batch_size=32, random_state=0,
+_VAEC_TINY = dict(n_latent=4, hidden_layer_sizes=(32,), max_epochs=8, batch_size=32, random_state=0,
                   device="cpu")
 
 
@@ -2126,7 +2126,7 @@ def _gen_vae_classifier(rec):
                         **dict(_VAEC_TINY, max_epochs=2))
     rec.estimator("grid_prior", clf, X, y)
     clf = VAEClassifier(n_latent=2, likelihood="gaussian", output_activation="identity",
-                        classification_weight=1.0, hidden_sizes=(8,), max_epochs=3,
+                        classification_weight=1.0, hidden_layer_sizes=(8,), max_epochs=3,
                         batch_size=32, random_state=0, device="cpu")
     rec.estimator("gaussian", clf, X * 2 - 1, y)
 
@@ -2161,7 +2161,7 @@ def _gen_purifier(rec):
                        random_state=0)
     rec.estimator("not_prefit", pfy, X, y, X_eval=noisy, methods=("transform",))
     rec.call("not_prefit.get_feature_names_out", pfy.get_feature_names_out)
-    grid = GridVAE(hidden_sizes=(8,), max_epochs=1, random_state=0, device="cpu").fit(X)
+    grid = GridVAE(hidden_layer_sizes=(8,), max_epochs=1, random_state=0, device="cpu").fit(X)
     rec.estimator("gridvae", ELBOPurifier(grid, **_prefit(ELBOPurifier), n_iter=2, random_state=0), X,
                   X_eval=X[:5], methods=("transform",), attrs=False)
 
@@ -2191,17 +2191,17 @@ def _gen_flow(rec):
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(200, 3)) @ np.array([[1.0, 0.3, 0.0], [0, 2.0, 0.5], [0, 0, 0.5]])
-    flow = FlowDensity(n_layers=2, hidden_sizes=(16,), max_epochs=3, batch_size=64,
+    flow = FlowDensity(n_layers=2, hidden_layer_sizes=(16,), max_epochs=3, batch_size=64,
                        random_state=0, device="cpu")
     rec.estimator("default", flow, X)
     rec.call("default.inverse_transform", lambda: flow.inverse_transform(flow.transform(X)))
     rec.call("default.log_prob_components", flow.log_prob_components, X[:10])
     rec.call("default.sample", flow.sample, 7, random_state=0)
     rec.call("default.get_feature_names_out", flow.get_feature_names_out)
-    flow = FlowDensity(n_layers=3, hidden_sizes=(8,), max_epochs=0, random_state=0,
+    flow = FlowDensity(n_layers=3, hidden_layer_sizes=(8,), max_epochs=0, random_state=0,
                        device="cpu")
     rec.estimator("untrained", flow, X)
-    flow = FlowDensity(n_layers=2, hidden_sizes=(8,), max_epochs=2, dequantize=0.1,
+    flow = FlowDensity(n_layers=2, hidden_layer_sizes=(8,), max_epochs=2, dequantize=0.1,
                        weight_decay=0.0, lr=1e-2, batch_size=50, random_state=1, device="cpu")
     rec.estimator("dequantize", flow, X)
 
@@ -2214,7 +2214,7 @@ def _gen_diffusion(rec):
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(200, 3)) @ np.array([[1.0, 0.3, 0.0], [0, 2.0, 0.5], [0, 0, 0.5]])
-    kw = dict(n_steps=30, hidden_sizes=(16,), max_iter=10, batch_size=64, n_rounds=2,
+    kw = dict(n_steps=30, hidden_layer_sizes=(16,), max_iter=10, batch_size=64, n_rounds=2,
               random_state=0, device="cpu")
     est = DiffusionDensity(**kw)
     rec.estimator("default", est, X[:100], X_eval=X[:20])
