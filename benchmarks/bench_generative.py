@@ -36,7 +36,7 @@ def plain_vae_epochs(X, n_epochs, batch_size=256, seed=0):
     module = VAEModule(MLPVAE(X.shape[1], 2, (256, 128)), 2)
     objective = VAEObjective(prior=GridPrior(check_grid((-2, -1, 0, 1, 2, 3), 2), 1 / 3),
                              kl_estimator="sample", likelihood="bernoulli",
-                             decoder_std=0.7071067811865476, output_activation="sigmoid")
+                             sigma=0.7071067811865476, output_activation="sigmoid")
     opt = torch.optim.Adam(module.parameters(), lr=1e-3)
     X = torch.as_tensor(X, dtype=torch.float32)
     module.train()

@@ -127,7 +127,7 @@ def test_grid_vae_grid_search(client, digits):
     _on_cluster_equals_in_memory(client, lambda: GridSearchCV(
         GridVAE(hidden_layer_sizes=(16,), max_epochs=2, batch_size=64, n_mc_score=2, device="cpu",
                 random_state=0),
-        {"kl_weight": [0.5, 1.0]}, cv=2, n_jobs=-1), digits[0])
+        {"beta": [0.5, 1.0]}, cv=2, n_jobs=-1), digits[0])
 
 
 def test_stability_scorer_grid_search(client):

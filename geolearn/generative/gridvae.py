@@ -46,16 +46,16 @@ class GridVAE(MeanScoreMixin, ClusterMixin, BaseVAE):
         are sorted; duplicates are an error. ``(0.0,)`` with ``prior_std=1`` is the
         standard normal prior (a plain VAE).
     prior_std : float, default=1/3
-        Shared standard deviation ``sigma`` of the mixture components (``sigma_0`` of
-        the relaxed loss).
+        Shared standard deviation ``sigma_0`` of the mixture components (as in the
+        relaxed loss).
     kl_estimator : {'sample', 'batch', 'nearest'}, default='sample'
         Training estimate of the KL term on unguided dimensions. 'sample': Monte-Carlo
         ``E_q[log q] - log p(z)`` with the exact mixture (an unbiased negative ELBO).
         'batch': the minibatch aggregate posterior against the prior (the "large batch"
         reading of Eq. 26; biased, not an ELBO). 'nearest': the relaxed loss of Eq. 27-28,
         KL to the nearest component only, for high-dimensional grids.
-    kl_weight : float, default=1.0
-        Weight of the KL term.
+    beta : float, default=1.0
+        Weight of the KL term (the beta-VAE weight).
     kl_warmup_epochs : int, default=0
         Epochs of linear KL warm-up (0 reproduces the paper).
     guidance : {'none', 'full', 'partial'}, default='none'
@@ -69,9 +69,9 @@ class GridVAE(MeanScoreMixin, ClusterMixin, BaseVAE):
         'round': NaN codes in a float ``y`` fall back to the nearest grid value.
     likelihood : {'bernoulli', 'gaussian'}, default='bernoulli'
         'bernoulli' needs X in [0, 1] (for grey levels it is the usual pseudo-likelihood,
-        not a normalised density); 'gaussian' has std ``decoder_std``.
-    decoder_std : float, default=1/sqrt(2)
-        Gaussian decoder std ``s``; ``1/sqrt(2)`` makes the data term the sum of squares.
+        not a normalised density); 'gaussian' has std ``sigma``.
+    sigma : float, default=1/sqrt(2)
+        Standard deviation of the Gaussian decoder; ``1/sqrt(2)`` makes the data term the sum of squares.
     output_activation : {'sigmoid', 'identity'}, default='sigmoid'
         Applied to the decoder output to get the Gaussian mean.
     architecture : {'mlp', 'conv', 'resnet'} or callable, default='mlp'
@@ -152,7 +152,7 @@ class GridVAE(MeanScoreMixin, ClusterMixin, BaseVAE):
     _parameter_constraints = {
         **BaseVAE._parameter_constraints,
         "grid_values": ["array-like"],
-        "kl_weight": [Interval(numbers.Real, 0, None, closed="left")],
+        "beta": [Interval(numbers.Real, 0, None, closed="left")],
         "kl_warmup_epochs": [Interval(numbers.Integral, 0, None, closed="left")],
         "guidance": [StrOptions({"none", "full", "partial"})],
         "guided_dims": ["array-like", None],
@@ -160,9 +160,9 @@ class GridVAE(MeanScoreMixin, ClusterMixin, BaseVAE):
     }
 
     def __init__(self, n_latent=2, grid_values=(-2, -1, 0, 1, 2, 3), prior_std=1 / 3,
-                 kl_estimator="sample", kl_weight=1.0, kl_warmup_epochs=0, guidance="none",
+                 kl_estimator="sample", beta=1.0, kl_warmup_epochs=0, guidance="none",
                  guided_dims=None, missing_guidance="raise", likelihood="bernoulli",
-                 decoder_std=0.7071067811865476, output_activation="sigmoid", architecture="mlp",
+                 sigma=0.7071067811865476, output_activation="sigmoid", architecture="mlp",
                  hidden_layer_sizes=(256, 128), conv_channels=32, image_shape=None, max_epochs=100,
                  batch_size=256, lr=1e-3, weight_decay=0.0, n_mc_score=16, callbacks=None,
                  warm_start=False, device="auto", random_state=None, verbose=0, **net_params):
@@ -229,8 +229,8 @@ class GridVAE(MeanScoreMixin, ClusterMixin, BaseVAE):
                           GeolearnWarning)
         objective = VAEObjective(
             prior=GridPrior(self.grid_, self.prior_std), kl_estimator=self.kl_estimator,
-            likelihood=self.likelihood, decoder_std=self.decoder_std,
-            output_activation=self.output_activation, kl_weight=self.kl_weight,
+            likelihood=self.likelihood, sigma=self.sigma,
+            output_activation=self.output_activation, beta=self.beta,
             kl_warmup_epochs=self.kl_warmup_epochs, guided_dims=self.guided_dims_)
         self._train_vae(X, codes, objective, drop_last=self.kl_estimator == "batch")
         codes_train = grid_codes(self._encode(X), self.grid_)

@@ -61,7 +61,7 @@ class ELBOPurifier(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     Notes
     -----
     With a weak likelihood an unbounded ascent drifts towards a prototype image: a
-    Gaussian (``decoder_std=1/sqrt(2)``) VAE on 8x8 digits makes clean images
+    Gaussian (``sigma=1/sqrt(2)``) VAE on 8x8 digits makes clean images
     unrecognisable after 256 steps, while the Bernoulli likelihood keeps them.
 
     Examples

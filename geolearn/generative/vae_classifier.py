@@ -40,7 +40,7 @@ class VAEClassifier(ClassifierMixin, BaseVAE):
     kl_estimator : {'sample', 'batch', 'nearest'}, default='sample'
         KL estimator of the 'grid' prior (see :class:`GridVAE`).
     likelihood : {'bernoulli', 'gaussian'}, default='bernoulli'
-    decoder_std : float, default=1/sqrt(2)
+    sigma : float, default=1/sqrt(2)
     output_activation : {'sigmoid', 'identity'}, default='sigmoid'
     architecture : {'mlp', 'conv', 'resnet'} or callable, default='mlp'
     hidden_layer_sizes : sequence of int, default=(256, 128)
@@ -97,7 +97,7 @@ class VAEClassifier(ClassifierMixin, BaseVAE):
 
     def __init__(self, n_latent=16, classification_weight=8.0, prior="normal",
                  grid_values=(0, 1), prior_std=1 / 3, kl_estimator="sample",
-                 likelihood="bernoulli", decoder_std=0.7071067811865476,
+                 likelihood="bernoulli", sigma=0.7071067811865476,
                  output_activation="sigmoid", architecture="mlp", hidden_layer_sizes=(256, 128),
                  conv_channels=32, image_shape=None, max_epochs=100, batch_size=128, lr=1e-3,
                  weight_decay=0.0, n_mc_score=16, callbacks=None, warm_start=False,
@@ -127,7 +127,7 @@ class VAEClassifier(ClassifierMixin, BaseVAE):
             prior = GridPrior(check_grid(self.grid_values, self.n_latent), self.prior_std)
         objective = VAEObjective(
             prior=prior, kl_estimator=self.kl_estimator, likelihood=self.likelihood,
-            decoder_std=self.decoder_std, output_activation=self.output_activation,
+            sigma=self.sigma, output_activation=self.output_activation,
             classification_weight=self.classification_weight)
         return self._train_vae(X, y_t, objective, n_classes=len(self.classes_),
                                parts=("recon", "kl", "ce"),

@@ -121,8 +121,8 @@ class VAEGenerator(ImageOutputMixin, LatentInterpolationMixin, ReconstructionSco
         sizes = check_hidden_sizes(self.hidden_layer_sizes)
         X = self._validate_X(X, reset=not warm)
         objective = VAEObjective(prior=None, kl_estimator="sample", likelihood=self.likelihood,
-                                 decoder_std=self.sigma, output_activation=self.output_activation,
-                                 kl_weight=self.beta)
+                                 sigma=self.sigma, output_activation=self.output_activation,
+                                 beta=self.beta)
         module = functools.partial(build_generator_module, n_features=X.shape[1],
                                    n_latent=self.n_latent, image_shape=self.image_shape_,
                                    hidden_layer_sizes=tuple(sizes))

@@ -192,7 +192,7 @@ def test_the_mixin_reads_the_decoders_output_from_the_objective():
     net_class = type("RegularizedNet", (LatentRegularizerMixin, ObjectiveNet), {})
     for likelihood, expected in (("bernoulli", "sigmoid"), ("gaussian", "identity")):
         objective = VAEObjective(prior=None, kl_estimator="sample", likelihood=likelihood,
-                                 decoder_std=1.0, output_activation="identity")
+                                 sigma=1.0, output_activation="identity")
         net = net_class(torch.nn.Linear(2, 2), objective=objective, alpha_graph=0.1)
         assert net._output_activation() == expected
     assert net_class(torch.nn.Linear(2, 2), objective=None,

@@ -140,7 +140,7 @@ def test_one_chart_is_a_vae_with_unit_weight_squared_error(circle):
                            random_state=0, device="cpu").fit(circle)
     module, x = cae.module_, torch.as_tensor(circle, dtype=torch.float32)
     vae = VAEObjective(prior=None, kl_estimator="sample", likelihood="gaussian",
-                       decoder_std=1 / math.sqrt(2), output_activation="identity")
+                       sigma=1 / math.sqrt(2), output_activation="identity")
     torch.manual_seed(1)
     loss, parts = cae.net_.objective(module, module(x), x, None)
     torch.manual_seed(1)

@@ -2064,7 +2064,7 @@ def _gen_gridvae(rec):
     y[::5] = np.nan
     vae = GridVAE(guidance="partial", guided_dims=[1], missing_guidance="round", **_VAE_TINY)
     rec.estimator("guided_partial", vae, X, y)
-    vae = GridVAE(kl_estimator="batch", kl_warmup_epochs=1, kl_weight=0.5, **_VAE_TINY)
+    vae = GridVAE(kl_estimator="batch", kl_warmup_epochs=1, beta=0.5, **_VAE_TINY)
     rec.estimator("batch_kl", vae, X)
     vae = GridVAE(n_latent=3, grid_values=(0, 1), prior_std=0.25, likelihood="gaussian",
                   output_activation="identity", **_VAE_TINY)
