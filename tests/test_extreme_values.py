@@ -125,7 +125,7 @@ def test_huge_values_give_finite_results_or_a_clear_error(exponent, sign, row, c
 _DENSITIES = [
     lambda: FlowDensity(n_layers=2, hidden_layer_sizes=(8,), max_epochs=2, random_state=0,
                         device="cpu"),
-    lambda: DiffusionDensity(n_steps=50, hidden_layer_sizes=(8,), max_iter=5, n_rounds=2,
+    lambda: DiffusionDensity(n_timesteps=50, hidden_layer_sizes=(8,), max_epochs=5, n_rounds=2,
                              random_state=0, device="cpu"),
 ]
 

@@ -246,7 +246,7 @@ CASES = {
         "call", lambda: _net(6, 3), lambda m: carlini_wagner_l2(m, X6[:8], Y6[:8], steps=3)[0]),
     "patch_attack": (
         "call", lambda: _net(6, 3),
-        lambda m: patch_attack(m, X6, Y6, np.arange(6) < 2, n_iter=3, batch_size=16,
+        lambda m: patch_attack(m, X6, Y6, np.arange(6) < 2, n_steps=3, batch_size=16,
                                random_state=0)),
 }
 

@@ -55,7 +55,7 @@ TABULAR = [
     ("fgsm", lambda X: fgsm(MLP, X, Y, 0.1)),
     ("pgd", lambda X: pgd(MLP, X, Y, 0.1, steps=2, random_start=False)),
     ("carlini_wagner_l2", lambda X: carlini_wagner_l2(MLP, X, Y, steps=2)[0]),
-    ("patch_attack", lambda X: patch_attack(MLP, X, Y, MASK, n_iter=2, random_state=0)),
+    ("patch_attack", lambda X: patch_attack(MLP, X, Y, MASK, n_steps=2, random_state=0)),
     ("PullbackMetric", lambda X: PullbackMetric(MLP).metric(X)),
     ("RiemannianFeatureGeometry",
      lambda X: RiemannianFeatureGeometry(feature_map=MLP, quantities="log_volume")

@@ -84,7 +84,7 @@ def test_conformal_svc_checks_what_svc_would(kwargs, words):
 
     X = np.random.default_rng(0).normal(size=(30, 2))
     with pytest.raises(ValueError) as exc:
-        ConformalKernelSVC(kernel="poly", n_iter=1, **kwargs).fit(X, np.arange(30) % 2)
+        ConformalKernelSVC(kernel="poly", n_refits=1, **kwargs).fit(X, np.arange(30) % 2)
     assert_message(exc, *words)
 
 

@@ -339,7 +339,7 @@ def _cw_run(a, x, t, w0, const, best, best_l2, *, kappa, steps, lr):
     return _tanh_box(w, a.lo, a.hi).detach(), run_found, best_l2
 
 
-def patch_attack(estimator, X, y, mask, *, method="pgd", n_iter=2048, step_size=1 / 255,
+def patch_attack(estimator, X, y, mask, *, method="pgd", n_steps=2048, step_size=1 / 255,
                  momentum=1.0, random_start=True, clip=(0.0, 1.0), batch_size=256,
                  random_state=None):
     """Untargeted patch attack: maximise the cross-entropy by changing only ``mask`` pixels.
@@ -363,7 +363,7 @@ def patch_attack(estimator, X, y, mask, *, method="pgd", n_iter=2048, step_size=
     mask : array-like of bool, shape (n_features,) or the image shape
         The patch support (see :func:`geolearn.generative.rectangular_patch_mask`).
     method : {'pgd', 'nag'}, default='pgd'
-    n_iter : int, default=2048
+    n_steps : int, default=2048
     step_size : float, default=1/255
     momentum : float, default=1.0
         Decay of the 'nag' accumulator.
@@ -387,13 +387,13 @@ def patch_attack(estimator, X, y, mask, *, method="pgd", n_iter=2048, step_size=
     >>> net = torch.nn.Linear(16, 2)
     >>> X = np.random.default_rng(0).random((4, 16))
     >>> mask = np.zeros(16, dtype=bool); mask[:4] = True
-    >>> X_adv = patch_attack(net, X, [0, 1, 0, 1], mask, n_iter=5, random_state=0)
+    >>> X_adv = patch_attack(net, X, [0, 1, 0, 1], mask, n_steps=5, random_state=0)
     >>> bool(np.all(X_adv[:, ~mask] == X[:, ~mask]))
     True
     """
     model = as_model(estimator)
     model.require_gradients("patch_attack")
-    X, y, mask, box = _check_patch_inputs(model, X, y, mask, method, n_iter, step_size, clip)
+    X, y, mask, box = _check_patch_inputs(model, X, y, mask, method, n_steps, step_size, clip)
     M, out = torch.as_tensor(mask, dtype=torch.float32, device=model.device), X.copy()
     # the random start is drawn once for all rows from random_state alone: no global torch
     # RNG (which other threads share), and the same start whatever the batch_size
@@ -402,17 +402,17 @@ def patch_attack(estimator, X, y, mask, *, method="pgd", n_iter=2048, step_size=
         start[:, mask] = check_random_state(random_state).uniform(*box, (len(X), mask.sum()))
     with model.frozen():
         for sl in iter_batches(len(X), batch_size):
-            out[sl, mask] = _patch_batch(model, X[sl], start[sl], y[sl], M, method, n_iter,
+            out[sl, mask] = _patch_batch(model, X[sl], start[sl], y[sl], M, method, n_steps,
                                          step_size, momentum, box)[:, mask]
     return out
 
 
-def _check_patch_inputs(model, X, y, mask, method, n_iter, step_size, clip):
+def _check_patch_inputs(model, X, y, mask, method, n_steps, step_size, clip):
     """``(X as float64, y as class indices, flat mask, (lo, hi))``, or a clear error."""
     X = model.check_input(check_numeric_array(X, dtype=np.float64))
     if method not in ("pgd", "nag"):
         raise ValueError(f"method must be 'pgd' or 'nag'; got {method!r}.")
-    check_positive(n_iter, "n_iter", integer=True)
+    check_positive(n_steps, "n_steps", integer=True)
     check_positive(step_size, "step_size")
     lo, hi = check_clip(clip)
     check_in_box(X, lo, hi)
@@ -429,8 +429,8 @@ def _check_patch_inputs(model, X, y, mask, method, n_iter, step_size, clip):
     return X, y, mask, (lo, hi)
 
 
-def _patch_batch(model, X, start, y, M, method, n_iter, step_size, momentum, box):
-    """``n_iter`` signed steps on the patch ``M`` of one batch from ``start`` (frozen model).
+def _patch_batch(model, X, start, y, M, method, n_steps, step_size, momentum, box):
+    """``n_steps`` signed steps on the patch ``M`` of one batch from ``start`` (frozen model).
 
     Returns the attacked rows as float64.
     """
@@ -440,7 +440,7 @@ def _patch_batch(model, X, start, y, M, method, n_iter, step_size, momentum, box
     target = torch.as_tensor(y, dtype=torch.long, device=model.device)
     x_adv = x * (1 - M) + model.to_tensor(start) * M
     acc = torch.zeros_like(x)
-    for _ in range(n_iter):
+    for _ in range(n_steps):
         probe = x_adv
         if method == "nag":
             probe = (x_adv + step_size * momentum * acc * M).clamp(lo, hi)

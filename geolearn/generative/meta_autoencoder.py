@@ -251,8 +251,9 @@ default="neighborhood"
         ``beta``; 0 retraces the plain autoencoder exactly (same seed).
     lr : float, default=1e-3
         Adam's learning rate ``gamma``.
-    n_iter : int, default=1000
-        Training iterations (episodes).
+    max_epochs : int, default=1000
+        Training length, counted in episodes (one optimiser step on a meta-train and
+        a meta-test batch), not in passes over ``X``.
     batch_size : int, default=64
         ``B``, the size of both batches of an episode; fitting needs ``2 B + 1`` rows.
         The baseline takes at most ``(n_samples - 1) // 2`` rows per batch. Also the
@@ -267,7 +268,7 @@ default="neighborhood"
     callbacks : list of skorch callbacks, default=None
         Run once per ``log_every`` iterations; e.g. :class:`ReconstructionMetrics`.
     warm_start : bool, default=False
-        True: a second ``fit`` trains ``n_iter`` more iterations on its X.
+        True: a second ``fit`` trains ``max_epochs`` more iterations on its X.
     device : str or torch.device, default="auto"
         "auto" uses CUDA when available.
     random_state : int, RandomState instance or None, default=None
@@ -302,7 +303,7 @@ default="neighborhood"
     >>> from geolearn.datasets import make_rotating_shape_images
     >>> from geolearn.generative import MetaManifoldAutoencoder
     >>> X = make_rotating_shape_images(200, image_size=16, random_state=0)
-    >>> ae = MetaManifoldAutoencoder(architecture="mlp", n_iter=20, batch_size=16,
+    >>> ae = MetaManifoldAutoencoder(architecture="mlp", max_epochs=20, batch_size=16,
     ...                              random_state=0).fit(X)
     >>> ae.transform(X).shape, ae.reconstruct(X).shape
     ((200, 10), (200, 768))
@@ -319,7 +320,7 @@ default="neighborhood"
         "episodic_strategy": [StrOptions(set(STRATEGIES)), None],
         "inner_lr": [StrOptions({"auto"}), Interval(numbers.Real, 0, None, closed="left")],
         "meta_test_weight": [Interval(numbers.Real, 0, None, closed="left")],
-        "n_iter": [Interval(numbers.Integral, 1, None, closed="left")],
+        "max_epochs": [Interval(numbers.Integral, 1, None, closed="left")],
         "loss": [StrOptions({"bce", "mse"})],
         "reduction": [StrOptions({"sum", "mean"})],
         "first_order": ["boolean"],
@@ -331,7 +332,7 @@ default="neighborhood"
     def __init__(self, image_shape=None, n_latent=10, architecture="auto",
                  conv_channels=(32, 32, 64, 64), hidden_layer_sizes=(256, 128),
                  episodic_strategy="neighborhood", inner_lr="auto", meta_test_weight=1e-3,
-                 lr=1e-3, n_iter=1000, batch_size=64, loss="bce", reduction="sum",
+                 lr=1e-3, max_epochs=1000, batch_size=64, loss="bce", reduction="sum",
                  first_order=False, log_every=50, callbacks=None, warm_start=False,
                  device="auto", random_state=None, verbose=0, **net_params):
         self.image_shape = image_shape
@@ -343,7 +344,7 @@ default="neighborhood"
         self.inner_lr = inner_lr
         self.meta_test_weight = meta_test_weight
         self.lr = lr
-        self.n_iter = n_iter
+        self.max_epochs = max_epochs
         self.batch_size = batch_size
         self.loss = loss
         self.reduction = reduction
@@ -386,7 +387,7 @@ default="neighborhood"
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
-        """Train the autoencoder for ``n_iter`` episodes.
+        """Train the autoencoder for ``max_epochs`` episodes.
 
         Parameters
         ----------
@@ -418,7 +419,7 @@ default="neighborhood"
             image_shape=self.image_shape_,
             conv_channels=channels if self.architecture_ == "conv" else None)
         loader = {"iterator_train": EpisodeLoader, "iterator_train__sampler": sampler,
-                  "iterator_train__n_episodes": self.n_iter,
+                  "iterator_train__n_episodes": self.max_epochs,
                   "iterator_train__block": self.log_every, "iterator_train__meta_test": meta}
         if warm:
             for key, value in loader.items():
@@ -428,7 +429,7 @@ default="neighborhood"
         threads = 1 if self.architecture_ == "mlp" and cpu else None
         with torch_threads(threads):
             self._fit_net(module, TensorDataset(torch.from_numpy(X)), None, seed=seed_torch,
-                          max_epochs=-(-self.n_iter // self.log_every), train_split=None,
+                          max_epochs=-(-self.max_epochs // self.log_every), train_split=None,
                           inner_lr=self.inner_lr_, meta_test_weight=self.meta_test_weight,
                           first_order=self.first_order, loss=self.loss,
                           reduction=self.reduction, **loader)
@@ -499,7 +500,7 @@ default=("mse", "persistence", "spectral")
     >>> import numpy as np
     >>> from geolearn.generative import MetaManifoldAutoencoder, ReconstructionMetrics
     >>> X = np.random.default_rng(0).random((60, 8))
-    >>> ae = MetaManifoldAutoencoder(hidden_layer_sizes=(8,), n_iter=20, log_every=10, batch_size=8,
+    >>> ae = MetaManifoldAutoencoder(hidden_layer_sizes=(8,), max_epochs=20, log_every=10, batch_size=8,
     ...                              callbacks=[ReconstructionMetrics(X[:20])],
     ...                              random_state=0).fit(X)
     >>> [round(h["holdout_mse"], 3) > 0 for h in ae.history_]

@@ -32,7 +32,7 @@ class ELBOPurifier(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         ``(X, y)`` by :meth:`fit` (:func:`geolearn.models.fit_or_use`). ``clone`` and
         ``GridSearchCV`` unfit a fitted estimator: wrap it in
         ``sklearn.frozen.FrozenEstimator`` to keep it as trained.
-    n_iter : int, default=256
+    n_steps : int, default=256
     step_size : float, default=1/255
     norm : {'linf', 'l2'}, default='linf'
         The bound on ``eps`` ('l2' rescales ``eps`` onto the ball, then clips to the box:
@@ -71,7 +71,7 @@ class ELBOPurifier(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     >>> rng = np.random.default_rng(0)
     >>> X = rng.random((40, 16)); y = (X[:, 0] > 0.5).astype(int)
     >>> clf = VAEClassifier(n_latent=2, hidden_layer_sizes=(8,), max_epochs=2, random_state=0)
-    >>> pfy = ELBOPurifier(clf.fit(X, y), n_iter=8, random_state=0).fit(X)
+    >>> pfy = ELBOPurifier(clf.fit(X, y), n_steps=8, random_state=0).fit(X)
     >>> X_pfy = pfy.transform(X)
     >>> X_pfy.shape, bool(X_pfy.min() >= 0 and X_pfy.max() <= 1)
     ((40, 16), True)
@@ -79,7 +79,7 @@ class ELBOPurifier(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
     _parameter_constraints = {
         "estimator": [HasMethods(["fit", "_torch_neg_elbo"])],
-        "n_iter": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_steps": [Interval(numbers.Integral, 1, None, closed="left")],
         "step_size": [Interval(numbers.Real, 0, None, closed="neither")],
         "norm": [StrOptions({"linf", "l2"})],
         "eps": [Interval(numbers.Real, 0, None, closed="neither"), None],
@@ -90,11 +90,11 @@ class ELBOPurifier(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         "random_state": ["random_state"],
     }
 
-    def __init__(self, estimator, *, n_iter=256, step_size=1 / 255, norm="linf",
+    def __init__(self, estimator, *, n_steps=256, step_size=1 / 255, norm="linf",
                  eps=None, n_restarts=1, mask=None, clip=(0.0, 1.0), batch_size=256,
                  random_state=None):
         self.estimator = estimator
-        self.n_iter = n_iter
+        self.n_steps = n_steps
         self.step_size = step_size
         self.norm = norm
         self.eps = eps
@@ -188,14 +188,14 @@ class ELBOPurifier(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         # per row: the restarts' starts in U[-1, 1] and every step's standard normal z draw
         (starts,) = row_draws(seeds[0], [("uniform", (self.n_restarts, x.shape[1]))],
                               dtype=x.dtype, device=x.device)
-        (z_noise,) = row_draws(seeds[1], [("normal", (self.n_restarts, self.n_iter, n_latent))],
+        (z_noise,) = row_draws(seeds[1], [("normal", (self.n_restarts, self.n_steps, n_latent))],
                                dtype=x.dtype, device=x.device)
         best, best_loss = x, torch.full((len(x),), np.inf, device=x.device)
         for r in range(self.n_restarts):
             step = self.step_size * (1 + r % 2)
             delta = torch.zeros_like(x) if r == 0 else starts[:, r] * radius * support
             delta = self._project(delta, x)
-            for i in range(self.n_iter):
+            for i in range(self.n_steps):
                 noise[0] = z_noise[:, r, i]
                 grad = grad_fn(x + delta)
                 delta = self._project(delta - step * grad.sign() * support, x)

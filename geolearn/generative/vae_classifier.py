@@ -41,6 +41,7 @@ class VAEClassifier(ClassifierMixin, BaseVAE):
         KL estimator of the 'grid' prior (see :class:`GridVAE`).
     likelihood : {'bernoulli', 'gaussian'}, default='bernoulli'
     sigma : float, default=1/sqrt(2)
+        Standard deviation of the Gaussian decoder.
     output_activation : {'sigmoid', 'identity'}, default='sigmoid'
     architecture : {'mlp', 'conv', 'resnet'} or callable, default='mlp'
     hidden_layer_sizes : sequence of int, default=(256, 128)

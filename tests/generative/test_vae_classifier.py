@@ -107,7 +107,7 @@ def test_purifier_raises_the_elbo_and_respects_the_constraints(clf, data):
     X, _ = data
     rng = np.random.default_rng(0)
     noisy = np.clip(X[:50] + rng.normal(scale=0.3, size=X[:50].shape), 0, 1)
-    params = dict(n_iter=64, step_size=0.01, eps=0.1, random_state=0)
+    params = dict(n_steps=64, step_size=0.01, eps=0.1, random_state=0)
     out = ELBOPurifier(clf, **params).fit(noisy).transform(noisy)
     assert np.abs(out - noisy).max() <= 0.1 + 1e-6 and out.min() >= 0 and out.max() <= 1
     assert clf.score_samples(out).mean() > clf.score_samples(noisy).mean() + 2
@@ -124,7 +124,7 @@ def test_purifier_step_follows_the_input_gradient_of_the_negative_elbo(clf, data
     """One unbounded step is ``x - step_size * sign(grad_x (-ELBO))`` with the seeded z draw."""
     X, _ = data
     x = X[:20].astype(np.float32)
-    out = ELBOPurifier(clf, n_iter=1, step_size=0.05, random_state=0).fit(X).transform(x)
+    out = ELBOPurifier(clf, n_steps=1, step_size=0.05, random_state=0).fit(X).transform(x)
     # each row's z draw comes from its own generator, keyed on the row and random_state
     seeds = row_seeds(x, 0, stream="ELBOPurifier.transform/z")
     (z,) = row_draws(seeds, [("normal", (1, 1, clf.n_latent))])
@@ -136,7 +136,7 @@ def test_purifier_step_follows_the_input_gradient_of_the_negative_elbo(clf, data
 
 def test_restarts_never_do_worse_than_the_first(clf, data):
     X, _ = data
-    params = dict(n_iter=16, eps=0.2, random_state=0)
+    params = dict(n_steps=16, eps=0.2, random_state=0)
     one = ELBOPurifier(clf, **params).fit(X[:30]).transform(X[:30])
     many = ELBOPurifier(clf, n_restarts=3, **params).fit(X[:30]).transform(X[:30])
     x1, xm = (torch.as_tensor(a, dtype=torch.float32) for a in (one, many))
@@ -147,11 +147,11 @@ def test_restarts_never_do_worse_than_the_first(clf, data):
 def test_purifier_composition_and_the_fitting_policy(data):
     """An unfitted VAE is cloned and fitted; a fitted one (or a FrozenEstimator) is used as is."""
     X, y = data
-    pfy = ELBOPurifier(VAEClassifier(**TINY), n_iter=4, random_state=0).fit(X, y)
+    pfy = ELBOPurifier(VAEClassifier(**TINY), n_steps=4, random_state=0).fit(X, y)
     assert pfy.estimator_ is not pfy.estimator and pfy.n_features_in_ == 64
     clf = pfy.estimator_
-    assert ELBOPurifier(clf, n_iter=4).fit(X).estimator_ is clf  # fitted: never refitted
-    pipe = Pipeline([("pfy", ELBOPurifier(FrozenEstimator(clf), n_iter=4)),
+    assert ELBOPurifier(clf, n_steps=4).fit(X).estimator_ is clf  # fitted: never refitted
+    pipe = Pipeline([("pfy", ELBOPurifier(FrozenEstimator(clf), n_steps=4)),
                      ("clf", FrozenEstimator(clf))]).fit(X, y)
     assert pipe.score(X, y) > 0.8
     # a FrozenEstimator survives clone, so a search over the purifier keeps the model
@@ -159,7 +159,7 @@ def test_purifier_composition_and_the_fitting_policy(data):
     assert search.best_estimator_["pfy"].estimator_.estimator is clf
     assert list(pfy.get_feature_names_out())[:2] == ["x0", "x1"]
     grid = GridVAE(hidden_layer_sizes=(8,), max_epochs=1, random_state=0).fit(X)
-    assert ELBOPurifier(grid, n_iter=2).fit(X).transform(X[:3]).shape == (3, 64)
+    assert ELBOPurifier(grid, n_steps=2).fit(X).transform(X[:3]).shape == (3, 64)
 
 
 @pytest.mark.parametrize("kwargs, match", [
@@ -174,8 +174,8 @@ def test_purifier_bad_parameters(clf, data, kwargs, match):
 def test_purifier_input_checks(clf, data):
     X, _ = data
     with pytest.raises(NotFittedError):
-        ELBOPurifier(clf, n_iter=2).transform(X)
-    pfy = ELBOPurifier(clf, n_iter=2).fit(X)
+        ELBOPurifier(clf, n_steps=2).transform(X)
+    pfy = ELBOPurifier(clf, n_steps=2).fit(X)
     with pytest.raises(ValueError, match="clip"):
         pfy.transform(X * 2)
     with pytest.raises(ValueError, match="NaN"):

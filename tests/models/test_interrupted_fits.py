@@ -34,7 +34,7 @@ ESTIMATORS = {
     "VAEGenerator": lambda cb: VAEGenerator(hidden_layer_sizes=(8,), max_epochs=5, callbacks=cb,
                                             device="cpu"),
     "MetaManifoldAutoencoder": lambda cb: MetaManifoldAutoencoder(
-        hidden_layer_sizes=(8,), n_iter=10, log_every=2, batch_size=4, callbacks=cb, device="cpu"),
+        hidden_layer_sizes=(8,), max_epochs=10, log_every=2, batch_size=4, callbacks=cb, device="cpu"),
     "DisentangledAttributeAutoencoder": lambda cb: DisentangledAttributeAutoencoder(
         image_shape=None, n_latent=4, attribute_dims=(2, 2), max_epochs=5, batch_size=8,
         callbacks=cb, device="cpu"),

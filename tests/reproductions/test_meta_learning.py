@@ -52,7 +52,7 @@ from tests.generative.test_manifold_metrics import (
 SEEDS = (0, 1, 2)
 # the spec's setting: 768-256-128-10 ReLU MLP, 1,000 iterations of batch 64, Adam 1e-3,
 # inner_lr "auto" (1.6e-6 here), meta_test_weight 1e-3, BCE summed
-TRAIN = dict(architecture="mlp", n_iter=1000, batch_size=64, lr=1e-3, device="cpu")
+TRAIN = dict(architecture="mlp", max_epochs=1000, batch_size=64, lr=1e-3, device="cpu")
 
 
 def _measure(model, X, train, test):

@@ -1104,18 +1104,18 @@ def _riem_conformal(rec):
             rec.call(f"{key}.{m}", getattr(clf, m), Z)
         rec.call(f"{key}.kernel_matrix.XY", clf.kernel_matrix, Z[:5], Z[5:9])
 
-    clf = ConformalKernelSVC(gamma=2.0, n_iter=2)
+    clf = ConformalKernelSVC(gamma=2.0, n_refits=2)
     rec.estimator("rbf", clf, X, y)
     extras("rbf", clf, X[:30])
-    clf = ConformalKernelSVC(tau=[0.3, 0.2], n_iter=2, probability=True, random_state=0)
+    clf = ConformalKernelSVC(tau=[0.3, 0.2], n_refits=2, probability=True, random_state=0)
     rec.estimator("tau_list.proba", clf, X, y)
-    clf = ConformalKernelSVC(kernel="poly", degree=2, gamma=0.5, coef0=1.0, n_iter=1)
+    clf = ConformalKernelSVC(kernel="poly", degree=2, gamma=0.5, coef0=1.0, n_refits=1)
     rec.estimator("poly", clf, X, y)
     extras("poly", clf, X[:20])
     Xb, yb = make_blobs(90, centers=3, cluster_std=1.0, random_state=0)
-    clf = ConformalKernelSVC(n_iter=1, decision_function_shape="ovo")
+    clf = ConformalKernelSVC(n_refits=1, decision_function_shape="ovo")
     rec.estimator("blobs.ovo", clf, Xb, yb)
-    rec.estimator("blobs.ovr", ConformalKernelSVC(n_iter=1, class_weight="balanced"), Xb, yb)
+    rec.estimator("blobs.ovr", ConformalKernelSVC(n_refits=1, class_weight="balanced"), Xb, yb)
 
 
 # ================================================================================== manifold
@@ -2005,9 +2005,9 @@ def _adv_patch(rec):
     X = np.full((3, 4), 0.5)
     y = net(torch.as_tensor(X, dtype=torch.float32)).argmax(1).numpy()
     mask = np.array([True, True, False, False])
-    rec.call("linear", patch_attack, net, X, y, mask, n_iter=50, step_size=0.05,
+    rec.call("linear", patch_attack, net, X, y, mask, n_steps=50, step_size=0.05,
              random_start=False)
-    rec.call("linear.nag", patch_attack, net, X, y, mask, method="nag", n_iter=20,
+    rec.call("linear.nag", patch_attack, net, X, y, mask, method="nag", n_steps=20,
              step_size=0.05, random_state=0)
     torch.manual_seed(0)
     cnn = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(16, 8), torch.nn.Tanh(),
@@ -2015,9 +2015,9 @@ def _adv_patch(rec):
     Xi = np.random.default_rng(0).random((6, 16))
     yi = np.arange(6) % 3
     m = rectangular_patch_mask((4, 4), 1, 1, 2, 2)
-    rec.call("mlp.pgd", patch_attack, cnn, Xi, yi, m, n_iter=30, step_size=0.02,
+    rec.call("mlp.pgd", patch_attack, cnn, Xi, yi, m, n_steps=30, step_size=0.02,
              random_state=0)
-    rec.call("mlp.momentum", patch_attack, cnn, Xi, yi, m, n_iter=30, momentum=0.5,
+    rec.call("mlp.momentum", patch_attack, cnn, Xi, yi, m, n_steps=30, momentum=0.5,
              clip=(-1.0, 2.0), batch_size=4, random_state=1)
     rec.call("bad_mask", patch_attack, cnn, Xi, yi, np.zeros(16, bool))
 
@@ -2146,7 +2146,7 @@ def _gen_purifier(rec):
     clf = VAEClassifier(**_VAEC_TINY).fit(X, y)
     rng = np.random.default_rng(0)
     noisy = np.clip(X[:30] + rng.normal(scale=0.3, size=X[:30].shape), 0, 1)
-    params = dict(**_prefit(ELBOPurifier), n_iter=8, step_size=0.01, eps=0.1, random_state=0)
+    params = dict(**_prefit(ELBOPurifier), n_steps=8, step_size=0.01, eps=0.1, random_state=0)
     rec.estimator("linf", ELBOPurifier(clf, **params), noisy, methods=("transform",))
     mask = rectangular_patch_mask((8, 8), 0, 0, 8, 2)
     rec.estimator("mask", ELBOPurifier(clf, mask=mask, **params), noisy, methods=("transform",),
@@ -2155,14 +2155,14 @@ def _gen_purifier(rec):
                   methods=("transform",), attrs=False)
     rec.estimator("restarts", ELBOPurifier(clf, n_restarts=3, **params), noisy,
                   methods=("transform",), attrs=False)
-    rec.estimator("no_eps", ELBOPurifier(clf, **_prefit(ELBOPurifier), n_iter=4, random_state=0), noisy,
+    rec.estimator("no_eps", ELBOPurifier(clf, **_prefit(ELBOPurifier), n_steps=4, random_state=0), noisy,
                   methods=("transform",), attrs=False)
-    pfy = ELBOPurifier(VAEClassifier(**dict(_VAEC_TINY, max_epochs=2)), n_iter=4,
+    pfy = ELBOPurifier(VAEClassifier(**dict(_VAEC_TINY, max_epochs=2)), n_steps=4,
                        random_state=0)
     rec.estimator("not_prefit", pfy, X, y, X_eval=noisy, methods=("transform",))
     rec.call("not_prefit.get_feature_names_out", pfy.get_feature_names_out)
     grid = GridVAE(hidden_layer_sizes=(8,), max_epochs=1, random_state=0, device="cpu").fit(X)
-    rec.estimator("gridvae", ELBOPurifier(grid, **_prefit(ELBOPurifier), n_iter=2, random_state=0), X,
+    rec.estimator("gridvae", ELBOPurifier(grid, **_prefit(ELBOPurifier), n_steps=2, random_state=0), X,
                   X_eval=X[:5], methods=("transform",), attrs=False)
 
 
@@ -2178,7 +2178,7 @@ def _gen_patch(rec):
     rec.call("mask.outside", rectangular_patch_mask, (8, 8), 0, 7, 8, 2)
     for method in ("pgd", "nag"):
         X_adv = rec.call(f"{method}", patch_attack, clf, X[:30], y[:30], mask, method=method,
-                         n_iter=15, step_size=0.05, random_state=0)
+                         n_steps=15, step_size=0.05, random_state=0)
         if X_adv is not None:
             rec.call(f"{method}.predict", clf.predict, X_adv)
 
@@ -2214,7 +2214,7 @@ def _gen_diffusion(rec):
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(200, 3)) @ np.array([[1.0, 0.3, 0.0], [0, 2.0, 0.5], [0, 0, 0.5]])
-    kw = dict(n_steps=30, hidden_layer_sizes=(16,), max_iter=10, batch_size=64, n_rounds=2,
+    kw = dict(n_timesteps=30, hidden_layer_sizes=(16,), max_epochs=10, batch_size=64, n_rounds=2,
               random_state=0, device="cpu")
     est = DiffusionDensity(**kw)
     rec.estimator("default", est, X[:100], X_eval=X[:20])
@@ -2224,7 +2224,7 @@ def _gen_diffusion(rec):
     est.set_params(reverse_variance="posterior")
     rec.call("posterior.score_samples", est.score_samples, X[:10])
     est = DiffusionDensity(beta_schedule="cosine", standardize=False, likelihood_step=3,
-                           **dict(kw, n_steps=20))
+                           **dict(kw, n_timesteps=20))
     rec.estimator("cosine", est, X[:100], X_eval=X[:20])
 
 
