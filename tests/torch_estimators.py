@@ -35,7 +35,7 @@ TINY = {"hidden_layer_sizes": (8,), "batch_size": 32, "random_state": 0}
 TORCH_ESTIMATORS = [
     (InvariantClassifier(group="rot4", nu=1.0, hidden_layer_sizes=(8,), max_epochs=2,
                          batch_size=32, random_state=0), "images"),
-    (CentroidSoftmaxClassifier(max_iter=5, random_state=0), "lines"),
+    (CentroidSoftmaxClassifier(max_epochs=5, random_state=0), "lines"),
     (GridVAE(max_epochs=2, **TINY), "rows"),
     (VAEClassifier(n_latent=2, max_epochs=2, **TINY), "rows"),
     (VAEGenerator(max_epochs=2, **TINY), "rows"),

@@ -1591,7 +1591,7 @@ def _sub_svbf(rec):
         ("random_init", SVBF(2, init="random", n_init=1, tol=1e-14, random_state=0)),
         ("flag_mean_init.cos", SVBF(2, objective="cos", random_state=0)),
         ("intersection2", SVBF(3, 2, n_init=2, transform_output="angles", random_state=0)),
-        ("adam", SVBF(1, solver="adam", init="uniform", max_iter=50, learning_rate=0.01,
+        ("adam", SVBF(1, solver="adam", init="uniform", max_iter=50, lr=0.01,
                       random_state=0)),
         ("angles", SVBF(2, transform_output="angles", n_init=1, random_state=0)),
         ("cosines", SVBF(2, transform_output="cosines", n_init=1, random_state=0)),
@@ -1700,13 +1700,13 @@ def _sub_centroid(rec):
     angle = rng.uniform(-0.3, 0.3, 60) + np.repeat([0.0, np.pi / 2], 30)
     B = np.column_stack([np.cos(angle), np.sin(angle)]) * rng.choice([-1, 1], (60, 1))
     y = np.repeat([0, 1], 30)
-    rec.estimator("directions", CentroidSoftmaxClassifier(max_iter=100, random_state=0), B, y)
-    rec.estimator("temperature", CentroidSoftmaxClassifier(temperature=0.5, max_iter=50,
-                                                           learning_rate=0.1, random_state=1),
+    rec.estimator("directions", CentroidSoftmaxClassifier(max_epochs=100, random_state=0), B, y)
+    rec.estimator("temperature", CentroidSoftmaxClassifier(temperature=0.5, max_epochs=50,
+                                                           lr=0.1, random_state=1),
                   B, y)
     X, yy = _planted_classes(n_classes=2, per_class=15)
     pipe = make_pipeline(SVBF(n_components=2, random_state=0),
-                         CentroidSoftmaxClassifier(max_iter=100, random_state=0))
+                         CentroidSoftmaxClassifier(max_epochs=100, random_state=0))
     rec.estimator("svbf_pipeline", pipe, X, yy, attrs=False)
     rec.add("svbf_pipeline.attr", fitted_attributes(pipe[-1]))
 
