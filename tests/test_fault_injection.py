@@ -243,7 +243,7 @@ CASES = {
     "fgsm": ("call", lambda: _net(6, 3), lambda m: fgsm(m, X6, Y6, 0.1)),
     "pgd": ("call", lambda: _net(6, 3), lambda m: pgd(m, X6, Y6, 0.1, steps=3, random_state=0)),
     "carlini_wagner_l2": (
-        "call", lambda: _net(6, 3), lambda m: carlini_wagner_l2(m, X6[:8], Y6[:8], steps=3)[0]),
+        "call", lambda: _net(6, 3), lambda m: carlini_wagner_l2(m, X6[:8], Y6[:8], n_steps=3)[0]),
     "patch_attack": (
         "call", lambda: _net(6, 3),
         lambda m: patch_attack(m, X6, Y6, np.arange(6) < 2, n_steps=3, batch_size=16,

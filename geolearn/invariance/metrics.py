@@ -115,7 +115,7 @@ def _orbit_errors(model, X, group, error, kind, image_shape, batch_size, device,
 
 
 def logit_invariance(model, X, group, *, reduce="mean", image_shape=None, batch_size=256,
-                     device=None):
+                     device="auto"):
     """Logit invariance error ``LI_f = mean_{x, g != e} 1/2 ||f(x) - f(gx)||^2`` (Eq. 2).
 
     Parameters
@@ -135,8 +135,10 @@ def logit_invariance(model, X, group, *, reduce="mean", image_shape=None, batch_
     image_shape : tuple of int, optional
         How to fold flat ``X`` into images for the group action.
     batch_size : int, default=256
-    device : str or torch.device, optional
-        Checked against the model's device (the model is never moved).
+    device : str or torch.device, default="auto"
+        Where a converted scikit-learn model runs (``"auto"``: CUDA when available,
+        else the CPU); a torch model is never moved: a device other than ``"auto"`` is
+        checked against its own.
 
     Returns
     -------
@@ -156,7 +158,7 @@ def logit_invariance(model, X, group, *, reduce="mean", image_shape=None, batch_
 
 
 def normalized_logit_invariance(model, X, group, *, eps=1e-8, reduce="mean", image_shape=None,
-                                batch_size=256, device=None):
+                                batch_size=256, device="auto"):
     """Normalised logit invariance ``mean ||f(x) - f(gx)||^2 / (||f(x)||^2 + eps)`` (Sec. 4.4).
 
     Parameters
@@ -174,8 +176,10 @@ def normalized_logit_invariance(model, X, group, *, eps=1e-8, reduce="mean", ima
     image_shape : tuple of int, optional
         How to fold flat ``X`` into images for the group action.
     batch_size : int, default=256
-    device : str or torch.device, optional
-        Checked against the model's device (the model is never moved).
+    device : str or torch.device, default="auto"
+        Where a converted scikit-learn model runs (``"auto"``: CUDA when available,
+        else the CPU); a torch model is never moved: a device other than ``"auto"`` is
+        checked against its own.
 
     Returns
     -------
@@ -201,7 +205,7 @@ def _kl(log_u, log_q):
 
 
 def distribution_invariance(model, X, group, *, reduce="mean", image_shape=None, batch_size=256,
-                            device=None):
+                            device="auto"):
     """Distribution invariance ``DI_f = mean_{x, g != e} KL(u_x || q_gx)`` (Eq. 1).
 
     ``u_x = softmax f(x)`` and ``q_gx = softmax f(gx)``.
@@ -227,8 +231,10 @@ def distribution_invariance(model, X, group, *, reduce="mean", image_shape=None,
     image_shape : tuple of int, optional
         How to fold flat ``X`` into images for the group action.
     batch_size : int, default=256
-    device : str or torch.device, optional
-        Checked against the model's device (the model is never moved).
+    device : str or torch.device, default="auto"
+        Where a converted scikit-learn model runs (``"auto"``: CUDA when available,
+        else the CPU); a torch model is never moved: a device other than ``"auto"`` is
+        checked against its own.
 
     Returns
     -------
@@ -319,7 +325,7 @@ def _ig_images(adapter, data, images, target, baseline, steps, batch_size):
 
 
 def integrated_gradients(model, X, target, *, steps=50, baseline="zeros", image_shape=None,
-                         batch_size=256, device=None):
+                         batch_size=256, device="auto"):
     """Integrated gradients of the logit ``target`` (midpoint rule).
 
     ``IG_i(x) = (x_i - b_i) (1/m) sum_k d f_t(b + a_k (x - b)) / d x_i`` with
@@ -339,7 +345,10 @@ def integrated_gradients(model, X, target, *, steps=50, baseline="zeros", image_
     image_shape : tuple of int, optional
         Needed only for flat ``X``.
     batch_size : int, default=256
-    device : str or torch.device, optional
+    device : str or torch.device, default="auto"
+        Where a converted scikit-learn model runs (``"auto"``: CUDA when available,
+        else the CPU); a torch model is never moved: a device other than ``"auto"`` is
+        checked against its own.
 
     Returns
     -------
@@ -380,7 +389,7 @@ def _maps(adapter, data, images, target, baseline, steps, batch_size, post):
 
 
 def saliency_map(model, X, target, *, threshold=0.9, sigma=1.0, kernel_size=3, padding="zeros",
-                 steps=50, baseline="zeros", image_shape=None, batch_size=256, device=None):
+                 steps=50, baseline="zeros", image_shape=None, batch_size=256, device="auto"):
     """The paper's saliency map ``m_f``: ``sum_channels |IG|``, thresholded, Gaussian-smoothed.
 
     Entries below ``threshold * max`` of each map are zeroed, then the map is
@@ -430,7 +439,7 @@ def saliency_map(model, X, target, *, threshold=0.9, sigma=1.0, kernel_size=3, p
 
 def saliency_invariance(model, X, group, y=None, *, target="label", steps=50, baseline="zeros",
                         threshold=0.9, sigma=1.0, kernel_size=3, padding="auto", image_shape=None,
-                        batch_size=256, device=None, return_details=False):
+                        batch_size=256, device="auto", return_details=False):
     """Saliency invariance similarity ``SI_f = mean_{x, g != e} cos(m(x), g^-1 m(gx))`` (Eq. 3).
 
     ``m`` is :func:`saliency_map` for the same target class on every element of
@@ -543,7 +552,7 @@ def _orbit_similarity(maps, group):
     return float(np.nanmean(cos)), cos, n_degenerate
 
 
-def jacobian_sigma_max(model, X, *, reduce="mean", batch_size=256, device=None):
+def jacobian_sigma_max(model, X, *, reduce="mean", batch_size=256, device="auto"):
     """Largest singular value of the input Jacobian ``J(x) = df(x)/dx`` (Section 3.3).
 
     ``sigma_max = sqrt(lambda_max(J J^T))``, from the ``K x K`` eigenproblem in
@@ -559,7 +568,10 @@ def jacobian_sigma_max(model, X, *, reduce="mean", batch_size=256, device=None):
         ``image_shape``).
     reduce : {"mean", "median", "none"}, default="mean"
     batch_size : int, default=256
-    device : str or torch.device, optional
+    device : str or torch.device, default="auto"
+        Where a converted scikit-learn model runs (``"auto"``: CUDA when available,
+        else the CPU); a torch model is never moved: a device other than ``"auto"`` is
+        checked against its own.
 
     Returns
     -------

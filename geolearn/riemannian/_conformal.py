@@ -466,4 +466,4 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
                              f"got d={d}.")
         kernel = _TorchConformalKernel(self.kernel, self.gamma_, self.degree, self.coef0,
                                        self.centers_, self.tau_)
-        return KernelMetric(kernel).log_volume(torch.as_tensor(X)).numpy()
+        return KernelMetric(kernel, device="cpu").log_volume(torch.as_tensor(X)).numpy()

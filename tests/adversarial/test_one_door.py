@@ -35,7 +35,7 @@ MASK = np.arange(8) < 3
 ATTACKS = {
     "fgsm": lambda m, X, y: fgsm(m, X, y, 0.1),
     "pgd": lambda m, X, y: pgd(m, X, y, 0.1, steps=3, random_state=0),
-    "cw": lambda m, X, y: carlini_wagner_l2(m, X, y, steps=3)[0],
+    "cw": lambda m, X, y: carlini_wagner_l2(m, X, y, n_steps=3)[0],
     "patch": lambda m, X, y: patch_attack(m, X, y, MASK, n_steps=3, random_state=0),
 }
 

@@ -78,7 +78,7 @@ def test_result_fields_and_embeddings():
 
 @pytest.mark.parametrize("kwargs", [
     {"attack": "pgd", "attack_kwargs": {"steps": 3, "random_state": 0}},
-    {"attack": "cw", "attack_kwargs": {"steps": 3}},
+    {"attack": "cw", "attack_kwargs": {"n_steps": 3}},
     {"map_rows": "adv", "eval_rows": "mapped_adv_vs_native_clean", "alpha": 1.0},
     {"representation": "fourier_phase"},
 ])

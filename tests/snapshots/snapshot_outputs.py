@@ -1454,7 +1454,7 @@ def _poly_functions(rec):
     conv = nn.Sequential(nn.Conv2d(1, 3, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
                          nn.Linear(48, 4), nn.Softmax(dim=1))
     Xc = np.random.default_rng(0).normal(size=(6, 100))
-    rec.call("local_rows.conv", local_rows, conv, Xc, input_shape=(1, 10, 10))
+    rec.call("local_rows.conv", local_rows, conv, Xc, image_shape=(1, 10, 10))
     y = (X[:, 0] > 0).astype(int) + (X[:, 1] > 0)
     mlp = _quiet_fit(MLPClassifier((7, 5), max_iter=100, random_state=0), X, y)
     rec.call("as_relu_network.mlp", as_relu_network, mlp)
@@ -1510,7 +1510,7 @@ def _poly_llm(rec):
                      ("cross", LocalLinearMap(source=a, target=b)),
                      ("no_bias", LocalLinearMap(source=a, target=b, include_bias=False)),
                      ("ridge", LocalLinearMap(source=a, target=b, alpha=2.0)),
-                     ("batched", LocalLinearMap(source=a, target=b, memory_limit=1000,
+                     ("batched", LocalLinearMap(source=a, target=b, max_memory=1000,
                                                 batch_size=40))]:
         rec.estimator(key, est, X, y)
         rec.call(f"{key}.coefficient_r2", est.coefficient_r2, X)
@@ -1913,7 +1913,7 @@ def _rep_cross_model(rec):
     for key, kwargs in [
         ("fgsm", {}),
         ("pgd", {"attack": "pgd", "attack_kwargs": {"steps": 3, "random_state": 0}}),
-        ("cw", {"attack": "cw", "attack_kwargs": {"steps": 3}}),
+        ("cw", {"attack": "cw", "attack_kwargs": {"n_steps": 3}}),
         ("adv_rows", {"map_rows": "adv", "eval_rows": "mapped_adv_vs_native_clean",
                       "alpha": 1.0}),
         ("fourier_phase", {"representation": "fourier_phase"}),
@@ -1957,8 +1957,8 @@ def _adv_attacks(rec):
     rec.call("pgd", pgd, net, X, y, 0.1, random_state=0)
     rec.call("pgd.no_random_start", pgd, net, X, y, 0.1, alpha=0.02, steps=5,
              random_start=False, batch_size=7)
-    rec.call("cw", carlini_wagner_l2, net, X, y, steps=5)
-    rec.call("cw.search", carlini_wagner_l2, net, X[:10], y[:10], c=0.5, kappa=0.1, steps=5,
+    rec.call("cw", carlini_wagner_l2, net, X, y, n_steps=5)
+    rec.call("cw.search", carlini_wagner_l2, net, X[:10], y[:10], c=0.5, kappa=0.1, n_steps=5,
              lr=0.05, binary_search_steps=2)
     torch.manual_seed(0)
     cnn = nn.Sequential(nn.Conv2d(1, 2, 3, padding=1), nn.Flatten(), nn.Linear(32, 3))
@@ -1967,7 +1967,7 @@ def _adv_attacks(rec):
     rec.call("fgsm.image_shape", fgsm, cnn, Xi, yi, 0.05, image_shape=(1, 4, 4))
     rec.call("pgd.image_shape", pgd, cnn, Xi.reshape(5, 1, 4, 4), yi, 0.05, steps=3,
              random_state=1)
-    rec.call("cw.image_shape", carlini_wagner_l2, cnn, Xi, yi, steps=3, image_shape=(1, 4, 4))
+    rec.call("cw.image_shape", carlini_wagner_l2, cnn, Xi, yi, n_steps=3, image_shape=(1, 4, 4))
 
 
 @case("adversarial.attacks.sklearn")
@@ -1987,7 +1987,7 @@ def _adv_attacks_sklearn(rec):
     for key, model in [("mlp", mlp), ("pipeline", pipe)]:
         rec.call(f"{key}.fgsm", fgsm, model, X, y, 0.1)
         rec.call(f"{key}.pgd", pgd, model, X, y, 0.1, steps=4, random_state=0)
-        rec.call(f"{key}.cw", carlini_wagner_l2, model, X[:10], y[:10], steps=4)
+        rec.call(f"{key}.cw", carlini_wagner_l2, model, X[:10], y[:10], n_steps=4)
     rf = RandomForestClassifier(n_estimators=3, random_state=0).fit(X, y)
     rec.call("random_forest.fgsm", fgsm, rf, X, y, 0.1)
 
