@@ -509,7 +509,7 @@ def _saliency_setup(model, X, group, y, target, baseline, steps, post, image_sha
                     device):
     """Checked inputs of :func:`saliency_invariance`; resolves ``post["padding"]``."""
     if target not in ("label", "pred"):
-        raise ValueError(f"saliency_target must be 'label' or 'pred'; got {target!r}.")
+        raise ValueError(f"target must be 'label' or 'pred'; got {target!r}.")
     adapter = as_model(model, device=device, batch_size=batch_size)
     data = _Images(X, image_shape, adapter)
     group = _resolve(group, data)

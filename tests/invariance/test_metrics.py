@@ -211,9 +211,9 @@ def test_saliency_degenerate_pairs_and_errors(X):
     net = small_net()
     with pytest.raises(ValueError, match="one label per sample"):
         saliency_invariance(net, X, "rot4", [0, 1], steps=2)
-    with pytest.raises(ValueError, match="saliency_target"):
+    with pytest.raises(ValueError, match="target must be 'label' or 'pred'"):
         saliency_invariance(net, X, "rot4", target="true")
-    with pytest.raises(ValueError, match="saliency_threshold"):
+    with pytest.raises(ValueError, match="threshold must be in"):
         saliency_map(net, X, 0, threshold=0.0)
     with pytest.warns(UserWarning, match="baseline is not invariant"):
         saliency_invariance(net, X, "rot4", steps=2, baseline=np.arange(36.0).reshape(1, 6, 6))

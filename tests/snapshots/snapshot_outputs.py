@@ -607,12 +607,12 @@ _INV_FAST = dict(hidden_layer_sizes=(16,), max_epochs=3, batch_size=64, device="
                  random_state=0)
 
 
-def _invariant_classifier_outputs(rec, key, clf, X, y):
+def _invariant_classifier_outputs(rec, key, clf, X, y, steps):
     with rec.guard(key):
-        _invariant_classifier_outputs_inner(rec, key, clf, X, y)
+        _invariant_classifier_outputs_inner(rec, key, clf, X, y, steps)
 
 
-def _invariant_classifier_outputs_inner(rec, key, clf, X, y):
+def _invariant_classifier_outputs_inner(rec, key, clf, X, y, steps):
     rec.estimator(key, clf, X, y)
     if not hasattr(clf, "module_"):
         return
@@ -621,9 +621,9 @@ def _invariant_classifier_outputs_inner(rec, key, clf, X, y):
     rec.call(f"{key}.normalized_logit_invariance", clf.normalized_logit_invariance, X)
     rec.call(f"{key}.jacobian_sigma_max", clf.jacobian_sigma_max, X[:40])
     rec.call(f"{key}.saliency_invariance", clf.saliency_invariance, X[:12], y[:12],
-             return_details=True)
-    rec.call(f"{key}.saliency_maps", clf.saliency_maps, X[:6], y[:6])
-    rec.call(f"{key}.invariance_report", clf.invariance_report, X[:12], y[:12])
+             return_details=True, steps=steps)
+    rec.call(f"{key}.saliency_maps", clf.saliency_maps, X[:6], y[:6], steps=steps)
+    rec.call(f"{key}.invariance_report", clf.invariance_report, X[:12], y[:12], steps=steps)
     rec.call(f"{key}.layer_spectral_norms", clf.layer_spectral_norms)
     rec.call(f"{key}.transformed_score", clf.transformed_score, X, y, random_state=0)
 
@@ -633,9 +633,9 @@ def _inv_classifier(rec):
     from geolearn.invariance import InvariantClassifier
 
     X, y = _rot_data()
-    clf = InvariantClassifier(saliency_kernel_size=3, ig_steps=8, **_INV_FAST)
-    _invariant_classifier_outputs(rec, "default", clf, X, y)
-    flat = InvariantClassifier(image_shape=(12, 12), ig_steps=4, **_INV_FAST)
+    clf = InvariantClassifier(**_INV_FAST)
+    _invariant_classifier_outputs(rec, "default", clf, X, y, steps=8)
+    flat = InvariantClassifier(image_shape=(12, 12), **_INV_FAST)
     rec.estimator("flat", flat, X.reshape(len(X), -1), y)
 
 
@@ -646,9 +646,9 @@ def _inv_classifier_variants(rec):
     from geolearn.invariance import FiniteGroup, InvariantClassifier
 
     X, y = _rot_data()
-    kw = dict(_INV_FAST, ig_steps=4)
+    kw = dict(_INV_FAST)
     tied = InvariantClassifier(weight_tying=True, **kw)
-    _invariant_classifier_outputs(rec, "weight_tying", tied, X, y)
+    _invariant_classifier_outputs(rec, "weight_tying", tied, X, y, steps=4)
     rec.estimator("weight_tying.mean_pool",
                   InvariantClassifier(weight_tying=True, group_pool="mean", **kw), X, y)
     rec.estimator("nu.li", InvariantClassifier(nu=1.0, **kw), X, y)
