@@ -227,7 +227,7 @@ CASES = {
     "cross_model_detection": (
         "call", lambda: _net(6, 3),
         lambda m: cross_model_detection({"a": m, "b": _net(6, 3, seed=1)}, "a", X6, Y6,
-                                        eps=0.3, random_state=0).auroc_native),
+                                        epsilon=0.3, random_state=0).auroc_native),
     "CanonicalAdversarialDetector.fit": (
         "fit", FaultyDetector, lambda m: CanonicalAdversarialDetector(detector=m),
         (X6, Y6 % 2)),

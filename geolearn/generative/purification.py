@@ -15,14 +15,14 @@ from ._rng import row_draws, row_seeds
 
 
 class ELBOPurifier(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
-    """Test-time purification: ``x + argmax_{eps in C} ELBO(x + eps)`` (Eq. 30).
+    """Test-time purification: ``x + argmax_{delta in C} ELBO(x + delta)`` (Eq. 30).
 
-    ``C`` keeps ``x + eps`` inside ``clip`` and, when ``eps`` is set, ``||eps||_p <= eps``.
-    The maximisation is projected signed-gradient ascent from ``eps = 0`` with a fresh
-    reparameterised ``z`` at every step. Further restarts begin at ``U[-eps, eps]``
-    (``U[-1/8, 1/8]`` when unbounded), alternate the step between ``step_size`` and
-    ``2 * step_size``, and each sample keeps the restart with the highest final ELBO at
-    ``z = mu``. The model is frozen (eval mode, no parameter gradients; every submodule's
+    ``C`` keeps ``x + delta`` inside ``clip`` and, when ``epsilon`` is set,
+    ``||delta||_p <= epsilon``. The maximisation is projected signed-gradient ascent from
+    ``delta = 0`` with a fresh reparameterised ``z`` at every step. Further restarts begin
+    at ``U[-epsilon, epsilon]`` (``U[-1/8, 1/8]`` when unbounded), alternate the step
+    between ``step_size`` and ``2 * step_size``, and each sample keeps the restart with the
+    highest final ELBO at ``z = mu``. The model is frozen (eval mode, no parameter gradients; every submodule's
     mode restored afterwards).
 
     Parameters
@@ -35,9 +35,9 @@ class ELBOPurifier(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     n_steps : int, default=256
     step_size : float, default=1/255
     norm : {'linf', 'l2'}, default='linf'
-        The bound on ``eps`` ('l2' rescales ``eps`` onto the ball, then clips to the box:
-        an approximate projection).
-    eps : float, default=None
+        The bound on ``delta`` ('l2' rescales ``delta`` onto the ball, then clips to the
+        box: an approximate projection).
+    epsilon : float, default=None
         Norm bound; None removes it (the patch setting of Section 4.2).
     n_restarts : int, default=1
     mask : array-like of bool, default=None
@@ -82,7 +82,7 @@ class ELBOPurifier(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         "n_steps": [Interval(numbers.Integral, 1, None, closed="left")],
         "step_size": [Interval(numbers.Real, 0, None, closed="neither")],
         "norm": [StrOptions({"linf", "l2"})],
-        "eps": [Interval(numbers.Real, 0, None, closed="neither"), None],
+        "epsilon": [Interval(numbers.Real, 0, None, closed="neither"), None],
         "n_restarts": [Interval(numbers.Integral, 1, None, closed="left")],
         "mask": ["array-like", None],
         "clip": [tuple, list],
@@ -91,13 +91,13 @@ class ELBOPurifier(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     }
 
     def __init__(self, estimator, *, n_steps=256, step_size=1 / 255, norm="linf",
-                 eps=None, n_restarts=1, mask=None, clip=(0.0, 1.0), batch_size=256,
+                 epsilon=None, n_restarts=1, mask=None, clip=(0.0, 1.0), batch_size=256,
                  random_state=None):
         self.estimator = estimator
         self.n_steps = n_steps
         self.step_size = step_size
         self.norm = norm
-        self.eps = eps
+        self.epsilon = epsilon
         self.n_restarts = n_restarts
         self.mask = mask
         self.clip = clip
@@ -129,12 +129,12 @@ class ELBOPurifier(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
     def _project(self, delta, x):
         """Onto the norm ball (if bounded), then onto the box ``clip``."""
-        if self.eps is not None:
+        if self.epsilon is not None:
             if self.norm == "linf":
-                delta = delta.clamp(-self.eps, self.eps)
+                delta = delta.clamp(-self.epsilon, self.epsilon)
             else:
                 norms = delta.norm(dim=1, keepdim=True).clamp_min(1e-12)
-                delta = delta * (self.eps / norms).clamp(max=1.0)
+                delta = delta * (self.epsilon / norms).clamp(max=1.0)
         lo, hi = self.clip
         return (x + delta).clamp(lo, hi) - x
 
@@ -183,7 +183,7 @@ class ELBOPurifier(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
     def _purify(self, est, grad_fn, noise, x, support, seeds):
         """Per sample, the restart whose end point has the lowest negative ELBO at ``z = mu``."""
-        radius = self.eps if self.eps is not None else 1 / 8
+        radius = self.epsilon if self.epsilon is not None else 1 / 8
         n_latent = est._n_features_out  # the VAE's code size
         # per row: the restarts' starts in U[-1, 1] and every step's standard normal z draw
         (starts,) = row_draws(seeds[0], [("uniform", (self.n_restarts, x.shape[1]))],

@@ -45,7 +45,7 @@ def purifier():
     y = (X[:, 0] > 0.5).astype(int)
     clf = VAEClassifier(n_latent=2, hidden_layer_sizes=(8,), max_epochs=2, random_state=0,
                         device="cpu").fit(X, y)
-    pfy = ELBOPurifier(clf, n_steps=4, n_restarts=2, step_size=0.05, eps=0.2,
+    pfy = ELBOPurifier(clf, n_steps=4, n_restarts=2, step_size=0.05, epsilon=0.2,
                        batch_size=5, random_state=0).fit(X)
     return pfy, X[:12]
 

@@ -107,7 +107,7 @@ def test_purifier_raises_the_elbo_and_respects_the_constraints(clf, data):
     X, _ = data
     rng = np.random.default_rng(0)
     noisy = np.clip(X[:50] + rng.normal(scale=0.3, size=X[:50].shape), 0, 1)
-    params = dict(n_steps=64, step_size=0.01, eps=0.1, random_state=0)
+    params = dict(n_steps=64, step_size=0.01, epsilon=0.1, random_state=0)
     out = ELBOPurifier(clf, **params).fit(noisy).transform(noisy)
     assert np.abs(out - noisy).max() <= 0.1 + 1e-6 and out.min() >= 0 and out.max() <= 1
     assert clf.score_samples(out).mean() > clf.score_samples(noisy).mean() + 2
@@ -136,7 +136,7 @@ def test_purifier_step_follows_the_input_gradient_of_the_negative_elbo(clf, data
 
 def test_restarts_never_do_worse_than_the_first(clf, data):
     X, _ = data
-    params = dict(n_steps=16, eps=0.2, random_state=0)
+    params = dict(n_steps=16, epsilon=0.2, random_state=0)
     one = ELBOPurifier(clf, **params).fit(X[:30]).transform(X[:30])
     many = ELBOPurifier(clf, n_restarts=3, **params).fit(X[:30]).transform(X[:30])
     x1, xm = (torch.as_tensor(a, dtype=torch.float32) for a in (one, many))
@@ -163,7 +163,7 @@ def test_purifier_composition_and_the_fitting_policy(data):
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    (dict(eps=0.0), "eps"), (dict(n_restarts=0), "n_restarts"), (dict(norm="l1"), "norm"),
+    (dict(epsilon=0.0), "epsilon"), (dict(n_restarts=0), "n_restarts"), (dict(norm="l1"), "norm"),
     (dict(mask=np.zeros(64, bool)), "all False"),
 ])
 def test_purifier_bad_parameters(clf, data, kwargs, match):

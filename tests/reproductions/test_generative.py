@@ -158,7 +158,7 @@ def test_a4_patch_attack_and_elbo_purification():
                         hidden_layer_sizes=(256, 128), max_epochs=100, batch_size=128, lr=1e-3,
                         random_state=0, device="cpu").fit(Xtr, ytr)
     mask = rectangular_patch_mask((8, 8), top=0, left=0, height=8, width=2)
-    pfy = ELBOPurifier(clf, n_steps=256, step_size=1 / 255, eps=None,
+    pfy = ELBOPurifier(clf, n_steps=256, step_size=1 / 255, epsilon=None,
                        random_state=0).fit(Xtr)
     clean = clf.score(Xte, yte)
     acc = {"clean": clean, "purified clean": clf.score(pfy.transform(Xte), yte)}

@@ -204,7 +204,7 @@ def test_canonical_detector_screens_mapped_networks(digits_nets):
     for seed in SEEDS:
         nets, X, y = digits_nets(seed)
         for target, source in (("CNN", "FFNN"), ("FFNN", "CNN")):
-            res = cross_model_detection(nets, target, X, y, eps=0.2, random_state=seed)
+            res = cross_model_detection(nets, target, X, y, epsilon=0.2, random_state=seed)
             src = res.sources[source]
             det = res.detector
             permuted = _auroc_of_map(det, res, source, target, (0, 1),

@@ -1908,7 +1908,7 @@ def _rep_cross_model(rec):
     rec.call("split_indices.custom", split_indices, y, (0.5, 0.25, 0.25), random_state=1)
     X, yy = _toy()
     net = _tanh_net(0)
-    rec.call("self", cross_model_detection, {"a": net, "b": net}, "a", X, yy, eps=0.3,
+    rec.call("self", cross_model_detection, {"a": net, "b": net}, "a", X, yy, epsilon=0.3,
              random_state=0)
     for key, kwargs in [
         ("fgsm", {}),
@@ -1919,9 +1919,9 @@ def _rep_cross_model(rec):
         ("fourier_phase", {"representation": "fourier_phase"}),
     ]:
         rec.call(key, cross_model_detection, {"a": _tanh_net(0), "b": _tanh_net(1)}, "a", X,
-                 yy, eps=0.3, random_state=0, **kwargs)
+                 yy, epsilon=0.3, random_state=0, **kwargs)
     rec.call("callable_attack", cross_model_detection, {"a": _tanh_net(0), "b": _tanh_net(1)},
-             "a", X, yy, eps=0.0, random_state=0,
+             "a", X, yy, epsilon=0.0, random_state=0,
              attack=lambda net, X, y, eps: (np.clip(X + 0.5, 0, 1), None))
 
 
@@ -2146,7 +2146,7 @@ def _gen_purifier(rec):
     clf = VAEClassifier(**_VAEC_TINY).fit(X, y)
     rng = np.random.default_rng(0)
     noisy = np.clip(X[:30] + rng.normal(scale=0.3, size=X[:30].shape), 0, 1)
-    params = dict(**_prefit(ELBOPurifier), n_steps=8, step_size=0.01, eps=0.1, random_state=0)
+    params = dict(**_prefit(ELBOPurifier), n_steps=8, step_size=0.01, epsilon=0.1, random_state=0)
     rec.estimator("linf", ELBOPurifier(clf, **params), noisy, methods=("transform",))
     mask = rectangular_patch_mask((8, 8), 0, 0, 8, 2)
     rec.estimator("mask", ELBOPurifier(clf, mask=mask, **params), noisy, methods=("transform",),
