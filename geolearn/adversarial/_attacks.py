@@ -202,8 +202,9 @@ def pgd(model, X, y, eps, *, alpha=None, steps=10, random_start=True, clip=(0.0,
     return a.run(attack, delta0)
 
 
-def carlini_wagner_l2(model, X, y, *, c=1.0, kappa=0.0, n_steps=100, lr=0.01, binary_search_steps=0,
-                      clip=(0.0, 1.0), image_shape=None, batch_size=256, device="auto"):
+def carlini_wagner_l2(model, X, y, *, c=1.0, kappa=0.0, n_steps=100, lr=0.01,
+                      binary_search_steps=0, clip=(0.0, 1.0), image_shape=None, batch_size=256,
+                      device="auto"):
     """Carlini-Wagner L2 attack (untargeted), optimised with Adam in tanh space.
 
     With ``x'(w) = lo + (hi - lo) (tanh(w) + 1) / 2`` each sample minimises
@@ -255,7 +256,8 @@ def carlini_wagner_l2(model, X, y, *, c=1.0, kappa=0.0, n_steps=100, lr=0.01, bi
     a = _Attack("carlini_wagner_l2", model, X, y, clip, image_shape, batch_size, device)
     success = np.zeros(len(a.X), dtype=bool)
     X_adv = a.run(lambda x, t, rows: _cw_batch(a, x, t, rows, success, c=c, kappa=kappa,
-                                               n_steps=n_steps, lr=lr, bisections=binary_search_steps),
+                                               n_steps=n_steps, lr=lr,
+                                               bisections=binary_search_steps),
                   np.arange(len(a.X)))
     _warn_cw_failures(success)
     return X_adv, success

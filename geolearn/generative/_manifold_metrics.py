@@ -47,7 +47,9 @@ def _check_order(value, name):
 
 def _check_persistence_params(homology_dimensions, p, internal_p, thresh):
     """Validate the parameters of :func:`persistence_wasserstein`; the dims as a tuple."""
-    dims = (homology_dimensions,) if isinstance(homology_dimensions, numbers.Integral) else homology_dimensions
+    dims = homology_dimensions
+    if isinstance(dims, numbers.Integral):
+        dims = (dims,)
     try:
         dims = tuple(dims)
     except TypeError:

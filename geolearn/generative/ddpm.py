@@ -430,7 +430,8 @@ def respaced_grid(n_timesteps, n_inference_steps=None, stop=None):
     """
     S = n_timesteps if n_inference_steps is None else n_inference_steps
     # S = 1: the one step is T (linspace would give its start, 1)
-    taus = [n_timesteps] if S == 1 else np.round(np.linspace(1, n_timesteps, S)).astype(int).tolist()
+    taus = ([n_timesteps] if S == 1
+            else np.round(np.linspace(1, n_timesteps, S)).astype(int).tolist())
     if stop is None:
         return [0, *taus]
     return [0, *(t for t in taus if t < stop), stop]

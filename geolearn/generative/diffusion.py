@@ -131,7 +131,8 @@ class DiffusionDensity(ObjectiveTrainingMixin, MeanScoreMixin, DensityMixin, Bas
 
     def __init__(self, n_timesteps=100, beta_schedule="linear", beta_start=1e-4, beta_end=0.02,
                  hidden_layer_sizes=(128, 128, 128), standardize=True, max_epochs=3000,
-                 batch_size=1024, lr=1e-3, likelihood_step=1, n_rounds=10, reverse_variance="forward",
+                 batch_size=1024, lr=1e-3, likelihood_step=1, n_rounds=10,
+                 reverse_variance="forward",
                  callbacks=None, warm_start=False, device="auto", random_state=None, verbose=0,
                  **net_params):
         self._store_params(locals())
@@ -177,7 +178,8 @@ class DiffusionDensity(ObjectiveTrainingMixin, MeanScoreMixin, DensityMixin, Bas
             self.n_timesteps, self.beta_schedule, self.beta_start, self.beta_end)
 
     def _time_grid(self, step):
-        check_scalar_param(step, "step", kind="integer", low=1, high=self.n_timesteps, closed="both")
+        check_scalar_param(step, "step", kind="integer", low=1, high=self.n_timesteps,
+                           closed="both")
         return time_grid(self.n_timesteps, step)
 
     def _eps(self, x_t, t):

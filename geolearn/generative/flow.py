@@ -199,7 +199,8 @@ class FlowDensity(ObjectiveTrainingMixin, MeanScoreMixin, OneToOneFeatureMixin, 
     >>> import numpy as np
     >>> from geolearn.generative import FlowDensity
     >>> X = np.random.default_rng(0).normal(size=(200, 3))
-    >>> flow = FlowDensity(n_layers=2, hidden_layer_sizes=(16,), max_epochs=2, random_state=0).fit(X)
+    >>> flow = FlowDensity(n_layers=2, hidden_layer_sizes=(16,), max_epochs=2,
+    ...                    random_state=0).fit(X)
     >>> flow.score_samples(X[:4]).shape, flow.sample(5, random_state=0).shape
     ((4,), (5, 3))
     """

@@ -71,7 +71,8 @@ class GridVAE(MeanScoreMixin, ClusterMixin, BaseVAE):
         'bernoulli' needs X in [0, 1] (for grey levels it is the usual pseudo-likelihood,
         not a normalised density); 'gaussian' has std ``sigma``.
     sigma : float, default=1/sqrt(2)
-        Standard deviation of the Gaussian decoder; ``1/sqrt(2)`` makes the data term the sum of squares.
+        Standard deviation of the Gaussian decoder; ``1/sqrt(2)`` makes the data term
+        the sum of squares.
     output_activation : {'sigmoid', 'identity'}, default='sigmoid'
         Applied to the decoder output to get the Gaussian mean.
     architecture : {'mlp', 'conv', 'resnet'} or callable, default='mlp'

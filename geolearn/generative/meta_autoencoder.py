@@ -500,7 +500,8 @@ default=("mse", "persistence", "spectral")
     >>> import numpy as np
     >>> from geolearn.generative import MetaManifoldAutoencoder, ReconstructionMetrics
     >>> X = np.random.default_rng(0).random((60, 8))
-    >>> ae = MetaManifoldAutoencoder(hidden_layer_sizes=(8,), max_epochs=20, log_every=10, batch_size=8,
+    >>> ae = MetaManifoldAutoencoder(hidden_layer_sizes=(8,), max_epochs=20, log_every=10,
+    ...                              batch_size=8,
     ...                              callbacks=[ReconstructionMetrics(X[:20])],
     ...                              random_state=0).fit(X)
     >>> [round(h["holdout_mse"], 3) > 0 for h in ae.history_]

@@ -22,8 +22,8 @@ class ELBOPurifier(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     ``delta = 0`` with a fresh reparameterised ``z`` at every step. Further restarts begin
     at ``U[-epsilon, epsilon]`` (``U[-1/8, 1/8]`` when unbounded), alternate the step
     between ``step_size`` and ``2 * step_size``, and each sample keeps the restart with the
-    highest final ELBO at ``z = mu``. The model is frozen (eval mode, no parameter gradients; every submodule's
-    mode restored afterwards).
+    highest final ELBO at ``z = mu``. The model is frozen (eval mode, no parameter
+    gradients; every submodule's mode restored afterwards).
 
     Parameters
     ----------

@@ -150,7 +150,8 @@ class TrainingCurvesDisplay:
     >>> from geolearn.generative import MetaManifoldAutoencoder
     >>> from geolearn.plotting import TrainingCurvesDisplay
     >>> X = np.random.default_rng(0).random((60, 8))
-    >>> ae = MetaManifoldAutoencoder(hidden_layer_sizes=(8,), max_epochs=20, log_every=5, batch_size=8,
+    >>> ae = MetaManifoldAutoencoder(hidden_layer_sizes=(8,), max_epochs=20, log_every=5,
+    ...                              batch_size=8,
     ...                              random_state=0).fit(X)
     >>> disp = TrainingCurvesDisplay.from_estimators({"meta": ae}, keys=["loss"])
     >>> disp.lines_["loss", "meta"].get_xdata().tolist()

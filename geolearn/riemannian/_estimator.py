@@ -236,7 +236,8 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
         if not reset and flat.shape[1] != self.n_features_in_:
             raise ValueError(
                 f"{name} has {flat.shape[1]} features, but {type(self).__name__} is expecting "
-                f"{self.n_features_in_} features as input = prod(image_shape={self.image_shape_}).")
+                f"{self.n_features_in_} features as input = "
+                f"prod(image_shape={self.image_shape_}).")
         return validate_data(self, flat if frame is None else frame, reset=reset,
                              dtype=np.float64)
 

@@ -251,8 +251,8 @@ class CentroidSoftmaxClassifier(SkorchTrainingMixin, ClassifierMixin, BaseEstima
     warm_start : bool, default=False
         A second ``fit`` continues training the fitted centroids.
     device : {"auto", "cpu", "cuda"}, torch.device or None, default="auto"
-        ``"auto"``: CUDA when available, else the CPU. None leaves placement to the net (``net_class`` with skorch's
-        ``AccelerateMixin``).
+        ``"auto"``: CUDA when available, else the CPU. None leaves placement to the
+        net (``net_class`` with skorch's ``AccelerateMixin``).
     verbose : int, default=0
         ``1`` prints skorch's epoch log, ``2`` adds a progress bar.
     random_state : int, RandomState instance or None, default=None

@@ -731,14 +731,14 @@ def _inv_metrics(rec):
                      ("distribution_invariance", distribution_invariance),
                      ("normalized_logit_invariance", normalized_logit_invariance)]:
         rec.call(f"{name}.mean", fn, net, X, "rot4")
-        rec.call(f"{name}.none", fn, net, X, "rot4", reduce="none", batch_size=3)
+        rec.call(f"{name}.none", fn, net, X, "rot4", reduction="none", batch_size=3)
         rec.call(f"{name}.xtrans3", fn, net, X, "xtrans3")
         rec.call(f"{name}.flat", fn, net, X.reshape(7, -1), "rot4", image_shape=(6, 6))
         rec.call(f"{name}.callable", fn, lambda x: net(x), X, "rot4")
     rec.call("jacobian_sigma_max.none", jacobian_sigma_max, net.double(), X.astype(np.float64),
-             reduce="none", batch_size=3)
+             reduction="none", batch_size=3)
     rec.call("jacobian_sigma_max.mean", jacobian_sigma_max, net, X)
-    rec.call("jacobian_sigma_max.median", jacobian_sigma_max, net, X, reduce="median")
+    rec.call("jacobian_sigma_max.median", jacobian_sigma_max, net, X, reduction="median")
 
 
 @case("invariance.metrics.sklearn")
@@ -760,7 +760,7 @@ def _inv_metrics_sklearn(rec):
     flat = X.reshape(20, -1)
     lr = LogisticRegression().fit(flat, y)
     rec.call("logreg.logit_invariance", logit_invariance, lr, flat, "rot4", image_shape=(6, 6),
-             reduce="none")
+             reduction="none")
     rec.call("logreg.distribution_invariance", distribution_invariance, lr, flat, "rot4",
              image_shape=(6, 6))
     rec.call("logreg.saliency_invariance", saliency_invariance, lr, flat, "rot4", y,
@@ -770,7 +770,7 @@ def _inv_metrics_sklearn(rec):
     rec.call("mlp.saliency_invariance", saliency_invariance, mlp, flat, "rot4", y,
              image_shape=(6, 6), steps=4, return_details=True)
     rec.call("mlp.logit_invariance", logit_invariance, mlp, flat, "rot4", image_shape=(6, 6))
-    rec.call("mlp.jacobian_sigma_max", jacobian_sigma_max, mlp, flat, reduce="none")
+    rec.call("mlp.jacobian_sigma_max", jacobian_sigma_max, mlp, flat, reduction="none")
     sk = NeuralNetClassifier(_inv_small_net, max_epochs=1, train_split=None, verbose=0)
     sk.fit(X, y)
     rec.call("skorch.logit_invariance", logit_invariance, sk, X, "rot4")
