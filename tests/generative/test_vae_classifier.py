@@ -116,7 +116,7 @@ def test_purifier_raises_the_elbo_and_respects_the_constraints(clf, data):
     out_m = ELBOPurifier(clf, **params, mask=mask).fit(noisy).transform(noisy)
     np.testing.assert_array_equal(out_m[:, ~mask], noisy[:, ~mask].astype(np.float32))
     # l2 ball
-    out_2 = ELBOPurifier(clf, **{**params, "norm": "l2", "eps": 0.5}).fit(noisy).transform(noisy)
+    out_2 = ELBOPurifier(clf, **{**params, "norm": "l2", "epsilon": 0.5}).fit(noisy).transform(noisy)
     assert np.linalg.norm(out_2 - noisy, axis=1).max() <= 0.5 + 1e-5
 
 
@@ -155,7 +155,7 @@ def test_purifier_composition_and_the_fitting_policy(data):
                      ("clf", FrozenEstimator(clf))]).fit(X, y)
     assert pipe.score(X, y) > 0.8
     # a FrozenEstimator survives clone, so a search over the purifier keeps the model
-    search = GridSearchCV(pipe, {"pfy__eps": [0.05, 0.1]}, cv=2).fit(X, y)
+    search = GridSearchCV(pipe, {"pfy__epsilon": [0.05, 0.1]}, cv=2).fit(X, y)
     assert search.best_estimator_["pfy"].estimator_.estimator is clf
     assert list(pfy.get_feature_names_out())[:2] == ["x0", "x1"]
     grid = GridVAE(hidden_layer_sizes=(8,), max_epochs=1, random_state=0).fit(X)

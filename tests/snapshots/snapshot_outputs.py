@@ -2151,7 +2151,7 @@ def _gen_purifier(rec):
     mask = rectangular_patch_mask((8, 8), 0, 0, 8, 2)
     rec.estimator("mask", ELBOPurifier(clf, mask=mask, **params), noisy, methods=("transform",),
                   attrs=False)
-    rec.estimator("l2", ELBOPurifier(clf, **{**params, "norm": "l2", "eps": 0.5}), noisy,
+    rec.estimator("l2", ELBOPurifier(clf, **{**params, "norm": "l2", "epsilon": 0.5}), noisy,
                   methods=("transform",), attrs=False)
     rec.estimator("restarts", ELBOPurifier(clf, n_restarts=3, **params), noisy,
                   methods=("transform",), attrs=False)
