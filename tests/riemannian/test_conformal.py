@@ -116,7 +116,7 @@ def test_parameter_errors(data):
     cases = [
         (dict(n_refits=-1), "n_refits"),
         (dict(tau=0.0), "tau"),
-        (dict(tau=[0.1, 0.2]), "one value per iteration"),
+        (dict(tau=[0.1, 0.2]), "one value per refit"),
         (dict(gamma=-1.0), "gamma"),
         (dict(gamma="big"), "gamma"),
         (dict(kernel="laplacian"), "kernel"),
