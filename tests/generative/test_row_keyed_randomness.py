@@ -33,7 +33,8 @@ def _one_thread():  # tiny networks: one thread is fastest, and immune to a busy
 @pytest.fixture(scope="module")
 def diffusion():
     X = np.random.default_rng(0).normal(size=(64, 2))
-    dd = DiffusionDensity(n_timesteps=20, beta_end=0.01, hidden_layer_sizes=(8,), max_epochs=5, batch_size=32,
+    dd = DiffusionDensity(n_timesteps=20, beta_end=0.01, hidden_layer_sizes=(8,), max_epochs=5,
+                          batch_size=32,
                           n_rounds=2, random_state=0, device="cpu").fit(X)
     return dd, X[:12]
 

@@ -116,7 +116,8 @@ def test_purifier_raises_the_elbo_and_respects_the_constraints(clf, data):
     out_m = ELBOPurifier(clf, **params, mask=mask).fit(noisy).transform(noisy)
     np.testing.assert_array_equal(out_m[:, ~mask], noisy[:, ~mask].astype(np.float32))
     # l2 ball
-    out_2 = ELBOPurifier(clf, **{**params, "norm": "l2", "epsilon": 0.5}).fit(noisy).transform(noisy)
+    out_2 = ELBOPurifier(clf, **{**params, "norm": "l2",
+                                 "epsilon": 0.5}).fit(noisy).transform(noisy)
     assert np.linalg.norm(out_2 - noisy, axis=1).max() <= 0.5 + 1e-5
 
 

@@ -26,7 +26,8 @@ X = np.random.default_rng(0).random((40, 6)).astype(np.float32)
 y = np.arange(40) % 2
 
 ESTIMATORS = {
-    "GridVAE": lambda cb: GridVAE(hidden_layer_sizes=(8,), max_epochs=5, callbacks=cb, device="cpu"),
+    "GridVAE": lambda cb: GridVAE(hidden_layer_sizes=(8,), max_epochs=5, callbacks=cb,
+                                  device="cpu"),
     "VAEClassifier": lambda cb: VAEClassifier(hidden_layer_sizes=(8,), max_epochs=5, callbacks=cb,
                                               device="cpu"),
     "FlowDensity": lambda cb: FlowDensity(hidden_layer_sizes=(8,), n_layers=2, max_epochs=5,

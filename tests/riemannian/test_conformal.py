@@ -204,7 +204,8 @@ def test_many_refits_on_a_degenerate_kernel_finish_quickly():
     assert len(lines) == 3, run.stdout
     for line in lines:
         n_refits, gamma, seconds, outcome = line.split(" ", 3)
-        assert outcome == "fitted" or all(w in outcome for w in ("n_refits", "max_iter", "tau")), line
+        assert outcome == "fitted" or all(w in outcome for w in ("n_refits", "max_iter",
+                                                                 "tau")), line
 
 
 def test_a_positive_max_iter_warns_with_the_parameter_named(data):

@@ -2023,7 +2023,8 @@ def _adv_patch(rec):
 
 
 # ================================================================================ generative
-_VAE_TINY = dict(hidden_layer_sizes=(16,), max_epochs=2, batch_size=32, random_state=0, device="cpu")
+_VAE_TINY = dict(hidden_layer_sizes=(16,), max_epochs=2, batch_size=32, random_state=0,
+                 device="cpu")
 
 
 def _vae_outputs(rec, key, vae, X):
@@ -2155,14 +2156,16 @@ def _gen_purifier(rec):
                   methods=("transform",), attrs=False)
     rec.estimator("restarts", ELBOPurifier(clf, n_restarts=3, **params), noisy,
                   methods=("transform",), attrs=False)
-    rec.estimator("no_eps", ELBOPurifier(clf, **_prefit(ELBOPurifier), n_steps=4, random_state=0), noisy,
+    rec.estimator("no_eps", ELBOPurifier(clf, **_prefit(ELBOPurifier), n_steps=4, random_state=0),
+                  noisy,
                   methods=("transform",), attrs=False)
     pfy = ELBOPurifier(VAEClassifier(**dict(_VAEC_TINY, max_epochs=2)), n_steps=4,
                        random_state=0)
     rec.estimator("not_prefit", pfy, X, y, X_eval=noisy, methods=("transform",))
     rec.call("not_prefit.get_feature_names_out", pfy.get_feature_names_out)
     grid = GridVAE(hidden_layer_sizes=(8,), max_epochs=1, random_state=0, device="cpu").fit(X)
-    rec.estimator("gridvae", ELBOPurifier(grid, **_prefit(ELBOPurifier), n_steps=2, random_state=0), X,
+    rec.estimator("gridvae", ELBOPurifier(grid, **_prefit(ELBOPurifier), n_steps=2,
+                                          random_state=0), X,
                   X_eval=X[:5], methods=("transform",), attrs=False)
 
 
