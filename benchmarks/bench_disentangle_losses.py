@@ -125,7 +125,7 @@ def epochs(busy):
 
     def fit(alpha):
         return lambda: DisentangledAttributeAutoencoder(
-            image_shape=(3, 32, 32), latent_dim=105, attribute_dims=(5, 5, 4, 3, 5),
+            image_shape=(3, 32, 32), n_latent=105, attribute_dims=(5, 5, 4, 3, 5),
             alpha_orth=alpha, alpha_graph=alpha, graph_distance_scale="median", max_epochs=2,
             random_state=0, device="cpu").fit(X)
 

@@ -36,7 +36,7 @@ def plain_vae_epochs(X, n_epochs, batch_size=256, seed=0):
     module = VAEModule(MLPVAE(X.shape[1], 2, (256, 128)), 2)
     objective = VAEObjective(prior=GridPrior(check_grid((-2, -1, 0, 1, 2, 3), 2), 1 / 3),
                              kl_estimator="sample", likelihood="bernoulli",
-                             decoder_std=0.7071067811865476, output_activation="sigmoid")
+                             sigma=0.7071067811865476, output_activation="sigmoid")
     opt = torch.optim.Adam(module.parameters(), lr=1e-3)
     X = torch.as_tensor(X, dtype=torch.float32)
     module.train()
@@ -95,7 +95,7 @@ def main():
     timed("VAEClassifier.fit (1200 x 64, 100 epochs)", lambda: clf.fit(Xtr_d, ytr_d), target=15)
     mask = rectangular_patch_mask((8, 8), 0, 0, 8, 2)
     compare("patch_attack PGD 2048 iterations on 300 x 64 vs plain torch PGD",
-            lambda: patch_attack(clf, Xte_d, yte_d, mask, n_iter=2048, batch_size=300,
+            lambda: patch_attack(clf, Xte_d, yte_d, mask, n_steps=2048, batch_size=300,
                                  random_state=0),
             lambda: plain_patch_pgd(clf, Xte_d, yte_d, mask, 2048), repeat=1, warmup=0)
     pfy = ELBOPurifier(clf, random_state=0).fit(Xtr_d)

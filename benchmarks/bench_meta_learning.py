@@ -67,7 +67,7 @@ def training(busy):
     def ours(strategy, first_order=False):
         return lambda: MetaManifoldAutoencoder(
             architecture="mlp", episodic_strategy=strategy, first_order=first_order,
-            n_iter=N_ITER, random_state=0, device="cpu").fit(X).n_iter_
+            max_epochs=N_ITER, random_state=0, device="cpu").fit(X).n_iter_
 
     with contended(busy):
         with torch_threads(1):
@@ -88,7 +88,7 @@ def conv(busy):
     X = make_rotating_shape_images(300, image_size=64, random_state=0).astype(np.float32)
     flat = X.reshape(len(X), -1)
     with contended(busy):
-        t = per_step(lambda: MetaManifoldAutoencoder(n_iter=10, random_state=0,
+        t = per_step(lambda: MetaManifoldAutoencoder(max_epochs=10, random_state=0,
                                                      device="cpu").fit(X).n_iter_)
         peer = per_step(lambda: plain_skorch(flat, 10, (3, 64, 64), (32, 32, 64, 64)))
     print(f"conv 64x64x3, batch 64: Meta-C {t:.3f} s/iteration, plain skorch {peer:.3f} s/step, "

@@ -86,7 +86,7 @@ def peers():
 def ours(max_epochs):
     return InpaintingOODDetector(
         image_shape=(8, 8), data_range=(0, 1), n_blocks=4, n_reconstructions=10,
-        n_inference_steps=100, distance="mse", hidden_dim=256, n_hidden_layers=3,
+        n_inference_steps=100, distance="mse", hidden_layer_sizes=(256, 256, 256),
         max_epochs=max_epochs, batch_size=128, lr=1e-3, device="cpu", random_state=0)
 
 

@@ -86,13 +86,13 @@ def peer_ricci_loop(net, X):
     return torch.stack(out).numpy()
 
 
-def peer_conformal_svc(X, y, gamma, n_iter):
+def peer_conformal_svc(X, y, gamma, n_refits):
     """Amari–Wu by hand: precomputed Gram, factor summed in numpy, refit."""
     K0 = np.exp(-gamma * cdist(X, X, "sqeuclidean"))
     svc = SVC(kernel="precomputed").fit(K0, y)
     C = np.ones(len(X))
     tau = (2 * gamma) ** -0.5 / np.sqrt(X.shape[1])
-    for _ in range(n_iter):
+    for _ in range(n_refits):
         S = X[svc.support_]
         C = C * np.exp(-cdist(X, S, "sqeuclidean") / (2 * tau**2)).sum(1)
         svc = SVC(kernel="precomputed").fit(C[:, None] * C[None] * K0, y)
@@ -145,12 +145,12 @@ def main():
             warmup=0)
 
     Xs, ys = make_sinusoid_boundary(2000, random_state=0)
-    ours_svc = ConformalKernelSVC(gamma=2.0, n_iter=2).fit(Xs, ys)
+    ours_svc = ConformalKernelSVC(gamma=2.0, n_refits=2).fit(Xs, ys)
     peer_svc = peer_conformal_svc(Xs, ys, 2.0, 2)
     print(f"conformal SVC support vectors: ours {len(ours_svc.support_)}, "
           f"peer {len(peer_svc.support_)}")
-    compare("ConformalKernelSVC fit, 2,000 points, n_iter=2 (target < 10 s)",
-            lambda: ConformalKernelSVC(gamma=2.0, n_iter=2).fit(Xs, ys),
+    compare("ConformalKernelSVC fit, 2,000 points, n_refits=2 (target < 10 s)",
+            lambda: ConformalKernelSVC(gamma=2.0, n_refits=2).fit(Xs, ys),
             lambda: peer_conformal_svc(Xs, ys, 2.0, 2), repeat=1)
 
 

@@ -42,7 +42,7 @@ def main(busy=False):
                                                    if busy else " (idle)"))
     X = make_circle_points(2000, noise=0.05, random_state=0)
     # the weights do not change the cost: a short training is enough
-    ddpm = DiffusionGenerator(n_timesteps=1000, denoiser="mlp", hidden_sizes=(256, 256),
+    ddpm = DiffusionGenerator(n_timesteps=1000, denoiser="mlp", hidden_layer_sizes=(256, 256),
                               max_epochs=20, batch_size=256, random_state=0,
                               device="cpu").fit(X)
     with contended(busy), frozen(ddpm.module_):

@@ -27,7 +27,7 @@ Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.5, stratify=y, random_st
 Xte, yte = Xte[:300], yte[:300]
 
 common = dict(group="rot4", hidden_layer_sizes=(128,) * 3, max_epochs=40, batch_size=128,
-              lr=2e-3, ig_steps=20, random_state=0)
+              lr=2e-3, random_state=0)
 models = {
     "WT": InvariantClassifier(weight_tying=True, **common),
     "DA": InvariantClassifier(**common),
@@ -38,14 +38,16 @@ for clf in models.values():
 
 # %%
 # The metrics table (the paper's Table 1, reduced scale).
-InvarianceReportDisplay.from_estimators(models, Xte, yte)
+InvarianceReportDisplay.from_estimators(models, Xte, yte, steps=20)
 
 # %%
 # Saliency maps over the orbit of three test digits, realigned (the paper's Fig. 3):
 # DA looks at different pixels for each rotation, IR at the same ones.
 fig, axes = plt.subplots(6, 4, figsize=(6, 9))
-SaliencyOrbitDisplay.from_estimator(models["DA"], Xte, yte, n_samples=3, ax=axes[:3])
-SaliencyOrbitDisplay.from_estimator(models["IR"], Xte, yte, n_samples=3, ax=axes[3:])
+SaliencyOrbitDisplay.from_estimator(models["DA"], Xte, yte, n_samples=3, ax=axes[:3],
+                                    steps=20)
+SaliencyOrbitDisplay.from_estimator(models["IR"], Xte, yte, n_samples=3, ax=axes[3:],
+                                    steps=20)
 axes[0, 0].set_ylabel("DA")
 axes[3, 0].set_ylabel("IR")
 

@@ -34,7 +34,7 @@ cv = NeighborhoodHoldout(n_holdout=80, n_splits=2, random_state=0)
 
 # GridSearchCV on held-out neighbourhoods, scored by the shape of the reconstructions
 pipe = make_pipeline(MinMaxScaler(clip=True),
-                     MetaManifoldAutoencoder(architecture="mlp", n_iter=300, random_state=0))
+                     MetaManifoldAutoencoder(architecture="mlp", max_epochs=300, random_state=0))
 grid = {"metamanifoldautoencoder__episodic_strategy": [None, "neighborhood"]}
 search = GridSearchCV(pipe, grid, cv=cv, scoring=make_manifold_scorer("persistence")).fit(X)
 for params, score in zip(search.cv_results_["params"], search.cv_results_["mean_test_score"]):
@@ -43,7 +43,7 @@ for params, score in zip(search.cv_results_["params"], search.cv_results_["mean_
 # Both trainings on one held-out neighbourhood, with the metrics over training
 train, test = next(NeighborhoodHoldout(n_holdout=80, random_state=1).split(X))
 models = {name: MetaManifoldAutoencoder(
-              architecture="mlp", episodic_strategy=strategy, n_iter=400, log_every=50,
+              architecture="mlp", episodic_strategy=strategy, max_epochs=400, log_every=50,
               callbacks=[ReconstructionMetrics(X[test])], random_state=0).fit(X[train])
           for name, strategy in (("plain", None), ("meta-learned", "neighborhood"))}
 

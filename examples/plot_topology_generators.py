@@ -25,7 +25,7 @@ from geolearn.topology import persistence_diagrams
 
 X = make_circle_points(1000, noise=0.05, random_state=0)
 generators = {
-    "VAE (2-D latent)": VAEGenerator(latent_dim=2, sigma=0.05, max_epochs=300, batch_size=250,
+    "VAE (2-D latent)": VAEGenerator(n_latent=2, sigma=0.05, max_epochs=300, batch_size=250,
                                      random_state=0),
     "chart autoencoder (4 x 1-D)": ChartAutoencoder(n_charts=4, chart_dim=1, beta=0.005,
                                                     max_epochs=200, batch_size=250,

@@ -123,9 +123,9 @@ def test_huge_values_give_finite_results_or_a_clear_error(exponent, sign, row, c
 
 
 _DENSITIES = [
-    lambda: FlowDensity(n_layers=2, hidden_sizes=(8,), max_epochs=2, random_state=0,
+    lambda: FlowDensity(n_layers=2, hidden_layer_sizes=(8,), max_epochs=2, random_state=0,
                         device="cpu"),
-    lambda: DiffusionDensity(n_steps=50, hidden_sizes=(8,), max_iter=5, n_rounds=2,
+    lambda: DiffusionDensity(n_timesteps=50, hidden_layer_sizes=(8,), max_epochs=5, n_rounds=2,
                              random_state=0, device="cpu"),
 ]
 
@@ -167,7 +167,7 @@ class _CorruptAtTheEnd(Callback):
 
 
 def test_a_fit_ending_with_nan_parameters_raises():
-    est = FlowDensity(n_layers=2, hidden_sizes=(8,), max_epochs=2, random_state=0,
+    est = FlowDensity(n_layers=2, hidden_layer_sizes=(8,), max_epochs=2, random_state=0,
                       device="cpu", callbacks=[_CorruptAtTheEnd()])
     with pytest.raises(RuntimeError) as exc:
         est.fit(X)

@@ -54,7 +54,7 @@ def test_a_pipeline_of_autoencoder_codes_keeps_the_names():
     from geolearn.meta_learning import MetaManifoldAutoencoder
 
     X = np.random.default_rng(0).random((40, 6)).astype(np.float32)
-    ae = MetaManifoldAutoencoder(latent_dim=2, hidden_sizes=(8,), n_iter=2, batch_size=4,
+    ae = MetaManifoldAutoencoder(n_latent=2, hidden_layer_sizes=(8,), max_epochs=2, batch_size=4,
                                  loss="mse", episodic_strategy=None, random_state=0)
     Z = ae.set_output(transform="pandas").fit(X).transform(X)
     assert list(Z.columns) == ["metamanifoldautoencoder0", "metamanifoldautoencoder1"]

@@ -36,19 +36,20 @@ RNG = np.random.default_rng(0)
 X = RNG.random((40, 4))
 Y_CLASS = (X[:, 0] > 0.5).astype(int)
 Y_EMBED = X @ RNG.normal(size=(4, 3))
-_TINY = dict(hidden_sizes=(8,), batch_size=16, random_state=0, device="cpu")
+_TINY = dict(hidden_layer_sizes=(8,), batch_size=16, random_state=0, device="cpu")
 
 PRESERVING = [
     (GridVAE(max_epochs=2, **_TINY), None),
     (VAEClassifier(n_latent=2, max_epochs=2, **_TINY), Y_CLASS),
-    (ELBOPurifier(VAEClassifier(n_latent=2, max_epochs=2, **_TINY), n_iter=3, random_state=0),
+    (ELBOPurifier(VAEClassifier(n_latent=2, max_epochs=2, **_TINY), n_steps=3, random_state=0),
      Y_CLASS),
     (FlowDensity(n_layers=2, max_epochs=2, **_TINY), None),
     (ChartAutoencoder(n_charts=2, max_epochs=2, **_TINY), None),
     (VAEGenerator(max_epochs=2, **_TINY), None),
-    (MetaManifoldAutoencoder(loss="mse", hidden_sizes=(8,), latent_dim=2, n_iter=4, batch_size=4,
+    (MetaManifoldAutoencoder(loss="mse", hidden_layer_sizes=(8,), n_latent=2, max_epochs=4,
+                             batch_size=4,
                              log_every=2, random_state=0, device="cpu"), None),
-    (DisentangledAttributeAutoencoder(image_shape=None, latent_dim=4, attribute_dims=(2, 2),
+    (DisentangledAttributeAutoencoder(image_shape=None, n_latent=4, attribute_dims=(2, 2),
                                       max_epochs=2, batch_size=8, random_state=0, device="cpu"),
      np.stack([Y_CLASS, 1 - Y_CLASS], 1)),
     (TorchEmbedder(summary_net()), None),

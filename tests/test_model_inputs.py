@@ -51,11 +51,11 @@ TABULAR = [
     ("as_model.forward", lambda X: as_model(MLP).forward(X)),
     ("as_model.jacobian", lambda X: as_model(MLP).jacobian(X)),
     ("as_model.input_gradient", lambda X: as_model(MLP).input_gradient(X, targets=Y)),
-    ("jacobian_sigma_max", lambda X: jacobian_sigma_max(MLP, X, reduce="none")),
+    ("jacobian_sigma_max", lambda X: jacobian_sigma_max(MLP, X, reduction="none")),
     ("fgsm", lambda X: fgsm(MLP, X, Y, 0.1)),
     ("pgd", lambda X: pgd(MLP, X, Y, 0.1, steps=2, random_start=False)),
-    ("carlini_wagner_l2", lambda X: carlini_wagner_l2(MLP, X, Y, steps=2)[0]),
-    ("patch_attack", lambda X: patch_attack(MLP, X, Y, MASK, n_iter=2, random_state=0)),
+    ("carlini_wagner_l2", lambda X: carlini_wagner_l2(MLP, X, Y, n_steps=2)[0]),
+    ("patch_attack", lambda X: patch_attack(MLP, X, Y, MASK, n_steps=2, random_state=0)),
     ("PullbackMetric", lambda X: PullbackMetric(MLP).metric(X)),
     ("RiemannianFeatureGeometry",
      lambda X: RiemannianFeatureGeometry(feature_map=MLP, quantities="log_volume")
@@ -67,7 +67,7 @@ IMAGES = [
     ("as_model.features[conv]", lambda X: as_model(CNN).features(X)),
     ("integrated_gradients", lambda X: integrated_gradients(CNN, X, 0, steps=2)),
     ("saliency_map", lambda X: saliency_map(CNN, X, 0, steps=2)),
-    ("logit_invariance", lambda X: logit_invariance(CNN, X, "rot4", reduce="none")),
+    ("logit_invariance", lambda X: logit_invariance(CNN, X, "rot4", reduction="none")),
     ("relative_stability",
      lambda X: relative_stability(CNN, X, random_state=0)["R"]),
     ("DiffeoStability", lambda X: DiffeoStability(CNN, random_state=0).fit(X)

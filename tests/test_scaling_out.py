@@ -125,9 +125,9 @@ def test_svbf_classifier_grid_search(client):
 
 def test_grid_vae_grid_search(client, digits):
     _on_cluster_equals_in_memory(client, lambda: GridSearchCV(
-        GridVAE(hidden_sizes=(16,), max_epochs=2, batch_size=64, n_mc_score=2, device="cpu",
+        GridVAE(hidden_layer_sizes=(16,), max_epochs=2, batch_size=64, n_mc_score=2, device="cpu",
                 random_state=0),
-        {"kl_weight": [0.5, 1.0]}, cv=2, n_jobs=-1), digits[0])
+        {"beta": [0.5, 1.0]}, cv=2, n_jobs=-1), digits[0])
 
 
 def test_stability_scorer_grid_search(client):

@@ -22,7 +22,7 @@ X6 = np.random.default_rng(0).random((40, 6)).astype(np.float32)
 @pytest.mark.parametrize("make, fit_args, words", [
     (lambda: VAEClassifier(classification_weight=-1, max_epochs=1), (X6, np.arange(40) % 2),
      ("classification_weight", "[0.0, inf)")),
-    (lambda: GridVAE(kl_weight=-1, max_epochs=1), (X6,), ("kl_weight", "[0.0, inf)")),
+    (lambda: GridVAE(beta=-1, max_epochs=1), (X6,), ("beta", "[0.0, inf)")),
     (lambda: GridVAE(kl_warmup_epochs=-2, max_epochs=1), (X6,), ("kl_warmup_epochs",)),
 ])
 def test_negative_loss_weights_are_refused(make, fit_args, words):
@@ -84,7 +84,7 @@ def test_conformal_svc_checks_what_svc_would(kwargs, words):
 
     X = np.random.default_rng(0).normal(size=(30, 2))
     with pytest.raises(ValueError) as exc:
-        ConformalKernelSVC(kernel="poly", n_iter=1, **kwargs).fit(X, np.arange(30) % 2)
+        ConformalKernelSVC(kernel="poly", n_refits=1, **kwargs).fit(X, np.arange(30) % 2)
     assert_message(exc, *words)
 
 

@@ -29,26 +29,26 @@ def transforming_mnist(n=128):
     return X[:n], y[:n]
 
 
-TINY = {"hidden_sizes": (8,), "batch_size": 32, "random_state": 0}
+TINY = {"hidden_layer_sizes": (8,), "batch_size": 32, "random_state": 0}
 
 #: Every SkorchTrainingMixin estimator, small, with the data it fits (images or rows).
 TORCH_ESTIMATORS = [
     (InvariantClassifier(group="rot4", nu=1.0, hidden_layer_sizes=(8,), max_epochs=2,
                          batch_size=32, random_state=0), "images"),
-    (CentroidSoftmaxClassifier(max_iter=5, random_state=0), "lines"),
+    (CentroidSoftmaxClassifier(max_epochs=5, random_state=0), "lines"),
     (GridVAE(max_epochs=2, **TINY), "rows"),
     (VAEClassifier(n_latent=2, max_epochs=2, **TINY), "rows"),
     (VAEGenerator(max_epochs=2, **TINY), "rows"),
     (ChartAutoencoder(n_charts=2, max_epochs=2, **TINY), "rows"),
     (FlowDensity(n_layers=2, max_epochs=2, **TINY), "table"),
-    (DiffusionDensity(n_steps=50, max_iter=3, n_rounds=1, **TINY), "table"),
+    (DiffusionDensity(n_timesteps=50, max_epochs=3, n_rounds=1, **TINY), "table"),
     (DiffusionGenerator(n_timesteps=50, max_epochs=2, **TINY), "table"),
-    (DisentangledAttributeAutoencoder(image_shape=None, latent_dim=4, attribute_dims=(2, 2),
-                                      hidden_sizes=(8,), max_epochs=2, batch_size=16,
+    (DisentangledAttributeAutoencoder(image_shape=None, n_latent=4, attribute_dims=(2, 2),
+                                      hidden_layer_sizes=(8,), max_epochs=2, batch_size=16,
                                       random_state=0), "attributes"),
-    (MetaManifoldAutoencoder(loss="mse", hidden_sizes=(8,), latent_dim=2, n_iter=4,
+    (MetaManifoldAutoencoder(loss="mse", hidden_layer_sizes=(8,), n_latent=2, max_epochs=4,
                              batch_size=4, random_state=0), "rows"),
-    (InpaintingOODDetector(hidden_dim=8, n_hidden_layers=1, n_timesteps=50, n_inference_steps=4,
+    (InpaintingOODDetector(hidden_layer_sizes=(8,), n_timesteps=50, n_inference_steps=4,
                            n_reconstructions=2, n_blocks=2, max_epochs=2, batch_size=32,
                            random_state=0), "rows"),
 ]

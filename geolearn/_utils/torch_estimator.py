@@ -19,7 +19,7 @@ from ..models._internal import TensorDataset, collate_batch
 
 #: Constraints of the parameters every torch-trained estimator of the family has.
 NET_CONSTRAINTS = {
-    "hidden_sizes": ["array-like"],
+    "hidden_layer_sizes": ["array-like"],
     "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
     "lr": [Interval(numbers.Real, 0, None, closed="neither")],
     "callbacks": [list, None],

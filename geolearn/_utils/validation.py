@@ -213,8 +213,8 @@ def check_choice(value, name, choices):
     return value
 
 
-def check_hidden_sizes(hidden_sizes, name="hidden_sizes"):
-    """``hidden_sizes`` as a tuple of positive ints; anything else is a ``ValueError``.
+def check_hidden_sizes(hidden_sizes, name="hidden_layer_sizes"):
+    """``hidden_layer_sizes`` as a tuple of positive ints; anything else is a ``ValueError``.
 
     Examples
     --------

@@ -202,8 +202,9 @@ def pgd(model, X, y, eps, *, alpha=None, steps=10, random_start=True, clip=(0.0,
     return a.run(attack, delta0)
 
 
-def carlini_wagner_l2(model, X, y, *, c=1.0, kappa=0.0, steps=100, lr=0.01, binary_search_steps=0,
-                      clip=(0.0, 1.0), image_shape=None, batch_size=256, device=None):
+def carlini_wagner_l2(model, X, y, *, c=1.0, kappa=0.0, n_steps=100, lr=0.01,
+                      binary_search_steps=0, clip=(0.0, 1.0), image_shape=None, batch_size=256,
+                      device="auto"):
     """Carlini-Wagner L2 attack (untargeted), optimised with Adam in tanh space.
 
     With ``x'(w) = lo + (hi - lo) (tanh(w) + 1) / 2`` each sample minimises
@@ -224,7 +225,7 @@ def carlini_wagner_l2(model, X, y, *, c=1.0, kappa=0.0, steps=100, lr=0.01, bina
         ``binary_search_steps > 0``.
     kappa : float, default=0.0
         Confidence margin (>= 0).
-    steps : int, default=100
+    n_steps : int, default=100
         Adam steps per run (>= 1).
     lr : float, default=0.01
         Adam learning rate (> 0).
@@ -247,24 +248,25 @@ def carlini_wagner_l2(model, X, y, *, c=1.0, kappa=0.0, steps=100, lr=0.01, bina
     >>> _ = torch.manual_seed(0)
     >>> net = torch.nn.Linear(4, 3)
     >>> X = np.full((2, 4), 0.5, dtype=np.float32)
-    >>> X_adv, success = carlini_wagner_l2(net, X, [0, 2], c=10.0, steps=50, lr=0.1)
+    >>> X_adv, success = carlini_wagner_l2(net, X, [0, 2], c=10.0, n_steps=50, lr=0.1)
     >>> X_adv.shape, success.dtype
     ((2, 4), dtype('bool'))
     """
-    _check_cw_params(c, kappa, steps, lr, binary_search_steps)
+    _check_cw_params(c, kappa, n_steps, lr, binary_search_steps)
     a = _Attack("carlini_wagner_l2", model, X, y, clip, image_shape, batch_size, device)
     success = np.zeros(len(a.X), dtype=bool)
     X_adv = a.run(lambda x, t, rows: _cw_batch(a, x, t, rows, success, c=c, kappa=kappa,
-                                               steps=steps, lr=lr, bisections=binary_search_steps),
+                                               n_steps=n_steps, lr=lr,
+                                               bisections=binary_search_steps),
                   np.arange(len(a.X)))
     _warn_cw_failures(success)
     return X_adv, success
 
 
-def _check_cw_params(c, kappa, steps, lr, binary_search_steps):
+def _check_cw_params(c, kappa, n_steps, lr, binary_search_steps):
     check_positive(c, "c")
     check_positive(kappa, "kappa", strict=False)
-    check_positive(steps, "steps", integer=True)
+    check_positive(n_steps, "n_steps", integer=True)
     check_positive(lr, "lr")
     check_positive(binary_search_steps, "binary_search_steps", strict=False, integer=True)
 
@@ -274,7 +276,7 @@ def _warn_cw_failures(success):
     if failed:
         warnings.warn(
             f"carlini_wagner_l2: {failed} of {len(success)} samples were never misclassified; "
-            "their last iterate is returned (flagged False in success). Raise c, steps or "
+            "their last iterate is returned (flagged False in success). Raise c, n_steps or "
             "binary_search_steps.",
             GeolearnWarning,
             stacklevel=3,
@@ -286,7 +288,7 @@ def _tanh_box(w, lo, hi):
     return lo + (hi - lo) * (torch.tanh(w) + 1) / 2
 
 
-def _cw_batch(a, x, t, rows, success, *, c, kappa, steps, lr, bisections):
+def _cw_batch(a, x, t, rows, success, *, c, kappa, n_steps, lr, bisections):
     """C&W on one batch: the best iterates after the runs and the bisection of ``c``.
 
     Sets ``success[rows]`` to whether a misclassified iterate was found.
@@ -300,7 +302,7 @@ def _cw_batch(a, x, t, rows, success, *, c, kappa, steps, lr, bisections):
     found = torch.zeros(len(x), dtype=torch.bool, device=x.device)
     for _ in range(max(1, bisections)):
         last, run_found, best_l2 = _cw_run(a, x, t, w0, const, best, best_l2, kappa=kappa,
-                                           steps=steps, lr=lr)
+                                           n_steps=n_steps, lr=lr)
         best[~found & ~run_found] = last[~found & ~run_found]
         found |= run_found
         # bisection of c: shrink where the run succeeded, grow where it failed
@@ -311,8 +313,8 @@ def _cw_batch(a, x, t, rows, success, *, c, kappa, steps, lr, bisections):
     return best
 
 
-def _cw_run(a, x, t, w0, const, best, best_l2, *, kappa, steps, lr):
-    """One C&W run of ``steps`` Adam steps from ``w0``; updates ``best`` in place.
+def _cw_run(a, x, t, w0, const, best, best_l2, *, kappa, n_steps, lr):
+    """One C&W run of ``n_steps`` Adam steps from ``w0``; updates ``best`` in place.
 
     Adam here is the attack's optimiser over the perturbation ``w`` (the model is
     frozen), not model training, so it is not a skorch loop.
@@ -322,7 +324,7 @@ def _cw_run(a, x, t, w0, const, best, best_l2, *, kappa, steps, lr):
     w = w0.clone().requires_grad_(True)
     optimizer = torch.optim.Adam([w], lr=lr)
     run_found = torch.zeros(len(x), dtype=torch.bool, device=x.device)
-    for _ in range(steps):
+    for _ in range(n_steps):
         x_adv = _tanh_box(w, a.lo, a.hi)
         z = a.logits_of(x_adv, t)
         l2 = (x_adv - x).flatten(1).pow(2).sum(1)
@@ -339,7 +341,7 @@ def _cw_run(a, x, t, w0, const, best, best_l2, *, kappa, steps, lr):
     return _tanh_box(w, a.lo, a.hi).detach(), run_found, best_l2
 
 
-def patch_attack(estimator, X, y, mask, *, method="pgd", n_iter=2048, step_size=1 / 255,
+def patch_attack(estimator, X, y, mask, *, method="pgd", n_steps=2048, step_size=1 / 255,
                  momentum=1.0, random_start=True, clip=(0.0, 1.0), batch_size=256,
                  random_state=None):
     """Untargeted patch attack: maximise the cross-entropy by changing only ``mask`` pixels.
@@ -363,7 +365,7 @@ def patch_attack(estimator, X, y, mask, *, method="pgd", n_iter=2048, step_size=
     mask : array-like of bool, shape (n_features,) or the image shape
         The patch support (see :func:`geolearn.generative.rectangular_patch_mask`).
     method : {'pgd', 'nag'}, default='pgd'
-    n_iter : int, default=2048
+    n_steps : int, default=2048
     step_size : float, default=1/255
     momentum : float, default=1.0
         Decay of the 'nag' accumulator.
@@ -387,13 +389,13 @@ def patch_attack(estimator, X, y, mask, *, method="pgd", n_iter=2048, step_size=
     >>> net = torch.nn.Linear(16, 2)
     >>> X = np.random.default_rng(0).random((4, 16))
     >>> mask = np.zeros(16, dtype=bool); mask[:4] = True
-    >>> X_adv = patch_attack(net, X, [0, 1, 0, 1], mask, n_iter=5, random_state=0)
+    >>> X_adv = patch_attack(net, X, [0, 1, 0, 1], mask, n_steps=5, random_state=0)
     >>> bool(np.all(X_adv[:, ~mask] == X[:, ~mask]))
     True
     """
     model = as_model(estimator)
     model.require_gradients("patch_attack")
-    X, y, mask, box = _check_patch_inputs(model, X, y, mask, method, n_iter, step_size, clip)
+    X, y, mask, box = _check_patch_inputs(model, X, y, mask, method, n_steps, step_size, clip)
     M, out = torch.as_tensor(mask, dtype=torch.float32, device=model.device), X.copy()
     # the random start is drawn once for all rows from random_state alone: no global torch
     # RNG (which other threads share), and the same start whatever the batch_size
@@ -402,17 +404,17 @@ def patch_attack(estimator, X, y, mask, *, method="pgd", n_iter=2048, step_size=
         start[:, mask] = check_random_state(random_state).uniform(*box, (len(X), mask.sum()))
     with model.frozen():
         for sl in iter_batches(len(X), batch_size):
-            out[sl, mask] = _patch_batch(model, X[sl], start[sl], y[sl], M, method, n_iter,
+            out[sl, mask] = _patch_batch(model, X[sl], start[sl], y[sl], M, method, n_steps,
                                          step_size, momentum, box)[:, mask]
     return out
 
 
-def _check_patch_inputs(model, X, y, mask, method, n_iter, step_size, clip):
+def _check_patch_inputs(model, X, y, mask, method, n_steps, step_size, clip):
     """``(X as float64, y as class indices, flat mask, (lo, hi))``, or a clear error."""
     X = model.check_input(check_numeric_array(X, dtype=np.float64))
     if method not in ("pgd", "nag"):
         raise ValueError(f"method must be 'pgd' or 'nag'; got {method!r}.")
-    check_positive(n_iter, "n_iter", integer=True)
+    check_positive(n_steps, "n_steps", integer=True)
     check_positive(step_size, "step_size")
     lo, hi = check_clip(clip)
     check_in_box(X, lo, hi)
@@ -429,8 +431,8 @@ def _check_patch_inputs(model, X, y, mask, method, n_iter, step_size, clip):
     return X, y, mask, (lo, hi)
 
 
-def _patch_batch(model, X, start, y, M, method, n_iter, step_size, momentum, box):
-    """``n_iter`` signed steps on the patch ``M`` of one batch from ``start`` (frozen model).
+def _patch_batch(model, X, start, y, M, method, n_steps, step_size, momentum, box):
+    """``n_steps`` signed steps on the patch ``M`` of one batch from ``start`` (frozen model).
 
     Returns the attacked rows as float64.
     """
@@ -440,7 +442,7 @@ def _patch_batch(model, X, start, y, M, method, n_iter, step_size, momentum, box
     target = torch.as_tensor(y, dtype=torch.long, device=model.device)
     x_adv = x * (1 - M) + model.to_tensor(start) * M
     acc = torch.zeros_like(x)
-    for _ in range(n_iter):
+    for _ in range(n_steps):
         probe = x_adv
         if method == "nag":
             probe = (x_adv + step_size * momentum * acc * M).clamp(lo, hi)

@@ -21,7 +21,7 @@ def run(outdir=None):
     models = {}
     for name, alpha_orth in (("DAE-OG", 0.1), ("DAE-G", 0.0)):
         models[name] = DisentangledAttributeAutoencoder(
-            image_shape=(3, 16, 16), latent_dim=40, attribute_dims=(4, 4, 3, 3, 3),
+            image_shape=(3, 16, 16), n_latent=40, attribute_dims=(4, 4, 3, 3, 3),
             alpha_orth=alpha_orth, alpha_graph=0.01, graph_distance_scale="median",
             max_epochs=30, batch_size=32, lr=1e-3, random_state=0).fit(X)
         m = models[name]

@@ -13,7 +13,7 @@ def run(outdir=None):
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.5, stratify=y, random_state=0)
     Xte, yte = Xte[:200], yte[:200]
     common = dict(group="rot4", hidden_layer_sizes=(64, 64), max_epochs=15, batch_size=64,
-                  lr=3e-3, ig_steps=16, random_state=0)
+                  lr=3e-3, random_state=0)
     models = {"WT": InvariantClassifier(weight_tying=True, **common),
               "DA": InvariantClassifier(**common),
               "IR": InvariantClassifier(nu=1.0, **common)}
@@ -24,7 +24,7 @@ def run(outdir=None):
           "rotations (1 = invariant); sigma_max: the largest input-Jacobian singular value. "
           "See docs/user_guide/invariance.md.")
     for name, clf in models.items():
-        r = reports[name] = clf.fit(Xtr, ytr).invariance_report(Xte, yte)
+        r = reports[name] = clf.fit(Xtr, ytr).invariance_report(Xte, yte, steps=16)
         print(f"  {name}: accuracy under rotations {r.transformed_accuracy:.3f}, "
               f"LI {r.LI:.3g}, DI {r.DI:.3g}, SI {r.SI:.3f}, sigma_max {r.sigma_max:.2f}")
     if outdir is not None:
@@ -34,7 +34,7 @@ def run(outdir=None):
             return
         import os
 
-        disp = SaliencyOrbitDisplay.from_estimator(models["DA"], Xte, yte, n_samples=3)
+        disp = SaliencyOrbitDisplay.from_estimator(models["DA"], Xte, yte, n_samples=3, steps=16)
         disp.figure_.savefig(os.path.join(outdir, "invariance_saliency_orbit_DA.png"),
                              bbox_inches="tight")
         table = InvarianceReportDisplay.from_result(reports)

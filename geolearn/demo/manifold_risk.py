@@ -81,9 +81,9 @@ def digits_setup(seed=0):
                                               random_state=seed)
     with torch_threads(1):
         ae = MetaManifoldAutoencoder(
-            latent_dim=10, architecture="mlp", hidden_sizes=(128,), episodic_strategy=None,
+            n_latent=10, architecture="mlp", hidden_layer_sizes=(128,), episodic_strategy=None,
             loss="mse", reduction="sum", lr=1e-3, batch_size=128,
-            n_iter=150 * -(-len(X_tr) // 128), log_every=100, random_state=seed).fit(X_tr)
+            max_epochs=150 * -(-len(X_tr) // 128), log_every=100, random_state=seed).fit(X_tr)
         torch.manual_seed(seed)
         clf = NeuralNetClassifier(
             torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(),

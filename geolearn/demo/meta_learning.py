@@ -26,7 +26,7 @@ def run(outdir=None):
           "(their loops and components); kNN spectral, of their neighbourhood graphs")
     for name, strategy in (("plain", None), ("meta-learned (C)", "neighborhood")):
         models[name] = MetaManifoldAutoencoder(
-            architecture="mlp", episodic_strategy=strategy, n_iter=400, log_every=50,
+            architecture="mlp", episodic_strategy=strategy, max_epochs=400, log_every=50,
             callbacks=[ReconstructionMetrics(X[test], metrics=("mse", "persistence"))],
             random_state=0).fit(X[train])
         rec = models[name].reconstruct(X[test])

@@ -206,7 +206,7 @@ def _max_xi_from_coefficients(coeffs, n):
 
 
 # --------------------------------------------------------------------------- public API
-def sample_displacement_fields(n, T, c, size=1, *, random_state=None, device="cpu",
+def sample_displacement_fields(n, T, c, size=1, *, random_state=None, device="auto",
                                dtype=torch.float64, n_jobs=None):
     """Draw displacement fields from the maximum-entropy ensemble at temperature ``T``.
 
@@ -226,7 +226,7 @@ def sample_displacement_fields(n, T, c, size=1, *, random_state=None, device="cp
         Number of fields.
     random_state : int, RandomState instance or None
         Seeds the coefficients (drawn with numpy, so results do not depend on ``device``).
-    device : str or torch.device, default="cpu"
+    device : str or torch.device, default="auto"
         Resolved by :func:`geolearn._utils.resolve_device` (``"auto"``: CUDA when available).
     dtype : torch.dtype, default=torch.float64
     n_jobs : int or None, default=None

@@ -411,11 +411,12 @@ class DiffeoStability(MetaEstimatorMixin, BaseEstimator):
         Pairs ``(x, z)`` of the normaliser; random pairs beyond that.
     batch_size : int, default=256
         Images per forward pass. Results do not depend on it.
-    device : str or torch.device, optional
+    device : str or torch.device, default="auto"
         Where deformations are computed (resolved by
         :func:`geolearn._utils.resolve_device`; CUDA asked for and absent is an
-        error at ``fit``). ``None``: the torch model's own device, else the
-        CPU. A user's module is never moved: a mismatch is an error.
+        error at ``fit``). ``"auto"``: the torch model's own device, else CUDA
+        when available, else the CPU. A user's module is never moved: a
+        mismatch is an error.
     random_state : int, RandomState instance or None
         Seeds deformations, noise and pair sampling. Each probe's deformations and
         noise come from a generator keyed on ``random_state`` and the probe's values,
@@ -501,7 +502,7 @@ class DiffeoStability(MetaEstimatorMixin, BaseEstimator):
     def __init__(self, estimator=None, *, image_shape=None, T=None, c=3, delta=1.0,
                  delta_formula="exact", interp="bilinear", average="median",
                  noise_norm="per_sample", n_diffeo=1, n_repeats=1, response="auto", layers=None,
-                 bn_mode="auto", max_pairs=250_000, batch_size=256, device=None,
+                 bn_mode="auto", max_pairs=250_000, batch_size=256, device="auto",
                  random_state=None, verbose=0):
         self.estimator = estimator
         self.image_shape = image_shape

@@ -42,19 +42,19 @@ def _fc(sizes):
 class AttributeAutoencoderModule(nn.Module):
     """The DAE-OG network (the paper's Table 1): image encoder, attribute autoencoders, decoder.
 
-    ``encode(x) -> z_e`` (``latent_dim``); ``attributes(z)`` splits ``z`` into one block
-    of ``latent_dim / k`` per attribute and encodes block ``i`` to ``attribute_dims[i]``
+    ``encode(x) -> z_e`` (``n_latent``); ``attributes(z)`` splits ``z`` into one block
+    of ``n_latent / k`` per attribute and encodes block ``i`` to ``attribute_dims[i]``
     values (FC 128-64-32, ELU); ``decode_attributes(a)`` decodes them back to blocks
     (FC 32-64-128), concatenates and decodes the image; ``decode(z) = g(z)`` is both.
-    Images: Conv(C->16, 4, stride 4), Conv(16->32, 2, stride 2), FC 128, FC ``latent_dim``
+    Images: Conv(C->16, 4, stride 4), Conv(16->32, 2, stride 2), FC 128, FC ``n_latent``
     (ELU between), mirrored with transposed convs and a sigmoid; tabular rows: FC 128,
-    FC ``latent_dim``, mirrored, no output activation.
+    FC ``n_latent``, mirrored, no output activation.
     """
 
-    def __init__(self, n_features, latent_dim, attribute_dims, image_shape=None):
+    def __init__(self, n_features, n_latent, attribute_dims, image_shape=None):
         super().__init__()
         self.attribute_dims = tuple(attribute_dims)
-        self.block_size = latent_dim // len(self.attribute_dims)
+        self.block_size = n_latent // len(self.attribute_dims)
         if image_shape is not None:
             C, H, W = image_shape
             grid = (32, H // 8, W // 8)
@@ -62,14 +62,14 @@ class AttributeAutoencoderModule(nn.Module):
             self.encoder = nn.Sequential(
                 nn.Unflatten(1, tuple(image_shape)), nn.Conv2d(C, 16, 4, stride=4), nn.ELU(),
                 nn.Conv2d(16, 32, 2, stride=2), nn.ELU(), nn.Flatten(),
-                nn.Linear(flat, 128), nn.ELU(), nn.Linear(128, latent_dim))
+                nn.Linear(flat, 128), nn.ELU(), nn.Linear(128, n_latent))
             self.decoder = nn.Sequential(
-                nn.Linear(latent_dim, 128), nn.ELU(), nn.Linear(128, flat), nn.ELU(),
+                nn.Linear(n_latent, 128), nn.ELU(), nn.Linear(128, flat), nn.ELU(),
                 nn.Unflatten(1, grid), nn.ConvTranspose2d(32, 16, 2, stride=2), nn.ELU(),
                 nn.ConvTranspose2d(16, C, 4, stride=4), nn.Flatten(), nn.Sigmoid())
         else:
-            self.encoder = _fc((n_features, 128, latent_dim))
-            self.decoder = _fc((latent_dim, 128, n_features))
+            self.encoder = _fc((n_features, 128, n_latent))
+            self.decoder = _fc((n_latent, 128, n_features))
         m = self.block_size
         self.attribute_encoders = nn.ModuleList(_fc((m, 128, 64, 32, n)) for n in attribute_dims)
         self.attribute_decoders = nn.ModuleList(_fc((n, 32, 64, 128, m)) for n in attribute_dims)
@@ -138,7 +138,7 @@ class DisentangledAttributeAutoencoder(ObjectiveTrainingMixin, CodecMixin, Recon
     image_shape : tuple of int or None, default=(3, 64, 64)
         ``(C, H, W)`` of flat rows (C-order), H and W divisible by 8; images may also be
         given as ``(n, C, H, W)``. None: tabular rows (fully connected, no sigmoid).
-    latent_dim : int, default=96
+    n_latent : int, default=96
         Width of ``z_e``, divisible by ``len(attribute_dims)``.
     attribute_dims : sequence of int, default=(6, 9, 5)
         Size of each attribute's code (the paper: its number of values).
@@ -177,7 +177,7 @@ class DisentangledAttributeAutoencoder(ObjectiveTrainingMixin, CodecMixin, Recon
         Per epoch: ``loss``, ``recon`` and, when their weights are positive, ``orth``
         (``L_orth``) and ``stat`` (``L_stat``).
     block_size_ : int
-        ``latent_dim / len(attribute_dims)``.
+        ``n_latent / len(attribute_dims)``.
     n_features_in_, image_shape_, device_, n_iter_
 
     Examples
@@ -185,7 +185,7 @@ class DisentangledAttributeAutoencoder(ObjectiveTrainingMixin, CodecMixin, Recon
     >>> import numpy as np
     >>> from geolearn.disentanglement import DisentangledAttributeAutoencoder
     >>> X = np.random.default_rng(0).random((64, 3 * 16 * 16))
-    >>> dae = DisentangledAttributeAutoencoder(image_shape=(3, 16, 16), latent_dim=12,
+    >>> dae = DisentangledAttributeAutoencoder(image_shape=(3, 16, 16), n_latent=12,
     ...                                        attribute_dims=(2, 3), max_epochs=2,
     ...                                        batch_size=16, random_state=0).fit(X)
     >>> dae.transform(X).shape, dae.sample(4, random_state=0).shape
@@ -195,9 +195,9 @@ class DisentangledAttributeAutoencoder(ObjectiveTrainingMixin, CodecMixin, Recon
     """
 
     _parameter_constraints = {  # noqa: RUF012
-        **{k: v for k, v in NET_CONSTRAINTS.items() if k != "hidden_sizes"},
+        **{k: v for k, v in NET_CONSTRAINTS.items() if k != "hidden_layer_sizes"},
         "image_shape": ["array-like", None],
-        "latent_dim": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_latent": [Interval(numbers.Integral, 1, None, closed="left")],
         "attribute_dims": ["array-like"],
         "alpha_orth": [Interval(numbers.Real, 0, None, closed="left")],
         "alpha_graph": [Interval(numbers.Real, 0, None, closed="left")],
@@ -211,7 +211,7 @@ class DisentangledAttributeAutoencoder(ObjectiveTrainingMixin, CodecMixin, Recon
         "max_epochs": [Interval(numbers.Integral, 0, None, closed="left")],
     }
 
-    def __init__(self, image_shape=(3, 64, 64), latent_dim=96, attribute_dims=(6, 9, 5),
+    def __init__(self, image_shape=(3, 64, 64), n_latent=96, attribute_dims=(6, 9, 5),
                  alpha_orth=0.1, alpha_graph=0.1, graph_lambda=0.1, graph_distance_scale=None,
                  graph_space="data", orth_norm="fro", reconstruction="mse", anneal_epochs=None,
                  transform_output="attributes", max_epochs=1000, batch_size=64, lr=3e-4,
@@ -233,8 +233,8 @@ class DisentangledAttributeAutoencoder(ObjectiveTrainingMixin, CodecMixin, Recon
         dims = tuple(self.attribute_dims)
         for d in dims:
             check_positive_integer(d, "attribute_dims entries")
-        if self.latent_dim % len(dims):
-            raise ValueError(f"latent_dim={self.latent_dim} must be divisible by the number of "
+        if self.n_latent % len(dims):
+            raise ValueError(f"n_latent={self.n_latent} must be divisible by the number of "
                              f"attributes, len(attribute_dims)={len(dims)}.")
         shape = self.image_shape_
         if shape is not None and (shape[1] % 8 or shape[2] % 8):
@@ -263,7 +263,7 @@ class DisentangledAttributeAutoencoder(ObjectiveTrainingMixin, CodecMixin, Recon
         """
         X = self._validate_X(X, reset=not self._warm())
         dims = self._check_architecture()
-        self.block_size_ = self.latent_dim // len(dims)
+        self.block_size_ = self.n_latent // len(dims)
         anneal = self.max_epochs // 10 if self.anneal_epochs is None else self.anneal_epochs
         objective = DAEObjective(
             reconstruction=self.reconstruction, anneal_epochs=anneal,
@@ -274,7 +274,7 @@ class DisentangledAttributeAutoencoder(ObjectiveTrainingMixin, CodecMixin, Recon
         parts = ("recon", *(["orth"] if self.alpha_orth else []),
                  *(["stat"] if self.alpha_graph else []))
         module = functools.partial(AttributeAutoencoderModule, n_features=X.shape[1],
-                                   latent_dim=self.latent_dim, attribute_dims=dims,
+                                   n_latent=self.n_latent, attribute_dims=dims,
                                    image_shape=self.image_shape_)
         batch = min(self.batch_size, len(X))
         # the networks are small (16 and 32 conv channels): one thread holds under load,
@@ -295,7 +295,7 @@ class DisentangledAttributeAutoencoder(ObjectiveTrainingMixin, CodecMixin, Recon
     @property
     def _n_features_out(self):
         return (sum(self.attribute_dims) if self.transform_output == "attributes"
-                else self.latent_dim)
+                else self.n_latent)
 
     @property
     def _codes_param(self):
@@ -313,7 +313,7 @@ class DisentangledAttributeAutoencoder(ObjectiveTrainingMixin, CodecMixin, Recon
                            codes)
 
     def sample(self, n_samples=1, random_state=None):
-        """``g(N)`` for ``N ~ N(0, I_latent_dim)``: the implicit generative model.
+        """``g(N)`` for ``N ~ N(0, I_n_latent)``: the implicit generative model.
 
         Parameters
         ----------
@@ -326,7 +326,7 @@ class DisentangledAttributeAutoencoder(ObjectiveTrainingMixin, CodecMixin, Recon
         """
         check_is_fitted(self)
         check_positive_integer(n_samples, "n_samples")
-        N = check_random_state(random_state).standard_normal((n_samples, self.latent_dim))
+        N = check_random_state(random_state).standard_normal((n_samples, self.n_latent))
         return self._apply(self.module_.decode, N.astype(np.float32))
 
     def block_cosines(self, X):

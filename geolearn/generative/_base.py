@@ -48,20 +48,20 @@ class VAEObjective:
         Dimensions whose KL targets the given grid code (Eq. 28 with ``mu_gt``).
     """
 
-    def __init__(self, *, prior, kl_estimator, likelihood, decoder_std, output_activation,
-                 kl_weight=1.0, kl_warmup_epochs=0, guided_dims=(), classification_weight=0.0):
+    def __init__(self, *, prior, kl_estimator, likelihood, sigma, output_activation,
+                 beta=1.0, kl_warmup_epochs=0, guided_dims=(), classification_weight=0.0):
         self.prior = prior
         self.kl_estimator = kl_estimator
         self.likelihood = likelihood
-        self.decoder_std = decoder_std
+        self.sigma = sigma
         self.output_activation = output_activation
-        self.kl_weight = kl_weight
+        self.beta = beta
         self.kl_warmup_epochs = kl_warmup_epochs
         self.guided_dims = list(guided_dims)
         self.classification_weight = classification_weight
 
     def recon(self, module, z, x):
-        return reconstruction_nll(module.decode(z), x, self.likelihood, self.decoder_std,
+        return reconstruction_nll(module.decode(z), x, self.likelihood, self.sigma,
                                   self.output_activation)
 
     def kl(self, mu, logvar, z, codes=None, estimator=None):
@@ -97,7 +97,7 @@ class VAEObjective:
         codes = y if (self.guided_dims and y.numel()) else None
         kl = self.kl(mu, logvar, z, codes)
         warm = min(1.0, epoch / self.kl_warmup_epochs) if self.kl_warmup_epochs else 1.0
-        loss = recon + self.kl_weight * warm * kl
+        loss = recon + self.beta * warm * kl
         parts = {"recon": recon.mean().detach(), "kl": kl.mean().detach()}
         if module.head is not None:
             ce = torch.nn.functional.cross_entropy(module.head(z), y.long(), reduction="none")
@@ -143,7 +143,7 @@ class LatentModel(ObjectiveTrainingMixin, ClassNamePrefixFeaturesOutMixin, Trans
 
     Its module has ``encode(x) -> (mu, logvar)`` and ``decode(z) -> raw output``; the
     estimator has (as parameters or class attributes) ``n_latent``, ``image_shape``,
-    ``architecture``, ``likelihood``, ``output_activation``, ``hidden_sizes``,
+    ``architecture``, ``likelihood``, ``output_activation``, ``hidden_layer_sizes``,
     ``max_epochs``, ``batch_size`` and ``weight_decay``. Shared by
     the VAEs (:class:`BaseVAE`) and :class:`ChartAutoencoder` (not public).
     """
@@ -169,7 +169,7 @@ class LatentModel(ObjectiveTrainingMixin, ClassNamePrefixFeaturesOutMixin, Trans
         module = module or functools.partial(
             build_vae_module, architecture=self.architecture, n_features=X.shape[1],
             n_latent=self.n_latent, image_shape=self.image_shape_,
-            hidden_sizes=self.hidden_sizes, conv_channels=self.conv_channels,
+            hidden_layer_sizes=self.hidden_layer_sizes, conv_channels=self.conv_channels,
             n_classes=n_classes)
         self._train(module, objective, torch.from_numpy(np.ascontiguousarray(X)), y,
                     seed=self.random_state, max_epochs=self.max_epochs, parts=parts,
@@ -266,7 +266,7 @@ class BaseVAE(LatentModel):
         "prior_std": [Interval(numbers.Real, 0, None, closed="neither")],
         "kl_estimator": [StrOptions({"sample", "batch", "nearest"})],
         "likelihood": [StrOptions({"bernoulli", "gaussian"})],
-        "decoder_std": [Interval(numbers.Real, 0, None, closed="neither")],
+        "sigma": [Interval(numbers.Real, 0, None, closed="neither")],
         "output_activation": [StrOptions({"sigmoid", "identity"})],
         "architecture": [StrOptions({"mlp", "conv", "resnet"}), callable],
         "conv_channels": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -277,7 +277,7 @@ class BaseVAE(LatentModel):
     def _check_common_params(self):
         if not np.isfinite(self.prior_std):
             raise ValueError(f"prior_std must be a positive finite number; got {self.prior_std!r}.")
-        check_hidden_sizes(self.hidden_sizes)
+        check_hidden_sizes(self.hidden_layer_sizes)
 
     def score_samples(self, X):
         """Per-sample ELBO in nats, with the model's full prior.

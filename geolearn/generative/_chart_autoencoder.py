@@ -76,7 +76,7 @@ class ChartAutoencoder(ImageOutputMixin, LatentInterpolationMixin, Reconstructio
         ``k``.
     chart_dim : int, default=2
         ``d``, the dimension of each chart.
-    hidden_sizes : sequence of int, default=(128, 128)
+    hidden_layer_sizes : sequence of int, default=(128, 128)
         Widths of the SiLU MLP encoders (decoders mirror them) and of the chart predictor.
     image_shape : tuple of int, default=None
         ``(H, W)`` or ``(C, H, W)`` to fold flat rows; images use the conv stacks of
@@ -113,7 +113,7 @@ class ChartAutoencoder(ImageOutputMixin, LatentInterpolationMixin, Reconstructio
     >>> from geolearn.datasets import make_circle_points
     >>> from geolearn.generative import ChartAutoencoder
     >>> X = make_circle_points(200, noise=0.05, random_state=0)
-    >>> cae = ChartAutoencoder(n_charts=3, hidden_sizes=(16,), max_epochs=2,
+    >>> cae = ChartAutoencoder(n_charts=3, hidden_layer_sizes=(16,), max_epochs=2,
     ...                        random_state=0).fit(X)
     >>> cae.transform(X).shape, cae.predict_proba(X).shape, int(cae.chart_counts_.sum())
     ((200, 6), (200, 3), 200)
@@ -138,7 +138,7 @@ class ChartAutoencoder(ImageOutputMixin, LatentInterpolationMixin, Reconstructio
     likelihood = "gaussian"
     weight_decay = 0.0
 
-    def __init__(self, n_charts=4, chart_dim=2, hidden_sizes=(128, 128), image_shape=None,
+    def __init__(self, n_charts=4, chart_dim=2, hidden_layer_sizes=(128, 128), image_shape=None,
                  beta=1.0, gamma=1.0, tau=None, max_epochs=200, batch_size=128, lr=1e-3,
                  callbacks=None, warm_start=False, device="auto", random_state=None, verbose=0,
                  **net_params):
@@ -162,7 +162,7 @@ class ChartAutoencoder(ImageOutputMixin, LatentInterpolationMixin, Reconstructio
         self : ChartAutoencoder
         """
         warm = self._warm()
-        sizes = check_hidden_sizes(self.hidden_sizes)
+        sizes = check_hidden_sizes(self.hidden_layer_sizes)
         X = self._validate_X(X, reset=not warm)
         objective = ChartObjective(beta=self.beta, gamma=self.gamma, tau=self.tau,
                                    output_activation=self.output_activation)

@@ -57,16 +57,18 @@ class DiffusionDensity(ObjectiveTrainingMixin, MeanScoreMixin, DensityMixin, Bas
 
     Parameters
     ----------
-    n_steps : int, default=100
+    n_timesteps : int, default=100
         ``T``.
     beta_schedule : {'linear', 'cosine'}, default='linear'
     beta_start, beta_end : float, default=1e-4, 0.02
         DDPM's linear-schedule ends for 1000 steps (rescaled by ``1000 / T``).
-    hidden_sizes : sequence of int, default=(128, 128, 128)
+    hidden_layer_sizes : sequence of int, default=(128, 128, 128)
     standardize : bool, default=True
         Standardise features (the log-likelihood is corrected back to input units).
-    max_iter : int, default=3000
-        Training steps (minibatches drawn with replacement).
+    max_epochs : int, default=3000
+        Training length, counted in minibatch steps (minibatches drawn with
+        replacement), not in passes over ``X``: training is one skorch epoch of
+        ``max_epochs`` minibatches.
     batch_size : int, default=1024
     lr : float, default=1e-3
     likelihood_step : int, default=1
@@ -76,11 +78,11 @@ class DiffusionDensity(ObjectiveTrainingMixin, MeanScoreMixin, DensityMixin, Bas
         ``sigma_st^2 = beta_bar_st`` or ``beta_bar_s beta_bar_st / beta_bar_t`` (the last
         step always uses 'forward').
     callbacks : list of skorch callbacks, default=None
-        Added to the training net. Training is one skorch epoch of ``max_iter``
+        Added to the training net. Training is one skorch epoch of ``max_epochs``
         steps, so batch-level callbacks apply (e.g. ``LRScheduler(...,
         step_every='batch')``); epoch-level ones see a single epoch.
     warm_start : bool, default=False
-        True: a second ``fit`` trains the fitted predictor ``max_iter`` more steps (with
+        True: a second ``fit`` trains the fitted predictor ``max_epochs`` more steps (with
         the schedule and standardisation of the first fit) instead of starting again.
     device : str or torch.device, default='auto'
     random_state : int, RandomState instance or None, default=None
@@ -95,12 +97,12 @@ class DiffusionDensity(ObjectiveTrainingMixin, MeanScoreMixin, DensityMixin, Bas
     ----------
     net_ : geolearn.models.ObjectiveNet
         The trained skorch net; ``module_`` is its :class:`NoisePredictor`.
-    betas_ : ndarray of shape (n_steps,)
-    alphas_cumprod_ : ndarray of shape (n_steps + 1,)
+    betas_ : ndarray of shape (n_timesteps,)
+    alphas_cumprod_ : ndarray of shape (n_timesteps + 1,)
         ``alpha_bar_t``, index 0 = 1.
     mean_, scale_ : ndarray of shape (n_features,)
     n_features_in_, device_
-    history_ : ndarray of shape (max_iter,)
+    history_ : ndarray of shape (max_epochs,)
         Training loss per step.
 
     Examples
@@ -108,28 +110,29 @@ class DiffusionDensity(ObjectiveTrainingMixin, MeanScoreMixin, DensityMixin, Bas
     >>> import numpy as np
     >>> from geolearn.generative import DiffusionDensity
     >>> X = np.random.default_rng(0).normal(size=(256, 2))
-    >>> dd = DiffusionDensity(n_steps=50, hidden_sizes=(16,), max_iter=20, batch_size=64,
-    ...                       n_rounds=2, random_state=0).fit(X)
+    >>> dd = DiffusionDensity(n_timesteps=50, hidden_layer_sizes=(16,), max_epochs=20,
+    ...                       batch_size=64, n_rounds=2, random_state=0).fit(X)
     >>> dd.score_samples(X[:5]).shape, dd.score_samples_rounds(X[:5], n_rounds=3).shape
     ((5,), (3, 5))
     """
 
     _parameter_constraints = {
         **NET_CONSTRAINTS,
-        "n_steps": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_timesteps": [Interval(numbers.Integral, 1, None, closed="left")],
         "beta_schedule": [StrOptions({"linear", "cosine"})],
         "beta_start": [Interval(numbers.Real, 0, 1, closed="neither")],
         "beta_end": [Interval(numbers.Real, 0, None, closed="neither")],
         "standardize": ["boolean"],
-        "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
+        "max_epochs": [Interval(numbers.Integral, 1, None, closed="left")],
         "likelihood_step": [Interval(numbers.Integral, 1, None, closed="left")],
         "n_rounds": [Interval(numbers.Integral, 1, None, closed="left")],
         "reverse_variance": [StrOptions({"forward", "posterior"})],
     }
 
-    def __init__(self, n_steps=100, beta_schedule="linear", beta_start=1e-4, beta_end=0.02,
-                 hidden_sizes=(128, 128, 128), standardize=True, max_iter=3000, batch_size=1024,
-                 lr=1e-3, likelihood_step=1, n_rounds=10, reverse_variance="forward",
+    def __init__(self, n_timesteps=100, beta_schedule="linear", beta_start=1e-4, beta_end=0.02,
+                 hidden_layer_sizes=(128, 128, 128), standardize=True, max_epochs=3000,
+                 batch_size=1024, lr=1e-3, likelihood_step=1, n_rounds=10,
+                 reverse_variance="forward",
                  callbacks=None, warm_start=False, device="auto", random_state=None, verbose=0,
                  **net_params):
         self._store_params(locals())
@@ -153,16 +156,16 @@ class DiffusionDensity(ObjectiveTrainingMixin, MeanScoreMixin, DensityMixin, Bas
             warnings.warn(f"DiffusionDensity on {X.shape[1]} features: in high dimension the "
                           "chain log-likelihood hardly separates seen from unseen data "
                           "(reduce the dimension first).", GeolearnWarning)
-        sizes = check_hidden_sizes(self.hidden_sizes)
+        sizes = check_hidden_sizes(self.hidden_layer_sizes)
         if not warm:
             self._set_schedule()
             self.mean_, self.scale_ = (check_standardisation(X) if self.standardize else
                                        (np.zeros(X.shape[1]), np.ones(X.shape[1])))
         Xs = standardise(X, self.mean_, self.scale_, "the float32 noise predictor")
         Xs = torch.as_tensor(Xs, dtype=torch.float32)
-        # one "epoch" of max_iter minibatches drawn with replacement
+        # one "epoch" of max_epochs minibatches drawn with replacement
         sampler = torch.utils.data.RandomSampler(
-            Xs, replacement=True, num_samples=self.max_iter * self.batch_size)
+            Xs, replacement=True, num_samples=self.max_epochs * self.batch_size)
         module = functools.partial(NoisePredictor, X.shape[1], sizes, self.alphas_cumprod_)
         self._train(module, denoising_objective, Xs, seed=self.random_state, max_epochs=1,
                     iterator_train__sampler=sampler)
@@ -172,11 +175,12 @@ class DiffusionDensity(ObjectiveTrainingMixin, MeanScoreMixin, DensityMixin, Bas
     def _set_schedule(self):
         """``betas_`` and ``alphas_cumprod_``; a schedule that is not a diffusion raises."""
         self.betas_, self.alphas_cumprod_ = diffusion_schedule(
-            self.n_steps, self.beta_schedule, self.beta_start, self.beta_end)
+            self.n_timesteps, self.beta_schedule, self.beta_start, self.beta_end)
 
     def _time_grid(self, step):
-        check_scalar_param(step, "step", kind="integer", low=1, high=self.n_steps, closed="both")
-        return time_grid(self.n_steps, step)
+        check_scalar_param(step, "step", kind="integer", low=1, high=self.n_timesteps,
+                           closed="both")
+        return time_grid(self.n_timesteps, step)
 
     def _eps(self, x_t, t):
         """``eps_theta`` in float64; the network itself runs in float32."""

@@ -63,13 +63,13 @@ class DiffusionGenerator(ObjectiveTrainingMixin, BaseEstimator):
     beta_start, beta_end : float, default=1e-4, 0.02
         Ends of the linear schedule for T = 1000 (rescaled by ``1000 / T``).
     denoiser : {'auto', 'mlp', 'unet'} or torch module, default='auto'
-        'mlp': SiLU MLP of ``hidden_sizes`` on ``[x_t, 16 sines, 16 cosines of t]``
+        'mlp': SiLU MLP of ``hidden_layer_sizes`` on ``[x_t, 16 sines, 16 cosines of t]``
         (frequencies ``10000^(-f/16)``); 'unet': a 2-level UNet of ``unet_channels``
         (needs an image shape with sides divisible by 4); 'auto': the UNet for images
         of more than 1024 values, else the MLP. A module ``denoiser(x_t, t) -> eps`` (flat
         standardised rows, integer ``t``) is copied and used as is (``max_epochs=0``
         keeps it untrained, e.g. an exact predictor).
-    hidden_sizes : sequence of int, default=(256, 256)
+    hidden_layer_sizes : sequence of int, default=(256, 256)
     unet_channels : (int, int), default=(32, 64)
     image_shape : tuple of int, default=None
         ``(H, W)`` or ``(C, H, W)`` to fold flat rows (image arrays are flattened C-order).
@@ -108,7 +108,7 @@ class DiffusionGenerator(ObjectiveTrainingMixin, BaseEstimator):
     >>> from geolearn.datasets import make_circle_points
     >>> from geolearn.generative import DiffusionGenerator
     >>> X = make_circle_points(200, noise=0.05, random_state=0)
-    >>> ddpm = DiffusionGenerator(n_timesteps=50, hidden_sizes=(32,), max_epochs=2,
+    >>> ddpm = DiffusionGenerator(n_timesteps=50, hidden_layer_sizes=(32,), max_epochs=2,
     ...                           random_state=0).fit(X)
     >>> ddpm.sample(5, random_state=0).shape
     (5, 2)
@@ -129,7 +129,7 @@ class DiffusionGenerator(ObjectiveTrainingMixin, BaseEstimator):
     }
 
     def __init__(self, n_timesteps=1000, beta_start=1e-4, beta_end=0.02, denoiser="auto",
-                 hidden_sizes=(256, 256), unet_channels=(32, 64), image_shape=None,
+                 hidden_layer_sizes=(256, 256), unet_channels=(32, 64), image_shape=None,
                  standardize=True, max_epochs=200, batch_size=128, lr=1e-3, callbacks=None,
                  warm_start=False, device="auto", random_state=None, verbose=0, **net_params):
         self._store_params(locals())
@@ -182,7 +182,7 @@ class DiffusionGenerator(ObjectiveTrainingMixin, BaseEstimator):
             kind = "unet" if images and n_features > _MLP_MAX_FEATURES else "mlp"
         if kind == "mlp":
             return functools.partial(NoisePredictor, n_features,
-                                     check_hidden_sizes(self.hidden_sizes), a, n_freq=16,
+                                     check_hidden_sizes(self.hidden_layer_sizes), a, n_freq=16,
                                      frequencies="geometric")
         if not images:
             raise ValueError("denoiser='unet' needs images: pass image_shape=(C, H, W) or "

@@ -42,12 +42,12 @@ _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 class _Coupling(nn.Module):
     """Affine coupling ``y = b x + (1 - b)(x exp(s(bx)) + t(bx))`` with ``s = alpha tanh(raw)``."""
 
-    def __init__(self, mask, hidden_sizes):
+    def __init__(self, mask, hidden_layer_sizes):
         super().__init__()
         d = len(mask)
         self.register_buffer("mask", mask)
         layers, width = [], d
-        for h in hidden_sizes:
+        for h in hidden_layer_sizes:
             layers += [nn.Linear(width, h), nn.ReLU()]
             width = h
         last = nn.Linear(width, 2 * d)
@@ -74,9 +74,9 @@ class _Coupling(nn.Module):
 class RealNVP(nn.Module):
     """A stack of affine couplings; ``forward(x) -> (z, log|det J|)``."""
 
-    def __init__(self, masks, hidden_sizes):
+    def __init__(self, masks, hidden_layer_sizes):
         super().__init__()
-        self.layers = nn.ModuleList(_Coupling(m, hidden_sizes) for m in masks)
+        self.layers = nn.ModuleList(_Coupling(m, hidden_layer_sizes) for m in masks)
 
     def forward(self, x):
         log_det = x.new_zeros(len(x))
@@ -162,7 +162,7 @@ class FlowDensity(ObjectiveTrainingMixin, MeanScoreMixin, OneToOneFeatureMixin, 
     Parameters
     ----------
     n_layers : int, default=8
-    hidden_sizes : sequence of int, default=(128, 128)
+    hidden_layer_sizes : sequence of int, default=(128, 128)
         Widths of each conditioner MLP.
     max_epochs : int, default=100
     batch_size : int, default=256
@@ -199,7 +199,8 @@ class FlowDensity(ObjectiveTrainingMixin, MeanScoreMixin, OneToOneFeatureMixin, 
     >>> import numpy as np
     >>> from geolearn.generative import FlowDensity
     >>> X = np.random.default_rng(0).normal(size=(200, 3))
-    >>> flow = FlowDensity(n_layers=2, hidden_sizes=(16,), max_epochs=2, random_state=0).fit(X)
+    >>> flow = FlowDensity(n_layers=2, hidden_layer_sizes=(16,), max_epochs=2,
+    ...                    random_state=0).fit(X)
     >>> flow.score_samples(X[:4]).shape, flow.sample(5, random_state=0).shape
     ((4,), (5, 3))
     """
@@ -211,7 +212,7 @@ class FlowDensity(ObjectiveTrainingMixin, MeanScoreMixin, OneToOneFeatureMixin, 
         "dequantize": [Interval(numbers.Real, 0, None, closed="left")],
     }
 
-    def __init__(self, n_layers=8, hidden_sizes=(128, 128), max_epochs=100, batch_size=256,
+    def __init__(self, n_layers=8, hidden_layer_sizes=(128, 128), max_epochs=100, batch_size=256,
                  lr=1e-3, weight_decay=1e-5, dequantize=0.0, callbacks=None, warm_start=False,
                  device="auto", random_state=None, verbose=0, **net_params):
         self._store_params(locals())
@@ -235,7 +236,7 @@ class FlowDensity(ObjectiveTrainingMixin, MeanScoreMixin, OneToOneFeatureMixin, 
             raise ValueError("FlowDensity needs at least 2 features (a coupling splits them); got "
                              f"n_features = {X.shape[1]}. For 1-D data use "
                              "sklearn.neighbors.KernelDensity.")
-        sizes = check_hidden_sizes(self.hidden_sizes)
+        sizes = check_hidden_sizes(self.hidden_layer_sizes)
         rng = check_random_state(self.random_state)
         if not warm:
             self.mean_, self.scale_ = check_standardisation(X)

@@ -46,16 +46,16 @@ class GridVAE(MeanScoreMixin, ClusterMixin, BaseVAE):
         are sorted; duplicates are an error. ``(0.0,)`` with ``prior_std=1`` is the
         standard normal prior (a plain VAE).
     prior_std : float, default=1/3
-        Shared standard deviation ``sigma`` of the mixture components (``sigma_0`` of
-        the relaxed loss).
+        Shared standard deviation ``sigma_0`` of the mixture components (as in the
+        relaxed loss).
     kl_estimator : {'sample', 'batch', 'nearest'}, default='sample'
         Training estimate of the KL term on unguided dimensions. 'sample': Monte-Carlo
         ``E_q[log q] - log p(z)`` with the exact mixture (an unbiased negative ELBO).
         'batch': the minibatch aggregate posterior against the prior (the "large batch"
         reading of Eq. 26; biased, not an ELBO). 'nearest': the relaxed loss of Eq. 27-28,
         KL to the nearest component only, for high-dimensional grids.
-    kl_weight : float, default=1.0
-        Weight of the KL term.
+    beta : float, default=1.0
+        Weight of the KL term (the beta-VAE weight).
     kl_warmup_epochs : int, default=0
         Epochs of linear KL warm-up (0 reproduces the paper).
     guidance : {'none', 'full', 'partial'}, default='none'
@@ -69,16 +69,17 @@ class GridVAE(MeanScoreMixin, ClusterMixin, BaseVAE):
         'round': NaN codes in a float ``y`` fall back to the nearest grid value.
     likelihood : {'bernoulli', 'gaussian'}, default='bernoulli'
         'bernoulli' needs X in [0, 1] (for grey levels it is the usual pseudo-likelihood,
-        not a normalised density); 'gaussian' has std ``decoder_std``.
-    decoder_std : float, default=1/sqrt(2)
-        Gaussian decoder std ``s``; ``1/sqrt(2)`` makes the data term the sum of squares.
+        not a normalised density); 'gaussian' has std ``sigma``.
+    sigma : float, default=1/sqrt(2)
+        Standard deviation of the Gaussian decoder; ``1/sqrt(2)`` makes the data term
+        the sum of squares.
     output_activation : {'sigmoid', 'identity'}, default='sigmoid'
         Applied to the decoder output to get the Gaussian mean.
     architecture : {'mlp', 'conv', 'resnet'} or callable, default='mlp'
         Network family, or ``callable(n_features, n_latent, image_shape)`` returning a
         module with ``encode(x) -> (mu, logvar)`` and ``decode(z) -> raw output`` (logits
         for 'bernoulli'; passed through ``output_activation`` for 'gaussian').
-    hidden_sizes : sequence of int, default=(256, 128)
+    hidden_layer_sizes : sequence of int, default=(256, 128)
         MLP widths (the decoder mirrors them).
     conv_channels : int, default=32
         Base width of 'conv' and 'resnet'.
@@ -137,7 +138,7 @@ class GridVAE(MeanScoreMixin, ClusterMixin, BaseVAE):
     >>> import numpy as np
     >>> from geolearn.generative import GridVAE
     >>> X = np.random.default_rng(0).random((64, 16))
-    >>> vae = GridVAE(n_latent=2, hidden_sizes=(32,), max_epochs=2, random_state=0).fit(X)
+    >>> vae = GridVAE(n_latent=2, hidden_layer_sizes=(32,), max_epochs=2, random_state=0).fit(X)
     >>> vae.transform(X).shape, vae.predict(X[:3]).dtype.name, vae.n_components_
     ((64, 2), 'int64', 36)
     >>> vae.sample(4, random_state=0)[0].shape
@@ -152,7 +153,7 @@ class GridVAE(MeanScoreMixin, ClusterMixin, BaseVAE):
     _parameter_constraints = {
         **BaseVAE._parameter_constraints,
         "grid_values": ["array-like"],
-        "kl_weight": [Interval(numbers.Real, 0, None, closed="left")],
+        "beta": [Interval(numbers.Real, 0, None, closed="left")],
         "kl_warmup_epochs": [Interval(numbers.Integral, 0, None, closed="left")],
         "guidance": [StrOptions({"none", "full", "partial"})],
         "guided_dims": ["array-like", None],
@@ -160,10 +161,10 @@ class GridVAE(MeanScoreMixin, ClusterMixin, BaseVAE):
     }
 
     def __init__(self, n_latent=2, grid_values=(-2, -1, 0, 1, 2, 3), prior_std=1 / 3,
-                 kl_estimator="sample", kl_weight=1.0, kl_warmup_epochs=0, guidance="none",
+                 kl_estimator="sample", beta=1.0, kl_warmup_epochs=0, guidance="none",
                  guided_dims=None, missing_guidance="raise", likelihood="bernoulli",
-                 decoder_std=0.7071067811865476, output_activation="sigmoid", architecture="mlp",
-                 hidden_sizes=(256, 128), conv_channels=32, image_shape=None, max_epochs=100,
+                 sigma=0.7071067811865476, output_activation="sigmoid", architecture="mlp",
+                 hidden_layer_sizes=(256, 128), conv_channels=32, image_shape=None, max_epochs=100,
                  batch_size=256, lr=1e-3, weight_decay=0.0, n_mc_score=16, callbacks=None,
                  warm_start=False, device="auto", random_state=None, verbose=0, **net_params):
         self._store_params(locals())
@@ -229,8 +230,8 @@ class GridVAE(MeanScoreMixin, ClusterMixin, BaseVAE):
                           GeolearnWarning)
         objective = VAEObjective(
             prior=GridPrior(self.grid_, self.prior_std), kl_estimator=self.kl_estimator,
-            likelihood=self.likelihood, decoder_std=self.decoder_std,
-            output_activation=self.output_activation, kl_weight=self.kl_weight,
+            likelihood=self.likelihood, sigma=self.sigma,
+            output_activation=self.output_activation, beta=self.beta,
             kl_warmup_epochs=self.kl_warmup_epochs, guided_dims=self.guided_dims_)
         self._train_vae(X, codes, objective, drop_last=self.kl_estimator == "batch")
         codes_train = grid_codes(self._encode(X), self.grid_)

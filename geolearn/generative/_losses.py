@@ -112,12 +112,12 @@ def kl_batch(mu, logvar, z, prior_log_prob, max_elements=2**24):
     return torch.cat(out) - math.log(B) - prior_log_prob
 
 
-def reconstruction_nll(decoded, x, likelihood, decoder_std, output_activation):
+def reconstruction_nll(decoded, x, likelihood, sigma, output_activation):
     """``-log p(x|z)`` per sample, ``(B,)``, from the raw decoder output."""
     if likelihood == "bernoulli":
         return F.binary_cross_entropy_with_logits(decoded, x, reduction="none").sum(-1)
     mean = torch.sigmoid(decoded) if output_activation == "sigmoid" else decoded
-    var = decoder_std ** 2
+    var = sigma ** 2
     D = x.shape[-1]
     return ((x - mean) ** 2).sum(-1) / (2 * var) + 0.5 * D * math.log(2 * math.pi * var)
 

@@ -16,9 +16,9 @@ from .._utils.autoencoder import mlp as _mlp
 class MLPVAE(nn.Module):
     """Linear-``activation`` encoder with two linear heads and its mirrored decoder."""
 
-    def __init__(self, n_features, n_latent, hidden_sizes=(256, 128), activation=nn.ReLU):
+    def __init__(self, n_features, n_latent, hidden_layer_sizes=(256, 128), activation=nn.ReLU):
         super().__init__()
-        sizes = (n_features, *hidden_sizes)
+        sizes = (n_features, *hidden_layer_sizes)
         self.encoder = _mlp(sizes, activation)
         self.mu = nn.Linear(sizes[-1], n_latent)
         self.logvar = nn.Linear(sizes[-1], n_latent)
@@ -103,10 +103,10 @@ class StridedConvVAE(_ImageVAE):
             nn.ConvTranspose2d(32, C, 4, stride=2, padding=1))
 
 
-def generator_backbone(n_features, n_latent, image_shape, hidden_sizes):
+def generator_backbone(n_features, n_latent, image_shape, hidden_layer_sizes):
     """The topology generators' backbone: a SiLU MLP, or :class:`StridedConvVAE` for images."""
     if image_shape is None:
-        return MLPVAE(n_features, n_latent, tuple(hidden_sizes), activation=nn.SiLU)
+        return MLPVAE(n_features, n_latent, tuple(hidden_layer_sizes), activation=nn.SiLU)
     return StridedConvVAE(image_shape, n_latent)
 
 
@@ -179,31 +179,31 @@ class VAEModule(nn.Module):
         return self.head(mu), mu, logvar
 
 
-def build_backbone(architecture, n_features, n_latent, image_shape, hidden_sizes, channels):
+def build_backbone(architecture, n_features, n_latent, image_shape, hidden_layer_sizes, channels):
     """The backbone for an ``architecture`` parameter (a name or a callable)."""
     if callable(architecture):
         return architecture(n_features, n_latent, image_shape)
     if architecture == "mlp":
-        return MLPVAE(n_features, n_latent, tuple(hidden_sizes))
+        return MLPVAE(n_features, n_latent, tuple(hidden_layer_sizes))
     cls = ConvVAE if architecture == "conv" else ResNetVAE
     return cls(image_shape, n_latent, channels)
 
 
-def build_vae_module(*, architecture, n_features, n_latent, image_shape, hidden_sizes,
+def build_vae_module(*, architecture, n_features, n_latent, image_shape, hidden_layer_sizes,
                      conv_channels, n_classes=0, **kwargs):
     """A :class:`VAEModule` on the backbone of ``architecture`` (skorch's ``module``).
 
     The estimators pass it to skorch as a ``functools.partial``; the user's
     ``module__*`` settings arrive as keyword arguments (e.g. ``module__logvar_range``).
     """
-    backbone = build_backbone(architecture, n_features, n_latent, image_shape, hidden_sizes,
+    backbone = build_backbone(architecture, n_features, n_latent, image_shape, hidden_layer_sizes,
                               conv_channels)
     return VAEModule(backbone, n_latent, n_classes, **kwargs)
 
 
-def build_generator_module(*, n_features, n_latent, image_shape, hidden_sizes, **kwargs):
+def build_generator_module(*, n_features, n_latent, image_shape, hidden_layer_sizes, **kwargs):
     """:class:`VAEGenerator`'s module: a :class:`VAEModule` on :func:`generator_backbone`."""
-    backbone = generator_backbone(n_features, n_latent, image_shape, hidden_sizes)
+    backbone = generator_backbone(n_features, n_latent, image_shape, hidden_layer_sizes)
     return VAEModule(backbone, n_latent, **kwargs)
 
 
@@ -217,13 +217,13 @@ class ChartModule(nn.Module):
     evaluation rule, the raw output of chart ``argmax P(z)``.
     """
 
-    def __init__(self, n_features, n_charts, chart_dim, image_shape, hidden_sizes, **kwargs):
+    def __init__(self, n_features, n_charts, chart_dim, image_shape, hidden_layer_sizes, **kwargs):
         super().__init__()
         self.n_charts, self.chart_dim = n_charts, chart_dim
         self.charts = nn.ModuleList(
-            VAEModule(generator_backbone(n_features, chart_dim, image_shape, hidden_sizes),
+            VAEModule(generator_backbone(n_features, chart_dim, image_shape, hidden_layer_sizes),
                       chart_dim, **kwargs) for _ in range(n_charts))
-        sizes = (n_charts * chart_dim, *hidden_sizes)
+        sizes = (n_charts * chart_dim, *hidden_layer_sizes)
         self.predictor = nn.Sequential(_mlp(sizes, nn.SiLU), nn.Linear(sizes[-1], n_charts))
 
     def encode(self, x):

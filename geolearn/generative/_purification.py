@@ -15,15 +15,15 @@ from ..models import as_model, fit_or_use
 
 
 class ELBOPurifier(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
-    """Test-time purification: ``x + argmax_{eps in C} ELBO(x + eps)`` (Eq. 30).
+    """Test-time purification: ``x + argmax_{delta in C} ELBO(x + delta)`` (Eq. 30).
 
-    ``C`` keeps ``x + eps`` inside ``clip`` and, when ``eps`` is set, ``||eps||_p <= eps``.
-    The maximisation is projected signed-gradient ascent from ``eps = 0`` with a fresh
-    reparameterised ``z`` at every step. Further restarts begin at ``U[-eps, eps]``
-    (``U[-1/8, 1/8]`` when unbounded), alternate the step between ``step_size`` and
-    ``2 * step_size``, and each sample keeps the restart with the highest final ELBO at
-    ``z = mu``. The model is frozen (eval mode, no parameter gradients; every submodule's
-    mode restored afterwards).
+    ``C`` keeps ``x + delta`` inside ``clip`` and, when ``epsilon`` is set,
+    ``||delta||_p <= epsilon``. The maximisation is projected signed-gradient ascent from
+    ``delta = 0`` with a fresh reparameterised ``z`` at every step. Further restarts begin
+    at ``U[-epsilon, epsilon]`` (``U[-1/8, 1/8]`` when unbounded), alternate the step
+    between ``step_size`` and ``2 * step_size``, and each sample keeps the restart with the
+    highest final ELBO at ``z = mu``. The model is frozen (eval mode, no parameter
+    gradients; every submodule's mode restored afterwards).
 
     Parameters
     ----------
@@ -32,12 +32,12 @@ class ELBOPurifier(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         ``(X, y)`` by :meth:`fit` (:func:`geolearn.models.fit_or_use`). ``clone`` and
         ``GridSearchCV`` unfit a fitted estimator: wrap it in
         ``sklearn.frozen.FrozenEstimator`` to keep it as trained.
-    n_iter : int, default=256
+    n_steps : int, default=256
     step_size : float, default=1/255
     norm : {'linf', 'l2'}, default='linf'
-        The bound on ``eps`` ('l2' rescales ``eps`` onto the ball, then clips to the box:
-        an approximate projection).
-    eps : float, default=None
+        The bound on ``delta`` ('l2' rescales ``delta`` onto the ball, then clips to the
+        box: an approximate projection).
+    epsilon : float, default=None
         Norm bound; None removes it (the patch setting of Section 4.2).
     n_restarts : int, default=1
     mask : array-like of bool, default=None
@@ -61,7 +61,7 @@ class ELBOPurifier(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     Notes
     -----
     With a weak likelihood an unbounded ascent drifts towards a prototype image: a
-    Gaussian (``decoder_std=1/sqrt(2)``) VAE on 8x8 digits makes clean images
+    Gaussian (``sigma=1/sqrt(2)``) VAE on 8x8 digits makes clean images
     unrecognisable after 256 steps, while the Bernoulli likelihood keeps them.
 
     Examples
@@ -70,8 +70,8 @@ class ELBOPurifier(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     >>> from geolearn.generative import ELBOPurifier, VAEClassifier
     >>> rng = np.random.default_rng(0)
     >>> X = rng.random((40, 16)); y = (X[:, 0] > 0.5).astype(int)
-    >>> clf = VAEClassifier(n_latent=2, hidden_sizes=(8,), max_epochs=2, random_state=0)
-    >>> pfy = ELBOPurifier(clf.fit(X, y), n_iter=8, random_state=0).fit(X)
+    >>> clf = VAEClassifier(n_latent=2, hidden_layer_sizes=(8,), max_epochs=2, random_state=0)
+    >>> pfy = ELBOPurifier(clf.fit(X, y), n_steps=8, random_state=0).fit(X)
     >>> X_pfy = pfy.transform(X)
     >>> X_pfy.shape, bool(X_pfy.min() >= 0 and X_pfy.max() <= 1)
     ((40, 16), True)
@@ -79,10 +79,10 @@ class ELBOPurifier(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
     _parameter_constraints = {
         "estimator": [HasMethods(["fit", "_torch_neg_elbo"])],
-        "n_iter": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_steps": [Interval(numbers.Integral, 1, None, closed="left")],
         "step_size": [Interval(numbers.Real, 0, None, closed="neither")],
         "norm": [StrOptions({"linf", "l2"})],
-        "eps": [Interval(numbers.Real, 0, None, closed="neither"), None],
+        "epsilon": [Interval(numbers.Real, 0, None, closed="neither"), None],
         "n_restarts": [Interval(numbers.Integral, 1, None, closed="left")],
         "mask": ["array-like", None],
         "clip": [tuple, list],
@@ -90,14 +90,14 @@ class ELBOPurifier(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         "random_state": ["random_state"],
     }
 
-    def __init__(self, estimator, *, n_iter=256, step_size=1 / 255, norm="linf",
-                 eps=None, n_restarts=1, mask=None, clip=(0.0, 1.0), batch_size=256,
+    def __init__(self, estimator, *, n_steps=256, step_size=1 / 255, norm="linf",
+                 epsilon=None, n_restarts=1, mask=None, clip=(0.0, 1.0), batch_size=256,
                  random_state=None):
         self.estimator = estimator
-        self.n_iter = n_iter
+        self.n_steps = n_steps
         self.step_size = step_size
         self.norm = norm
-        self.eps = eps
+        self.epsilon = epsilon
         self.n_restarts = n_restarts
         self.mask = mask
         self.clip = clip
@@ -129,12 +129,12 @@ class ELBOPurifier(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
     def _project(self, delta, x):
         """Onto the norm ball (if bounded), then onto the box ``clip``."""
-        if self.eps is not None:
+        if self.epsilon is not None:
             if self.norm == "linf":
-                delta = delta.clamp(-self.eps, self.eps)
+                delta = delta.clamp(-self.epsilon, self.epsilon)
             else:
                 norms = delta.norm(dim=1, keepdim=True).clamp_min(1e-12)
-                delta = delta * (self.eps / norms).clamp(max=1.0)
+                delta = delta * (self.epsilon / norms).clamp(max=1.0)
         lo, hi = self.clip
         return (x + delta).clamp(lo, hi) - x
 
@@ -183,19 +183,19 @@ class ELBOPurifier(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
     def _purify(self, est, grad_fn, noise, x, support, seeds):
         """Per sample, the restart whose end point has the lowest negative ELBO at ``z = mu``."""
-        radius = self.eps if self.eps is not None else 1 / 8
+        radius = self.epsilon if self.epsilon is not None else 1 / 8
         n_latent = est._n_features_out  # the VAE's code size
         # per row: the restarts' starts in U[-1, 1] and every step's standard normal z draw
         (starts,) = row_draws(seeds[0], [("uniform", (self.n_restarts, x.shape[1]))],
                               dtype=x.dtype, device=x.device)
-        (z_noise,) = row_draws(seeds[1], [("normal", (self.n_restarts, self.n_iter, n_latent))],
+        (z_noise,) = row_draws(seeds[1], [("normal", (self.n_restarts, self.n_steps, n_latent))],
                                dtype=x.dtype, device=x.device)
         best, best_loss = x, torch.full((len(x),), np.inf, device=x.device)
         for r in range(self.n_restarts):
             step = self.step_size * (1 + r % 2)
             delta = torch.zeros_like(x) if r == 0 else starts[:, r] * radius * support
             delta = self._project(delta, x)
-            for i in range(self.n_iter):
+            for i in range(self.n_steps):
                 noise[0] = z_noise[:, r, i]
                 grad = grad_fn(x + delta)
                 delta = self._project(delta - step * grad.sign() * support, x)

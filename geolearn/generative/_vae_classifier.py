@@ -40,10 +40,11 @@ class VAEClassifier(ClassifierMixin, BaseVAE):
     kl_estimator : {'sample', 'batch', 'nearest'}, default='sample'
         KL estimator of the 'grid' prior (see :class:`GridVAE`).
     likelihood : {'bernoulli', 'gaussian'}, default='bernoulli'
-    decoder_std : float, default=1/sqrt(2)
+    sigma : float, default=1/sqrt(2)
+        Standard deviation of the Gaussian decoder.
     output_activation : {'sigmoid', 'identity'}, default='sigmoid'
     architecture : {'mlp', 'conv', 'resnet'} or callable, default='mlp'
-    hidden_sizes : sequence of int, default=(256, 128)
+    hidden_layer_sizes : sequence of int, default=(256, 128)
     conv_channels : int, default=32
     image_shape : tuple of int, default=None
     max_epochs : int, default=100
@@ -83,7 +84,7 @@ class VAEClassifier(ClassifierMixin, BaseVAE):
     >>> from geolearn.generative import VAEClassifier
     >>> rng = np.random.default_rng(0)
     >>> X = rng.random((60, 10)); y = (X[:, 0] > 0.5).astype(int)
-    >>> clf = VAEClassifier(n_latent=4, hidden_sizes=(16,), max_epochs=3, random_state=0)
+    >>> clf = VAEClassifier(n_latent=4, hidden_layer_sizes=(16,), max_epochs=3, random_state=0)
     >>> clf.fit(X, y).predict_proba(X[:2]).shape
     (2, 2)
     """
@@ -97,8 +98,8 @@ class VAEClassifier(ClassifierMixin, BaseVAE):
 
     def __init__(self, n_latent=16, classification_weight=8.0, prior="normal",
                  grid_values=(0, 1), prior_std=1 / 3, kl_estimator="sample",
-                 likelihood="bernoulli", decoder_std=0.7071067811865476,
-                 output_activation="sigmoid", architecture="mlp", hidden_sizes=(256, 128),
+                 likelihood="bernoulli", sigma=0.7071067811865476,
+                 output_activation="sigmoid", architecture="mlp", hidden_layer_sizes=(256, 128),
                  conv_channels=32, image_shape=None, max_epochs=100, batch_size=128, lr=1e-3,
                  weight_decay=0.0, n_mc_score=16, callbacks=None, warm_start=False,
                  device="auto", random_state=None, verbose=0, **net_params):
@@ -127,7 +128,7 @@ class VAEClassifier(ClassifierMixin, BaseVAE):
             prior = GridPrior(check_grid(self.grid_values, self.n_latent), self.prior_std)
         objective = VAEObjective(
             prior=prior, kl_estimator=self.kl_estimator, likelihood=self.likelihood,
-            decoder_std=self.decoder_std, output_activation=self.output_activation,
+            sigma=self.sigma, output_activation=self.output_activation,
             classification_weight=self.classification_weight)
         return self._train_vae(X, y_t, objective, n_classes=len(self.classes_),
                                parts=("recon", "kl", "ce"),

@@ -28,8 +28,8 @@ class VAEGenerator(ImageOutputMixin, LatentInterpolationMixin, ReconstructionSco
 
     Parameters
     ----------
-    latent_dim : int, default=2
-    hidden_sizes : sequence of int, default=(128, 128)
+    n_latent : int, default=2
+    hidden_layer_sizes : sequence of int, default=(128, 128)
         Widths of the SiLU MLP encoder (the decoder mirrors them); unused with images.
     image_shape : tuple of int, default=None
         ``(H, W)`` or ``(C, H, W)`` to fold flat rows. Images (given so or as
@@ -75,7 +75,7 @@ class VAEGenerator(ImageOutputMixin, LatentInterpolationMixin, ReconstructionSco
     >>> from geolearn.datasets import make_circle_points
     >>> from geolearn.generative import VAEGenerator
     >>> X = make_circle_points(200, noise=0.05, random_state=0)
-    >>> vae = VAEGenerator(hidden_sizes=(16,), max_epochs=2, random_state=0).fit(X)
+    >>> vae = VAEGenerator(hidden_layer_sizes=(16,), max_epochs=2, random_state=0).fit(X)
     >>> vae.sample(5, random_state=0).shape, vae.transform(X).shape
     ((5, 2), (200, 2))
     >>> vae.interpolate(X[0], X[1], n_steps=4).shape
@@ -85,7 +85,7 @@ class VAEGenerator(ImageOutputMixin, LatentInterpolationMixin, ReconstructionSco
     _parameter_constraints = {  # noqa: RUF012
         **NET_CONSTRAINTS,
         **EPOCH_CONSTRAINTS,
-        "latent_dim": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_latent": [Interval(numbers.Integral, 1, None, closed="left")],
         "image_shape": ["array-like", None],
         "beta": [Interval(numbers.Real, 0, None, closed="left")],
         "likelihood": [StrOptions({"bernoulli", "gaussian"})],
@@ -98,15 +98,11 @@ class VAEGenerator(ImageOutputMixin, LatentInterpolationMixin, ReconstructionSco
     weight_decay = 0.0
     n_mc_score = 16
 
-    def __init__(self, latent_dim=2, hidden_sizes=(128, 128), image_shape=None, beta=1.0,
+    def __init__(self, n_latent=2, hidden_layer_sizes=(128, 128), image_shape=None, beta=1.0,
                  likelihood="gaussian", sigma=0.05, max_epochs=200, batch_size=128, lr=1e-3,
                  callbacks=None, warm_start=False, device="auto", random_state=None, verbose=0,
                  **net_params):
         self._store_params(locals())
-
-    @property
-    def n_latent(self):
-        return self.latent_dim
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
@@ -122,14 +118,14 @@ class VAEGenerator(ImageOutputMixin, LatentInterpolationMixin, ReconstructionSco
         self : VAEGenerator
         """
         warm = self._warm()
-        sizes = check_hidden_sizes(self.hidden_sizes)
+        sizes = check_hidden_sizes(self.hidden_layer_sizes)
         X = self._validate_X(X, reset=not warm)
         objective = VAEObjective(prior=None, kl_estimator="sample", likelihood=self.likelihood,
-                                 decoder_std=self.sigma, output_activation=self.output_activation,
-                                 kl_weight=self.beta)
+                                 sigma=self.sigma, output_activation=self.output_activation,
+                                 beta=self.beta)
         module = functools.partial(build_generator_module, n_features=X.shape[1],
-                                   n_latent=self.latent_dim, image_shape=self.image_shape_,
-                                   hidden_sizes=tuple(sizes))
+                                   n_latent=self.n_latent, image_shape=self.image_shape_,
+                                   hidden_layer_sizes=tuple(sizes))
         return self._train_vae(X, None, objective, module=module)
 
     def sample(self, n_samples=1, random_state=None):
@@ -146,5 +142,5 @@ class VAEGenerator(ImageOutputMixin, LatentInterpolationMixin, ReconstructionSco
         """
         check_is_fitted(self)
         check_positive_integer(n_samples, "n_samples")
-        Z = check_random_state(random_state).standard_normal((n_samples, self.latent_dim))
+        Z = check_random_state(random_state).standard_normal((n_samples, self.n_latent))
         return self._decode(Z.astype(np.float32))

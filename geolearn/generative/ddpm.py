@@ -51,7 +51,7 @@ __all__ = [
 ]
 
 
-def make_beta_schedule(n_steps, schedule="linear", beta_start=1e-4, beta_end=0.02):
+def make_beta_schedule(n_timesteps, schedule="linear", beta_start=1e-4, beta_end=0.02):
     """Noise schedule ``beta_1..beta_T`` (float64).
 
     'linear': from ``beta_start * 1000 / T`` to ``beta_end * 1000 / T`` (DDPM's values
@@ -61,14 +61,14 @@ def make_beta_schedule(n_steps, schedule="linear", beta_start=1e-4, beta_end=0.0
 
     Parameters
     ----------
-    n_steps : int
+    n_timesteps : int
         ``T``.
     schedule : {'linear', 'cosine'}, default='linear'
     beta_start, beta_end : float, default=1e-4, 0.02
 
     Returns
     -------
-    betas : ndarray of shape (n_steps,)
+    betas : ndarray of shape (n_timesteps,)
 
     Examples
     --------
@@ -77,26 +77,26 @@ def make_beta_schedule(n_steps, schedule="linear", beta_start=1e-4, beta_end=0.0
     >>> round(float(b[0]), 6), round(float(b[-1]), 6)
     (0.001, 0.2)
     """
-    T = n_steps
+    T = n_timesteps
     if schedule == "linear":
         return np.linspace(beta_start * 1000 / T, beta_end * 1000 / T, T)
     f = np.cos(((np.arange(T + 1) / T) + 0.008) / 1.008 * np.pi / 2) ** 2
     return np.clip(1 - f[1:] / f[:-1], 0, 0.999)
 
 
-def diffusion_schedule(n_steps, schedule="linear", beta_start=1e-4, beta_end=0.02):
+def diffusion_schedule(n_timesteps, schedule="linear", beta_start=1e-4, beta_end=0.02):
     """``(betas, alphas_cumprod)`` of a schedule; one that is not a diffusion raises.
 
     Parameters
     ----------
-    n_steps, schedule, beta_start, beta_end
+    n_timesteps, schedule, beta_start, beta_end
         As in :func:`make_beta_schedule`.
 
     Returns
     -------
-    betas : ndarray of shape (n_steps,)
+    betas : ndarray of shape (n_timesteps,)
         ``betas[t - 1] = beta_t``.
-    alphas_cumprod : ndarray of shape (n_steps + 1,)
+    alphas_cumprod : ndarray of shape (n_timesteps + 1,)
         ``alpha_bar_t``, index 0 = 1.
 
     Raises
@@ -112,18 +112,18 @@ def diffusion_schedule(n_steps, schedule="linear", beta_start=1e-4, beta_end=0.0
     >>> betas.shape, abar.shape, float(abar[0]), bool(abar[-1] < 1e-4)
     ((1000,), (1001,), 1.0, True)
     """
-    betas = make_beta_schedule(n_steps, schedule, beta_start, beta_end)
+    betas = make_beta_schedule(n_timesteps, schedule, beta_start, beta_end)
     if np.any(betas >= 1):
-        raise ValueError(f"beta_end * 1000 / n_steps = {betas.max():g} must be below 1; "
-                         "lower beta_end or raise n_steps.")
+        raise ValueError(f"beta_end * 1000 / n_timesteps = {betas.max():g} must be below 1; "
+                         "lower beta_end or raise n_timesteps.")
     alphas_cumprod = np.concatenate([[1.0], np.cumprod(1 - betas)])
     if alphas_cumprod[-1] > 1e-2:
         raise ValueError(f"alpha_bar_T = {alphas_cumprod[-1]:.3g} > 1e-2: the schedule "
-                         "does not reach noise; raise beta_end or n_steps.")
+                         "does not reach noise; raise beta_end or n_timesteps.")
     return betas, alphas_cumprod
 
 
-def time_features(t, n_steps, n_freq=8, frequencies="octave"):
+def time_features(t, n_timesteps, n_freq=8, frequencies="octave"):
     """``[sin(w_f t), cos(w_f t)]`` for ``f < n_freq``, shape ``(B, 2 n_freq)``.
 
     'octave': ``w_f = 2^f pi / T``; 'geometric': ``w_f = 10000^(-f / n_freq)`` (the
@@ -133,7 +133,7 @@ def time_features(t, n_steps, n_freq=8, frequencies="octave"):
     ----------
     t : torch.Tensor of shape (B,)
         Diffusion steps (integers or floats).
-    n_steps : int
+    n_timesteps : int
         The number of steps ``T`` of the chain.
     n_freq : int, default=8
         Number of frequencies; the output has ``2 n_freq`` columns.
@@ -153,7 +153,7 @@ def time_features(t, n_steps, n_freq=8, frequencies="octave"):
     torch.Size([2, 32])
     """
     if frequencies == "octave":
-        freq = (2.0 ** torch.arange(n_freq, device=t.device)) * math.pi / n_steps
+        freq = (2.0 ** torch.arange(n_freq, device=t.device)) * math.pi / n_timesteps
     else:
         freq = torch.exp(-math.log(10000.0) / n_freq
                          * torch.arange(n_freq, device=t.device, dtype=torch.float32))
@@ -172,13 +172,13 @@ class _NoiseModel(nn.Module):
         super().__init__()
         self.register_buffer("alphas_cumprod", torch.as_tensor(alphas_cumprod,
                                                                dtype=torch.float32))
-        self.n_steps = len(alphas_cumprod) - 1
+        self.n_timesteps = len(alphas_cumprod) - 1
 
     def eps(self, x_t, t):
         raise NotImplementedError
 
     def forward(self, x0):
-        t = torch.randint(1, self.n_steps + 1, (len(x0),), device=x0.device)
+        t = torch.randint(1, self.n_timesteps + 1, (len(x0),), device=x0.device)
         noise = torch.randn_like(x0)
         a = self.alphas_cumprod[t][:, None]
         return self.eps(a.sqrt() * x0 + (1 - a).sqrt() * noise, t), noise
@@ -190,7 +190,7 @@ class NoisePredictor(_NoiseModel):
     Parameters
     ----------
     n_features : int
-    hidden_sizes : sequence of int
+    hidden_layer_sizes : sequence of int
     alphas_cumprod : array of shape (T + 1,)
     n_freq : int, default=8
         Time features ``2 n_freq`` (sines and cosines).
@@ -207,18 +207,18 @@ class NoisePredictor(_NoiseModel):
     (torch.Size([5, 2]), torch.Size([5, 2]))
     """
 
-    def __init__(self, n_features, hidden_sizes, alphas_cumprod, n_freq=8,
+    def __init__(self, n_features, hidden_layer_sizes, alphas_cumprod, n_freq=8,
                  frequencies="octave"):
         super().__init__(alphas_cumprod)
         self.n_freq, self.frequencies = n_freq, frequencies
         layers, width = [], n_features + 2 * n_freq
-        for h in hidden_sizes:
+        for h in hidden_layer_sizes:
             layers += [nn.Linear(width, h), nn.SiLU()]
             width = h
         self.net = nn.Sequential(*layers, nn.Linear(width, n_features))
 
     def eps(self, x_t, t):
-        tf = time_features(t, self.n_steps, self.n_freq, self.frequencies)
+        tf = time_features(t, self.n_timesteps, self.n_freq, self.frequencies)
         return self.net(torch.cat([x_t, tf], dim=1))
 
 
@@ -430,7 +430,7 @@ the predicted noise with its input's shape (flat rows of C*H*W values).
                          "input's shape (flat rows of C*H*W values).")
 
 
-def time_grid(n_steps, step=1, stop=None):
+def time_grid(n_timesteps, step=1, stop=None):
     """``0, h, 2h, ...`` up to ``stop`` (default ``T``), ``stop`` always included.
 
     Examples
@@ -439,7 +439,7 @@ def time_grid(n_steps, step=1, stop=None):
     >>> time_grid(10, 4), time_grid(1000, 1, stop=3)
     ([0, 4, 8, 10], [0, 1, 2, 3])
     """
-    stop = n_steps if stop is None else stop
+    stop = n_timesteps if stop is None else stop
     grid = list(range(0, stop + 1, step))
     return grid if grid[-1] == stop else [*grid, stop]
 
@@ -486,7 +486,7 @@ def reverse_mean(eps, x, alphas_cumprod, s, t):
     return (x - (1 - a_st) / math.sqrt(1 - a[t]) * eps(x, t)) / math.sqrt(a_st)
 
 
-def respaced_grid(n_steps, n_inference_steps=None, stop=None):
+def respaced_grid(n_timesteps, n_inference_steps=None, stop=None):
     """The time grid ``[0, tau_1, ..., tau_S]`` of respaced sampling.
 
     ``tau = round(linspace(1, T, S))`` (Nichol and Dhariwal 2021): the reverse chain
@@ -498,7 +498,7 @@ def respaced_grid(n_steps, n_inference_steps=None, stop=None):
 
     Parameters
     ----------
-    n_steps : int
+    n_timesteps : int
         ``T``.
     n_inference_steps : int, default=None
         ``S``, in ``1..T``.
@@ -516,9 +516,10 @@ def respaced_grid(n_steps, n_inference_steps=None, stop=None):
     >>> respaced_grid(1000, 4), respaced_grid(1000, 4, stop=500), respaced_grid(3)
     ([0, 1, 334, 667, 1000], [0, 1, 334, 500], [0, 1, 2, 3])
     """
-    S = n_steps if n_inference_steps is None else n_inference_steps
+    S = n_timesteps if n_inference_steps is None else n_inference_steps
     # S = 1: the one step is T (linspace would give its start, 1)
-    taus = [n_steps] if S == 1 else np.round(np.linspace(1, n_steps, S)).astype(int).tolist()
+    taus = ([n_timesteps] if S == 1
+            else np.round(np.linspace(1, n_timesteps, S)).astype(int).tolist())
     if stop is None:
         return [0, *taus]
     return [0, *(t for t in taus if t < stop), stop]

@@ -126,19 +126,6 @@ class InvariantClassifier(SkorchTrainingMixin, ClassifierMixin, BaseEstimator):
         (``net_class`` with skorch's ``AccelerateMixin``).
     random_state : int, RandomState or None, default=None
         Seeds the initialisation, the split, batch shuffling and augmentation.
-    saliency_target : {"label", "pred"}, default="label"
-        Class explained by the saliency maps (``"pred"`` when no ``y`` is given).
-    ig_steps : int, default=50
-        Integrated-gradients steps (midpoint rule).
-    ig_baseline : "zeros", float or array, default="zeros"
-        IG baseline. ``"zeros"``: zero in the normalised space the network sees
-        (the constant image ``mean_``; padded pixels then get non-zero
-        attributions, as in the paper's setting); a number or an image is taken
-        in the space of ``X``.
-    saliency_threshold : float in (0, 1], default=0.9
-    saliency_sigma : float, default=1.0
-    saliency_kernel_size : int, default=3
-    saliency_padding : {"auto", "zeros", "circular", "circular_x"}, default="auto"
     verbose : int, default=0
         1 prints skorch's epoch table, 2 adds a progress bar per epoch.
     callbacks : list of skorch callbacks or (name, callback) pairs, default=None
@@ -211,13 +198,6 @@ class InvariantClassifier(SkorchTrainingMixin, ClassifierMixin, BaseEstimator):
         "select_best": [StrOptions({"valid_acc", "valid_loss"}), None],
         "device": [str, torch.device, None],
         "random_state": ["random_state"],
-        "saliency_target": [StrOptions({"label", "pred"})],
-        "ig_steps": [Interval(Integral, 1, None, closed="left")],
-        "ig_baseline": [StrOptions({"zeros"}), Real, "array-like"],
-        "saliency_threshold": [Interval(Real, 0, 1, closed="right")],
-        "saliency_sigma": [Interval(Real, 0, None, closed="neither")],
-        "saliency_kernel_size": [Interval(Integral, 1, None, closed="left")],
-        "saliency_padding": [StrOptions({"auto", "zeros", "circular", "circular_x"})],
         "verbose": ["verbose"],
         "callbacks": [list, None],
         "warm_start": ["boolean"],
@@ -230,9 +210,7 @@ class InvariantClassifier(SkorchTrainingMixin, ClassifierMixin, BaseEstimator):
                  hidden_layer_sizes=(128, 128, 128, 128, 128), activation="relu", module=None,
                  max_epochs=300, batch_size=512, lr=8e-4, optimizer="adam", weight_decay=0.0,
                  normalize="global", validation_fraction=None, select_best="valid_acc",
-                 device="auto", random_state=None, saliency_target="label", ig_steps=50,
-                 ig_baseline="zeros", saliency_threshold=0.9, saliency_sigma=1.0,
-                 saliency_kernel_size=3, saliency_padding="auto", verbose=0, callbacks=None,
+                 device="auto", random_state=None, verbose=0, callbacks=None,
                  warm_start=False, **net_params):
         self.group = group
         self.image_shape = image_shape
@@ -255,13 +233,6 @@ class InvariantClassifier(SkorchTrainingMixin, ClassifierMixin, BaseEstimator):
         self.select_best = select_best
         self.device = device
         self.random_state = random_state
-        self.saliency_target = saliency_target
-        self.ig_steps = ig_steps
-        self.ig_baseline = ig_baseline
-        self.saliency_threshold = saliency_threshold
-        self.saliency_sigma = saliency_sigma
-        self.saliency_kernel_size = saliency_kernel_size
-        self.saliency_padding = saliency_padding
         self.verbose = verbose
         self.callbacks = callbacks
         self.warm_start = warm_start
@@ -476,34 +447,66 @@ class InvariantClassifier(SkorchTrainingMixin, ClassifierMixin, BaseEstimator):
         return metrics.normalized_logit_invariance(self, self._check_X(X), self.group_,
                                                    batch_size=_METRIC_BATCH)
 
-    def _saliency_kw(self):
+    def _saliency_kw(self, steps, baseline, threshold, sigma, kernel_size, padding):
         # "zeros" is the zero of the normalised space the network sees: raw value mean_
-        baseline = self.mean_ if isinstance(self.ig_baseline, str) else self.ig_baseline
-        return dict(steps=self.ig_steps, baseline=baseline,
-                    threshold=self.saliency_threshold, sigma=self.saliency_sigma,
-                    kernel_size=self.saliency_kernel_size, batch_size=_METRIC_BATCH)
+        if isinstance(baseline, str) and baseline == "zeros":
+            baseline = self.mean_
+        if padding == "auto":
+            padding = "circular_x" if self.group_.name == "xtrans3" else "zeros"
+        return dict(steps=steps, baseline=baseline, threshold=threshold, sigma=sigma,
+                    kernel_size=kernel_size, padding=padding, batch_size=_METRIC_BATCH)
 
-    def _padding(self):
-        if self.saliency_padding != "auto":
-            return self.saliency_padding
-        return "circular_x" if self.group_.name == "xtrans3" else "zeros"
-
-    def saliency_invariance(self, X, y=None, *, return_details=False):
+    def saliency_invariance(self, X, y=None, *, target="label", steps=50, baseline="zeros",
+                            threshold=0.9, sigma=1.0, kernel_size=3, padding="auto",
+                            return_details=False):
         """``SI_f``: cosine similarity of realigned saliency maps over the orbit (Eq. 3).
 
-        See :func:`geolearn.invariance.saliency_invariance`.
+        Parameters
+        ----------
+        X : array-like of images
+        y : array-like of shape (n,), default=None
+            Labels; without them the maps explain the predicted class.
+        target : {"label", "pred"}, default="label"
+            Class explained by the saliency maps (``"pred"`` when ``y`` is None).
+        steps : int, default=50
+            Integrated-gradients steps (midpoint rule).
+        baseline : "zeros", float or array, default="zeros"
+            IG baseline. ``"zeros"``: zero in the normalised space the network sees
+            (the constant image ``mean_``; padded pixels then get non-zero
+            attributions, as in the paper's setting); a number or an image is taken
+            in the space of ``X``.
+        threshold, sigma, kernel_size
+            As in :func:`geolearn.invariance.saliency_map`.
+        padding : {"auto", "zeros", "circular", "circular_x"}, default="auto"
+            ``"auto"``: ``"circular_x"`` for ``xtrans3``, ``"zeros"`` otherwise.
+        return_details : bool, default=False
+            As in :func:`geolearn.invariance.saliency_invariance`.
+
+        Returns
+        -------
+        SI : float
+            With ``return_details``, also the details of
+            :func:`geolearn.invariance.saliency_invariance`.
         """
         return metrics.saliency_invariance(
-            self, self._check_X(X), self.group_, y, target=self.saliency_target,
-            padding=self._padding(), return_details=return_details, **self._saliency_kw())
+            self, self._check_X(X), self.group_, y, target=target,
+            return_details=return_details,
+            **self._saliency_kw(steps, baseline, threshold, sigma, kernel_size, padding))
 
-    def saliency_maps(self, X, y=None):
-        """The paper's saliency maps ``m_f(x)``, shape (n, H, W)."""
+    def saliency_maps(self, X, y=None, *, target="label", steps=50, baseline="zeros",
+                      threshold=0.9, sigma=1.0, kernel_size=3, padding="auto"):
+        """The paper's saliency maps ``m_f(x)``, shape (n, H, W).
+
+        Parameters are those of :meth:`saliency_invariance`.
+        """
         images = self._check_X(X)
+        if target not in ("label", "pred"):
+            raise ValueError(f"target must be 'label' or 'pred'; got {target!r}.")
         target = metrics._saliency_targets(self, as_model(self, batch_size=_METRIC_BATCH),
-                                           images, y, self.saliency_target)
-        return metrics.saliency_map(self, images, target, padding=self._padding(),
-                                    **self._saliency_kw())
+                                           images, y, target)
+        return metrics.saliency_map(
+            self, images, target,
+            **self._saliency_kw(steps, baseline, threshold, sigma, kernel_size, padding))
 
     def jacobian_sigma_max(self, X):
         """Mean over ``X`` of the largest singular value of the input Jacobian of the logits."""
@@ -518,8 +521,11 @@ class InvariantClassifier(SkorchTrainingMixin, ClassifierMixin, BaseEstimator):
                 out[name] = float(torch.linalg.matrix_norm(mod.weight.detach().double(), 2))
         return out
 
-    def invariance_report(self, X, y=None):
+    def invariance_report(self, X, y=None, **saliency_params):
         """Accuracy and every invariance metric on ``X`` (Table 1 of the paper, one row).
+
+        ``saliency_params`` (``target``, ``steps``, ``baseline``, ...) go to
+        :meth:`saliency_invariance`.
 
         Returns
         -------
@@ -528,7 +534,7 @@ class InvariantClassifier(SkorchTrainingMixin, ClassifierMixin, BaseEstimator):
             ``LI``, ``DI``, ``NLI``, ``SI``, ``sigma_max``, ``n_degenerate``.
         """
         images = self._check_X(X)
-        si, details = self.saliency_invariance(images, y, return_details=True)
+        si, details = self.saliency_invariance(images, y, return_details=True, **saliency_params)
         return Bunch(
             accuracy=None if y is None else self.score(images, y),
             transformed_accuracy=None if y is None else self.transformed_score(images, y, 0),

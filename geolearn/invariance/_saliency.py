@@ -60,13 +60,13 @@ def postprocess_saliency(A, *, threshold=0.9, sigma=1.0, kernel_size=3, padding=
 
 def check_saliency_params(threshold, sigma, kernel_size, padding, steps):
     if not (isinstance(threshold, (int, float)) and 0 < threshold <= 1):
-        raise ValueError(f"saliency_threshold must be in (0, 1]; got {threshold!r}.")
+        raise ValueError(f"threshold must be in (0, 1]; got {threshold!r}.")
     if not (isinstance(sigma, (int, float)) and sigma > 0 and math.isfinite(sigma)):
-        raise ValueError(f"saliency_sigma must be a positive number; got {sigma!r}.")
+        raise ValueError(f"sigma must be a positive number; got {sigma!r}.")
     if not (isinstance(kernel_size, int) and kernel_size >= 1 and kernel_size % 2 == 1):
-        raise ValueError(f"saliency_kernel_size must be an odd positive integer; got "
+        raise ValueError(f"kernel_size must be an odd positive integer; got "
                          f"{kernel_size!r}.")
     if padding not in PADDINGS:
-        raise ValueError(f"saliency_padding must be one of {PADDINGS} or 'auto'; got {padding!r}.")
+        raise ValueError(f"padding must be one of {PADDINGS} or 'auto'; got {padding!r}.")
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-        raise ValueError(f"ig_steps must be a positive integer; got {steps!r}.")
+        raise ValueError(f"steps must be a positive integer; got {steps!r}.")

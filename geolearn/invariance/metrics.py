@@ -97,9 +97,9 @@ def _output_fn(adapter, kind):
     return outputs
 
 
-def _orbit_errors(model, X, group, error, kind, image_shape, batch_size, device, reduce):
-    if reduce not in ("mean", "none"):
-        raise ValueError(f"reduce must be 'mean' or 'none'; got {reduce!r}.")
+def _orbit_errors(model, X, group, error, kind, image_shape, batch_size, device, reduction):
+    if reduction not in ("mean", "none"):
+        raise ValueError(f"reduction must be 'mean' or 'none'; got {reduction!r}.")
     adapter = as_model(model, device=device, batch_size=batch_size)
     data = _Images(X, image_shape, adapter)
     group = _resolve(group, data)
@@ -111,11 +111,11 @@ def _orbit_errors(model, X, group, error, kind, image_shape, batch_size, device,
                        for k in group.non_identity], axis=1)
     if not np.all(np.isfinite(errors)):
         raise ValueError("the model's outputs are not finite: the invariance error is undefined.")
-    return float(errors.mean()) if reduce == "mean" else errors
+    return float(errors.mean()) if reduction == "mean" else errors
 
 
-def logit_invariance(model, X, group, *, reduce="mean", image_shape=None, batch_size=256,
-                     device=None):
+def logit_invariance(model, X, group, *, reduction="mean", image_shape=None, batch_size=256,
+                     device="auto"):
     """Logit invariance error ``LI_f = mean_{x, g != e} 1/2 ||f(x) - f(gx)||^2`` (Eq. 2).
 
     Parameters
@@ -130,13 +130,15 @@ def logit_invariance(model, X, group, *, reduce="mean", image_shape=None, batch_
     X : array-like of shape (n, C, H, W), (n, H, W) or (n, C*H*W)
         Inputs in the model's layout.
     group : {"rot4", "xtrans3"}, FiniteGroup or list of callables
-    reduce : {"mean", "none"}, default="mean"
+    reduction : {"mean", "none"}, default="mean"
         ``"none"`` returns the ``(n, |G| - 1)`` per-pair errors.
     image_shape : tuple of int, optional
         How to fold flat ``X`` into images for the group action.
     batch_size : int, default=256
-    device : str or torch.device, optional
-        Checked against the model's device (the model is never moved).
+    device : str or torch.device, default="auto"
+        Where a converted scikit-learn model runs (``"auto"``: CUDA when available,
+        else the CPU); a torch model is never moved: a device other than ``"auto"`` is
+        checked against its own.
 
     Returns
     -------
@@ -152,11 +154,11 @@ def logit_invariance(model, X, group, *, reduce="mean", image_shape=None, batch_
     0.0
     """
     return _orbit_errors(model, X, group, lambda a, b: 0.5 * ((a - b) ** 2).sum(1), "logits",
-                         image_shape, batch_size, device, reduce)
+                         image_shape, batch_size, device, reduction)
 
 
-def normalized_logit_invariance(model, X, group, *, eps=1e-8, reduce="mean", image_shape=None,
-                                batch_size=256, device=None):
+def normalized_logit_invariance(model, X, group, *, eps=1e-8, reduction="mean", image_shape=None,
+                                batch_size=256, device="auto"):
     """Normalised logit invariance ``mean ||f(x) - f(gx)||^2 / (||f(x)||^2 + eps)`` (Sec. 4.4).
 
     Parameters
@@ -169,13 +171,15 @@ def normalized_logit_invariance(model, X, group, *, eps=1e-8, reduce="mean", ima
     group : {"rot4", "xtrans3"}, FiniteGroup or list of callables
     eps : float, default=1e-8
         Added to the denominator ``||f(x)||^2``.
-    reduce : {"mean", "none"}, default="mean"
+    reduction : {"mean", "none"}, default="mean"
         ``"none"`` returns the ``(n, |G| - 1)`` per-pair errors.
     image_shape : tuple of int, optional
         How to fold flat ``X`` into images for the group action.
     batch_size : int, default=256
-    device : str or torch.device, optional
-        Checked against the model's device (the model is never moved).
+    device : str or torch.device, default="auto"
+        Where a converted scikit-learn model runs (``"auto"``: CUDA when available,
+        else the CPU); a torch model is never moved: a device other than ``"auto"`` is
+        checked against its own.
 
     Returns
     -------
@@ -192,7 +196,7 @@ def normalized_logit_invariance(model, X, group, *, eps=1e-8, reduce="mean", ima
     """
     return _orbit_errors(
         model, X, group, lambda a, b: ((a - b) ** 2).sum(1) / ((a**2).sum(1) + eps), "logits",
-        image_shape, batch_size, device, reduce)
+        image_shape, batch_size, device, reduction)
 
 
 def _kl(log_u, log_q):
@@ -200,8 +204,8 @@ def _kl(log_u, log_q):
     return np.where(u > 0, u * (log_u - log_q), 0.0).sum(1)
 
 
-def distribution_invariance(model, X, group, *, reduce="mean", image_shape=None, batch_size=256,
-                            device=None):
+def distribution_invariance(model, X, group, *, reduction="mean", image_shape=None, batch_size=256,
+                            device="auto"):
     """Distribution invariance ``DI_f = mean_{x, g != e} KL(u_x || q_gx)`` (Eq. 1).
 
     ``u_x = softmax f(x)`` and ``q_gx = softmax f(gx)``.
@@ -222,13 +226,15 @@ def distribution_invariance(model, X, group, *, reduce="mean", image_shape=None,
     X : array-like of shape (n, C, H, W), (n, H, W) or (n, C*H*W)
         Inputs in the model's layout.
     group : {"rot4", "xtrans3"}, FiniteGroup or list of callables
-    reduce : {"mean", "none"}, default="mean"
+    reduction : {"mean", "none"}, default="mean"
         ``"none"`` returns the ``(n, |G| - 1)`` per-pair errors.
     image_shape : tuple of int, optional
         How to fold flat ``X`` into images for the group action.
     batch_size : int, default=256
-    device : str or torch.device, optional
-        Checked against the model's device (the model is never moved).
+    device : str or torch.device, default="auto"
+        Where a converted scikit-learn model runs (``"auto"``: CUDA when available,
+        else the CPU); a torch model is never moved: a device other than ``"auto"`` is
+        checked against its own.
 
     Returns
     -------
@@ -245,7 +251,7 @@ def distribution_invariance(model, X, group, *, reduce="mean", image_shape=None,
     True
     """
     return _orbit_errors(model, X, group, _kl, "log_proba", image_shape, batch_size, device,
-                         reduce)
+                         reduction)
 
 
 def _check_baseline(baseline, data, dtype):
@@ -319,7 +325,7 @@ def _ig_images(adapter, data, images, target, baseline, steps, batch_size):
 
 
 def integrated_gradients(model, X, target, *, steps=50, baseline="zeros", image_shape=None,
-                         batch_size=256, device=None):
+                         batch_size=256, device="auto"):
     """Integrated gradients of the logit ``target`` (midpoint rule).
 
     ``IG_i(x) = (x_i - b_i) (1/m) sum_k d f_t(b + a_k (x - b)) / d x_i`` with
@@ -339,7 +345,10 @@ def integrated_gradients(model, X, target, *, steps=50, baseline="zeros", image_
     image_shape : tuple of int, optional
         Needed only for flat ``X``.
     batch_size : int, default=256
-    device : str or torch.device, optional
+    device : str or torch.device, default="auto"
+        Where a converted scikit-learn model runs (``"auto"``: CUDA when available,
+        else the CPU); a torch model is never moved: a device other than ``"auto"`` is
+        checked against its own.
 
     Returns
     -------
@@ -380,7 +389,7 @@ def _maps(adapter, data, images, target, baseline, steps, batch_size, post):
 
 
 def saliency_map(model, X, target, *, threshold=0.9, sigma=1.0, kernel_size=3, padding="zeros",
-                 steps=50, baseline="zeros", image_shape=None, batch_size=256, device=None):
+                 steps=50, baseline="zeros", image_shape=None, batch_size=256, device="auto"):
     """The paper's saliency map ``m_f``: ``sum_channels |IG|``, thresholded, Gaussian-smoothed.
 
     Entries below ``threshold * max`` of each map are zeroed, then the map is
@@ -430,7 +439,7 @@ def saliency_map(model, X, target, *, threshold=0.9, sigma=1.0, kernel_size=3, p
 
 def saliency_invariance(model, X, group, y=None, *, target="label", steps=50, baseline="zeros",
                         threshold=0.9, sigma=1.0, kernel_size=3, padding="auto", image_shape=None,
-                        batch_size=256, device=None, return_details=False):
+                        batch_size=256, device="auto", return_details=False):
     """Saliency invariance similarity ``SI_f = mean_{x, g != e} cos(m(x), g^-1 m(gx))`` (Eq. 3).
 
     ``m`` is :func:`saliency_map` for the same target class on every element of
@@ -500,7 +509,7 @@ def _saliency_setup(model, X, group, y, target, baseline, steps, post, image_sha
                     device):
     """Checked inputs of :func:`saliency_invariance`; resolves ``post["padding"]``."""
     if target not in ("label", "pred"):
-        raise ValueError(f"saliency_target must be 'label' or 'pred'; got {target!r}.")
+        raise ValueError(f"target must be 'label' or 'pred'; got {target!r}.")
     adapter = as_model(model, device=device, batch_size=batch_size)
     data = _Images(X, image_shape, adapter)
     group = _resolve(group, data)
@@ -543,7 +552,7 @@ def _orbit_similarity(maps, group):
     return float(np.nanmean(cos)), cos, n_degenerate
 
 
-def jacobian_sigma_max(model, X, *, reduce="mean", batch_size=256, device=None):
+def jacobian_sigma_max(model, X, *, reduction="mean", batch_size=256, device="auto"):
     """Largest singular value of the input Jacobian ``J(x) = df(x)/dx`` (Section 3.3).
 
     ``sigma_max = sqrt(lambda_max(J J^T))``, from the ``K x K`` eigenproblem in
@@ -557,9 +566,12 @@ def jacobian_sigma_max(model, X, *, reduce="mean", batch_size=256, device=None):
     X : array-like of shape (n, ...)
         Inputs in the model's layout (no group acts here, so flat rows need no
         ``image_shape``).
-    reduce : {"mean", "median", "none"}, default="mean"
+    reduction : {"mean", "median", "none"}, default="mean"
     batch_size : int, default=256
-    device : str or torch.device, optional
+    device : str or torch.device, default="auto"
+        Where a converted scikit-learn model runs (``"auto"``: CUDA when available,
+        else the CPU); a torch model is never moved: a device other than ``"auto"`` is
+        checked against its own.
 
     Returns
     -------
@@ -575,8 +587,8 @@ def jacobian_sigma_max(model, X, *, reduce="mean", batch_size=256, device=None):
     >>> bool(np.isclose(s, torch.linalg.matrix_norm(lin.weight, 2).item(), rtol=1e-5))
     True
     """
-    if reduce not in ("mean", "median", "none"):
-        raise ValueError(f"reduce must be 'mean', 'median' or 'none'; got {reduce!r}.")
+    if reduction not in ("mean", "median", "none"):
+        raise ValueError(f"reduction must be 'mean', 'median' or 'none'; got {reduction!r}.")
     adapter = as_model(model, device=device, batch_size=batch_size)
     adapter.require_gradients("jacobian_sigma_max")
     X = np.ascontiguousarray(check_numeric_array(to_numpy(X), dtype=[np.float32, np.float64],
@@ -589,9 +601,9 @@ def jacobian_sigma_max(model, X, *, reduce="mean", batch_size=256, device=None):
         lam = torch.linalg.eigvalsh(J @ J.transpose(1, 2))[:, -1]
         sigmas.append(lam.clamp_min(0).sqrt().numpy())
     sigmas = np.concatenate(sigmas)
-    if reduce == "none":
+    if reduction == "none":
         return sigmas
-    return float(np.mean(sigmas) if reduce == "mean" else np.median(sigmas))
+    return float(np.mean(sigmas) if reduction == "mean" else np.median(sigmas))
 
 
 _METRICS = {

@@ -388,7 +388,7 @@ class LatentManifold(BaseEstimator):
     decoder : torch.nn.Module, optional
         Maps codes to ``(n, D)`` rows or images; taken from the fitted net
         when ``encoder`` is one.
-    latent_dim : int, optional
+    n_latent : int, optional
         The code size ``d``; default: read from the encoder's output.
     image_shape : tuple of int, optional
         ``(C, H, W)`` when the encoder takes images; everything else is flat.
@@ -406,15 +406,15 @@ class LatentManifold(BaseEstimator):
     >>> import torch
     >>> from geolearn.manifold import LatentManifold
     >>> enc, dec = torch.nn.Linear(3, 1), torch.nn.Linear(1, 3)
-    >>> M = LatentManifold(enc, dec, latent_dim=1)
+    >>> M = LatentManifold(enc, dec, n_latent=1)
     >>> M.tangent_basis(torch.zeros(2, 3).numpy()).shape, M.ambient_dim
     ((2, 3, 1), 3)
     """
 
-    def __init__(self, encoder, decoder=None, latent_dim=None, image_shape=None, device="auto"):
+    def __init__(self, encoder, decoder=None, n_latent=None, image_shape=None, device="auto"):
         self.encoder = encoder
         self.decoder = decoder
-        self.latent_dim = latent_dim
+        self.n_latent = n_latent
         self.image_shape = image_shape
         self.device = device
 
@@ -456,8 +456,8 @@ class LatentManifold(BaseEstimator):
 
     @property
     def intrinsic_dim(self):
-        if self.latent_dim is not None:
-            return int(self.latent_dim)
+        if self.n_latent is not None:
+            return int(self.n_latent)
         return self._dims()[1]
 
     @property
@@ -467,13 +467,13 @@ class LatentManifold(BaseEstimator):
         return self._dims()[0]
 
     def _dims(self):
-        """``(D, d)`` from one decoded zero code (``d`` from ``latent_dim`` or the decoder)."""
+        """``(D, d)`` from one decoded zero code (``d`` from ``n_latent`` or the decoder)."""
         enc, dec = self._models()
-        d = self.latent_dim
+        d = self.n_latent
         if d is None:
             first = next((m for m in dec.module.modules() if hasattr(m, "in_features")), None)
             if first is None:
-                raise ValueError("latent_dim is needed: the decoder's input size is unknown.")
+                raise ValueError("n_latent is needed: the decoder's input size is unknown.")
             d = first.in_features
         with dec.frozen(), torch.no_grad():
             D = self.decode_tensor(torch.zeros(1, int(d))).shape[1]

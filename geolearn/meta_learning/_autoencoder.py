@@ -229,14 +229,14 @@ class MetaManifoldAutoencoder(SkorchTrainingMixin, CodecMixin, ReconstructionSco
     image_shape : tuple of int, default=None
         ``(C, H, W)`` (or ``(H, W)``) of flat rows (C-order); images can also be given as
         ``(n, C, H, W)`` arrays.
-    latent_dim : int, default=10
+    n_latent : int, default=10
     architecture : {"auto", "conv", "mlp"}, default="auto"
         "conv": 4x4 stride-2 convs (``conv_channels``, ReLU), then fully connected layers
-        ``hidden_sizes`` and ``latent_dim``; the decoder mirrors it, with a sigmoid output.
+        ``hidden_layer_sizes`` and ``n_latent``; the decoder mirrors it, with a sigmoid output.
         H and W must be divisible by ``2 ** len(conv_channels)``. "mlp": the fully
         connected layers only. "auto": "conv" for images whose sides allow it, else "mlp".
     conv_channels : sequence of int, default=(32, 32, 64, 64)
-    hidden_sizes : sequence of int, default=(256, 128)
+    hidden_layer_sizes : sequence of int, default=(256, 128)
     episodic_strategy : {"neighborhood", "nearest", "random", "A", "B", "C"} or None, \
 default="neighborhood"
         How meta-test batches are drawn (the paper's settings A, B, C); None trains the
@@ -250,8 +250,9 @@ default="neighborhood"
         ``beta``; 0 retraces the plain autoencoder exactly (same seed).
     lr : float, default=1e-3
         Adam's learning rate ``gamma``.
-    n_iter : int, default=1000
-        Training iterations (episodes).
+    max_epochs : int, default=1000
+        Training length, counted in episodes (one optimiser step on a meta-train and
+        a meta-test batch), not in passes over ``X``.
     batch_size : int, default=64
         ``B``, the size of both batches of an episode; fitting needs ``2 B + 1`` rows.
         The baseline takes at most ``(n_samples - 1) // 2`` rows per batch. Also the
@@ -266,7 +267,7 @@ default="neighborhood"
     callbacks : list of skorch callbacks, default=None
         Run once per ``log_every`` iterations; e.g. :class:`ReconstructionMetrics`.
     warm_start : bool, default=False
-        True: a second ``fit`` trains ``n_iter`` more iterations on its X.
+        True: a second ``fit`` trains ``max_epochs`` more iterations on its X.
     device : str or torch.device, default="auto"
         "auto" uses CUDA when available.
     random_state : int, RandomState instance or None, default=None
@@ -301,7 +302,7 @@ default="neighborhood"
     >>> from geolearn.datasets import make_rotating_shape_images
     >>> from geolearn.meta_learning import MetaManifoldAutoencoder
     >>> X = make_rotating_shape_images(200, image_size=16, random_state=0)
-    >>> ae = MetaManifoldAutoencoder(architecture="mlp", n_iter=20, batch_size=16,
+    >>> ae = MetaManifoldAutoencoder(architecture="mlp", max_epochs=20, batch_size=16,
     ...                              random_state=0).fit(X)
     >>> ae.transform(X).shape, ae.reconstruct(X).shape
     ((200, 10), (200, 768))
@@ -312,13 +313,13 @@ default="neighborhood"
     _parameter_constraints = {  # noqa: RUF012
         **NET_CONSTRAINTS,
         "image_shape": ["array-like", None],
-        "latent_dim": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_latent": [Interval(numbers.Integral, 1, None, closed="left")],
         "architecture": [StrOptions({"auto", "conv", "mlp"})],
         "conv_channels": ["array-like"],
         "episodic_strategy": [StrOptions(set(STRATEGIES)), None],
         "inner_lr": [StrOptions({"auto"}), Interval(numbers.Real, 0, None, closed="left")],
         "meta_test_weight": [Interval(numbers.Real, 0, None, closed="left")],
-        "n_iter": [Interval(numbers.Integral, 1, None, closed="left")],
+        "max_epochs": [Interval(numbers.Integral, 1, None, closed="left")],
         "loss": [StrOptions({"bce", "mse"})],
         "reduction": [StrOptions({"sum", "mean"})],
         "first_order": ["boolean"],
@@ -327,22 +328,22 @@ default="neighborhood"
 
     net_class = MLDGNet
 
-    def __init__(self, image_shape=None, latent_dim=10, architecture="auto",
-                 conv_channels=(32, 32, 64, 64), hidden_sizes=(256, 128),
+    def __init__(self, image_shape=None, n_latent=10, architecture="auto",
+                 conv_channels=(32, 32, 64, 64), hidden_layer_sizes=(256, 128),
                  episodic_strategy="neighborhood", inner_lr="auto", meta_test_weight=1e-3,
-                 lr=1e-3, n_iter=1000, batch_size=64, loss="bce", reduction="sum",
+                 lr=1e-3, max_epochs=1000, batch_size=64, loss="bce", reduction="sum",
                  first_order=False, log_every=50, callbacks=None, warm_start=False,
                  device="auto", random_state=None, verbose=0, **net_params):
         self.image_shape = image_shape
-        self.latent_dim = latent_dim
+        self.n_latent = n_latent
         self.architecture = architecture
         self.conv_channels = conv_channels
-        self.hidden_sizes = hidden_sizes
+        self.hidden_layer_sizes = hidden_layer_sizes
         self.episodic_strategy = episodic_strategy
         self.inner_lr = inner_lr
         self.meta_test_weight = meta_test_weight
         self.lr = lr
-        self.n_iter = n_iter
+        self.max_epochs = max_epochs
         self.batch_size = batch_size
         self.loss = loss
         self.reduction = reduction
@@ -385,7 +386,7 @@ default="neighborhood"
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
-        """Train the autoencoder for ``n_iter`` episodes.
+        """Train the autoencoder for ``max_epochs`` episodes.
 
         Parameters
         ----------
@@ -399,7 +400,7 @@ default="neighborhood"
         """
         warm = self._warm()
         X = self._validate_X(X, reset=not warm)
-        hidden = check_hidden_sizes(self.hidden_sizes)
+        hidden = check_hidden_sizes(self.hidden_layer_sizes)
         channels = check_hidden_sizes(self.conv_channels, name="conv_channels")
         seed_torch, seed_episodes = check_random_state(self.random_state).randint(2**31 - 1, size=2)
         meta = self.episodic_strategy is not None
@@ -413,11 +414,11 @@ default="neighborhood"
             self.architecture_ = self._resolve_architecture()
             self.inner_lr_ = self._resolve_inner_lr(X.shape[1])
         module = functools.partial(
-            Autoencoder, n_features=X.shape[1], n_latent=self.latent_dim, hidden_sizes=hidden,
+            Autoencoder, n_features=X.shape[1], n_latent=self.n_latent, hidden_layer_sizes=hidden,
             image_shape=self.image_shape_,
             conv_channels=channels if self.architecture_ == "conv" else None)
         loader = {"iterator_train": EpisodeLoader, "iterator_train__sampler": sampler,
-                  "iterator_train__n_episodes": self.n_iter,
+                  "iterator_train__n_episodes": self.max_epochs,
                   "iterator_train__block": self.log_every, "iterator_train__meta_test": meta}
         if warm:
             for key, value in loader.items():
@@ -427,7 +428,7 @@ default="neighborhood"
         threads = 1 if self.architecture_ == "mlp" and cpu else None
         with torch_threads(threads):
             self._fit_net(module, TensorDataset(torch.from_numpy(X)), None, seed=seed_torch,
-                          max_epochs=-(-self.n_iter // self.log_every), train_split=None,
+                          max_epochs=-(-self.max_epochs // self.log_every), train_split=None,
                           inner_lr=self.inner_lr_, meta_test_weight=self.meta_test_weight,
                           first_order=self.first_order, loss=self.loss,
                           reduction=self.reduction, **loader)
@@ -453,9 +454,9 @@ default="neighborhood"
 
     @property
     def _n_features_out(self):
-        return self.latent_dim
+        return self.n_latent
 
-    _codes_param = "latent_dim"
+    _codes_param = "n_latent"
 
     def _encode(self, X):
         return self._apply(self.module_.encode, X)
@@ -498,7 +499,8 @@ default=("mse", "persistence", "spectral")
     >>> import numpy as np
     >>> from geolearn.meta_learning import MetaManifoldAutoencoder, ReconstructionMetrics
     >>> X = np.random.default_rng(0).random((60, 8))
-    >>> ae = MetaManifoldAutoencoder(hidden_sizes=(8,), n_iter=20, log_every=10, batch_size=8,
+    >>> ae = MetaManifoldAutoencoder(hidden_layer_sizes=(8,), max_epochs=20, log_every=10,
+    ...                              batch_size=8,
     ...                              callbacks=[ReconstructionMetrics(X[:20])],
     ...                              random_state=0).fit(X)
     >>> [round(h["holdout_mse"], 3) > 0 for h in ae.history_]

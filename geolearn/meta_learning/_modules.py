@@ -11,7 +11,7 @@ class Autoencoder(nn.Module):
     """A deterministic autoencoder: ``encode(x) -> z``, ``decode(z) -> logits``, flat rows.
 
     The network of manifold meta-learning (MRML, Sec. 4.2): an encoder of fully
-    connected ReLU layers ``hidden_sizes`` then ``n_latent``, and the mirrored decoder to
+    connected ReLU layers ``hidden_layer_sizes`` then ``n_latent``, and the mirrored decoder to
     logits (the sigmoid is applied by the loss and by the estimator). With
     ``conv_channels`` the encoder starts with one 4x4 stride-2 conv (padding 1, ReLU) per
     width, and the decoder ends with the mirrored transposed convs; H and W must be
@@ -19,7 +19,7 @@ class Autoencoder(nn.Module):
     evaluates the network at virtual parameters, which would update running statistics.
     """
 
-    def __init__(self, n_features, n_latent, hidden_sizes=(256, 128), image_shape=None,
+    def __init__(self, n_features, n_latent, hidden_layer_sizes=(256, 128), image_shape=None,
                  conv_channels=None):
         super().__init__()
         if conv_channels:
@@ -38,7 +38,7 @@ class Autoencoder(nn.Module):
             fc_in, tail = math.prod(flat), (nn.Unflatten(1, flat), *deconvs[:-1], nn.Flatten())
         else:
             self.encoder, fc_in, tail = nn.Sequential(), n_features, ()
-        sizes = (fc_in, *hidden_sizes, n_latent)
+        sizes = (fc_in, *hidden_layer_sizes, n_latent)
         self.encoder.extend(mlp(sizes)[:-1])  # no ReLU on the code
         decoder = mlp(sizes[::-1])
         self.decoder = nn.Sequential(*(decoder if tail else decoder[:-1]), *tail)

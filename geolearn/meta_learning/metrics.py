@@ -27,7 +27,7 @@ __all__ = [
 
 #: Largest number of points of the dense eigen-decomposition (O(n^3) time, O(n^2) memory).
 MAX_DENSE_EIGEN = 5000
-_PERSISTENCE_DEFAULTS = {"homology_dims": (0, 1), "p": 2, "internal_p": np.inf,
+_PERSISTENCE_DEFAULTS = {"homology_dimensions": (0, 1), "p": 2, "internal_p": np.inf,
                          "thresh": np.inf, "n_jobs": None}
 _SPECTRAL_DEFAULTS = {"n_neighbors": 5, "symmetrize": True, "n_eigenvalues": None}
 
@@ -52,17 +52,19 @@ def _check_order(value, name):
         raise ValueError(f"{name} must be a number >= 1 (np.inf allowed); got {value!r}.")
 
 
-def _check_persistence_params(homology_dims, p, internal_p, thresh):
+def _check_persistence_params(homology_dimensions, p, internal_p, thresh):
     """Validate the parameters of :func:`persistence_wasserstein`; the dims as a tuple."""
-    dims = (homology_dims,) if isinstance(homology_dims, numbers.Integral) else homology_dims
+    dims = homology_dimensions
+    if isinstance(dims, numbers.Integral):
+        dims = (dims,)
     try:
         dims = tuple(dims)
     except TypeError:
         dims = None
     if (not dims or len(set(dims)) != len(dims) or any(
             not isinstance(k, numbers.Integral) or isinstance(k, bool) or k < 0 for k in dims)):
-        raise ValueError("homology_dims must be distinct integers >= 0, e.g. (0, 1); "
-                         f"got {homology_dims!r}.")
+        raise ValueError("homology_dimensions must be distinct integers >= 0, e.g. (0, 1); "
+                         f"got {homology_dimensions!r}.")
     _check_order(p, "p")
     _check_order(internal_p, "internal_p")
     if (not isinstance(thresh, numbers.Real) or isinstance(thresh, bool) or np.isnan(thresh)
@@ -88,7 +90,7 @@ def _reduced_diagrams(X, dims, thresh, n_jobs):
     return out
 
 
-def persistence_wasserstein(X_ref, X_rec, homology_dims=(0, 1), p=2, internal_p=np.inf,
+def persistence_wasserstein(X_ref, X_rec, homology_dimensions=(0, 1), p=2, internal_p=np.inf,
                             thresh=np.inf, n_jobs=None):
     """Wasserstein distances between the Rips persistence diagrams of data and reconstructions.
 
@@ -108,7 +110,7 @@ def persistence_wasserstein(X_ref, X_rec, homology_dims=(0, 1), p=2, internal_p=
     X_ref, X_rec : array-like of shape (n, n_features) or (n, C, H, W)
         Data and its reconstructions, the same shape; images are flattened. Computed in
         float64. Duplicate points are allowed.
-    homology_dims : int or tuple of int, default=(0, 1)
+    homology_dimensions : int or tuple of int, default=(0, 1)
         Dimensions compared (the paper's "Dim 1" is H0, "Dim 2" is H1).
     p : float, default=2
         Order of the Wasserstein distance, ``>= 1`` or ``np.inf`` (bottleneck).
@@ -144,7 +146,7 @@ def persistence_wasserstein(X_ref, X_rec, homology_dims=(0, 1), p=2, internal_p=
     0.0
     """
     X_ref, X_rec = _check_pair(X_ref, X_rec)
-    dims = _check_persistence_params(homology_dims, p, internal_p, thresh)
+    dims = _check_persistence_params(homology_dimensions, p, internal_p, thresh)
     ref = _reduced_diagrams(X_ref, dims, thresh, n_jobs)
     rec = _reduced_diagrams(X_rec, dims, thresh, n_jobs)
     out = {f"H{k}": diagram_wasserstein(ref[k], rec[k], p=p, internal_p=internal_p)
@@ -325,7 +327,7 @@ def make_manifold_scorer(metric="persistence", **kwargs):
     ----------
     metric : {"persistence", "spectral"}, default="persistence"
     **kwargs
-        Parameters of the metric: ``homology_dims``, ``p``, ``internal_p``, ``thresh``,
+        Parameters of the metric: ``homology_dimensions``, ``p``, ``internal_p``, ``thresh``,
         ``n_jobs`` for "persistence"; ``n_neighbors``, ``symmetrize``, ``n_eigenvalues``
         for "spectral". Checked here, not at the first call.
 
@@ -351,7 +353,7 @@ def make_manifold_scorer(metric="persistence", **kwargs):
     ...         return self.inverse_transform(self.transform(X))
     >>> t = np.random.RandomState(0).uniform(0, 2 * np.pi, 90)
     >>> X = np.c_[np.cos(t), np.sin(t), 0.1 * np.cos(3 * t)]
-    >>> scorer = make_manifold_scorer("persistence", homology_dims=(1,))
+    >>> scorer = make_manifold_scorer("persistence", homology_dimensions=(1,))
     >>> line, plane = (cross_val_score(PCAAutoencoder(k), X, scoring=scorer, cv=3).mean()
     ...                for k in (1, 2))
     >>> bool(plane > line)  # a line through the circle loses its loop
@@ -365,7 +367,7 @@ def make_manifold_scorer(metric="persistence", **kwargs):
                         f"arguments {unknown}; it takes {list(defaults)}.")
     params = {**defaults, **kwargs}
     if metric == "persistence":
-        _check_persistence_params(params["homology_dims"], params["p"], params["internal_p"],
+        _check_persistence_params(params["homology_dimensions"], params["p"], params["internal_p"],
                                   params["thresh"])
     else:
         _check_spectral_params(params["n_neighbors"], params["symmetrize"],

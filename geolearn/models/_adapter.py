@@ -552,7 +552,7 @@ def _target_output(out, targets):
     return out.reshape(len(out), -1).gather(1, targets)
 
 
-def as_model(model, *, device=None, batch_size=1024, dtype=torch.float32, response="auto"):
+def as_model(model, *, device="auto", batch_size=1024, dtype=torch.float32, response="auto"):
     """Wrap any supported model in a :class:`ModelAdapter`: the one door to models.
 
     Parameters
@@ -566,10 +566,11 @@ def as_model(model, *, device=None, batch_size=1024, dtype=torch.float32, respon
         estimator it wraps; a plain callable ``tensor -> tensor`` is a function
         without parameters; any other fitted estimator is a black box seen
         through its ``response``.
-    device : str or torch.device, optional
+    device : str, torch.device or None, default="auto"
         For converted sklearn models, where to put them (``"auto"``: CUDA when
-        available; default: CPU). For torch modules and skorch nets this is only
-        checked: a user's module is never moved; a mismatch raises ``ValueError``.
+        available, else the CPU; None: the CPU). For torch modules and skorch nets
+        a device other than ``"auto"`` or None is only checked: a user's module is
+        never moved; a mismatch raises ``ValueError``.
     batch_size : int or None, default=1024
         Samples per forward pass.
     dtype : torch.dtype, default=torch.float32
@@ -700,5 +701,5 @@ def _check_device(module, device, name):
     if wanted.type != have.type or (wanted.index is not None and wanted.index != have.index):
         raise ValueError(
             f"device={device!r} but the {name} lives on {have}. geolearn never moves a user's "
-            f"model: call .to({str(wanted)!r}) on it first, or leave device=None."
+            f"model: call .to({str(wanted)!r}) on it first, or leave device='auto'."
         )

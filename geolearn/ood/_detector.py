@@ -142,7 +142,7 @@ default='checkerboard_alt'
         ``S``: reverse steps of the respaced chain (Nichol and Dhariwal 2021); None is
         all ``T``. 100 loses little on small images; below 50 inpainting degrades.
     denoiser : {'auto', 'mlp', 'unet'} or torch module, default='auto'
-        'mlp': ``n_hidden_layers`` SiLU layers of ``hidden_dim`` on the flattened image
+        'mlp': SiLU layers of ``hidden_layer_sizes`` on the flattened image
         and a 64-dim sinusoidal time embedding (32 sines, 32 cosines, frequencies
         ``10000^(-i/32)``); 'unet': a 2-level UNet of ``unet_channels`` (GroupNorm(8),
         time embedding in each residual block; H and W divisible by 4); 'auto': the MLP
@@ -150,8 +150,8 @@ default='checkerboard_alt'
         rows ``(n, C*H*W)`` in [-1, 1], ``t`` an integer tensor in ``1..T``) returning
         the predicted noise of ``x``'s shape is copied and used as is (``max_epochs=0``
         keeps it untrained, e.g. an exact predictor).
-    hidden_dim : int, default=256
-    n_hidden_layers : int, default=3
+    hidden_layer_sizes : sequence of int, default=(256, 256, 256)
+        Widths of the 'mlp' denoiser's hidden layers.
     unet_channels : (int, int), default=(32, 64)
     max_epochs : int, default=400
     batch_size : int, default=128
@@ -223,7 +223,7 @@ default='checkerboard_alt'
     >>> from geolearn.ood import InpaintingOODDetector
     >>> X = np.random.default_rng(0).random((40, 4, 4))
     >>> det = InpaintingOODDetector(n_blocks=2, n_timesteps=50, n_inference_steps=5,
-    ...                             hidden_dim=16, n_hidden_layers=1, max_epochs=2,
+    ...                             hidden_layer_sizes=(16,), max_epochs=2,
     ...                             n_reconstructions=2, random_state=0).fit(X)
     >>> det.ood_score(X[:3]).shape, det.predict(X[:3]).shape, det.reconstruct(X[:2]).shape
     ((3,), (3,), (2, 4, 4))
@@ -266,8 +266,6 @@ default='checkerboard_alt'
         "beta_end": [Interval(numbers.Real, 0, 1, closed="neither")],
         "n_inference_steps": [Interval(numbers.Integral, 1, None, closed="left"), None],
         "denoiser": [StrOptions({"auto", "mlp", "unet"}), callable],
-        "hidden_dim": [Interval(numbers.Integral, 1, None, closed="left")],
-        "n_hidden_layers": [Interval(numbers.Integral, 1, None, closed="left")],
         "unet_channels": ["array-like"],
         "max_epochs": [Interval(numbers.Integral, 0, None, closed="left")],
         "ema_decay": [Interval(numbers.Real, 0, 1, closed="left"), None],
@@ -281,7 +279,7 @@ default='checkerboard_alt'
                  patch_size=4, n_reconstructions=10, aggregate="median", distance="mse",
                  feature_extractor=None, lift="inpaint", clip_output=True, diffusion_t=500,
                  n_timesteps=1000, beta_start=1e-4, beta_end=0.02, n_inference_steps=None,
-                 denoiser="auto", hidden_dim=256, n_hidden_layers=3, unet_channels=(32, 64),
+                 denoiser="auto", hidden_layer_sizes=(256, 256, 256), unet_channels=(32, 64),
                  max_epochs=400, batch_size=128, lr=1e-3, ema_decay=None, contamination=0.05,
                  validation_fraction=0.1, inference_batch_size=256, n_jobs=None,
                  device="auto", random_state=None, verbose=0, callbacks=None, **net_params):
@@ -376,7 +374,7 @@ default='checkerboard_alt'
             return functools.partial(DenoiserWrapper, copy.deepcopy(self.denoiser), a)
         if kind == "mlp":
             return functools.partial(NoisePredictor, self.n_features_in_,
-                                     (self.hidden_dim,) * self.n_hidden_layers, a, n_freq=32,
+                                     check_hidden_sizes(self.hidden_layer_sizes), a, n_freq=32,
                                      frequencies="geometric")
         channels = check_hidden_sizes(self.unet_channels, "unet_channels")
         if len(channels) != 2:

@@ -31,7 +31,7 @@ class AttributeTraversalDisplay:
     >>> from geolearn.disentanglement import DisentangledAttributeAutoencoder
     >>> from geolearn.plotting import AttributeTraversalDisplay
     >>> X = np.random.default_rng(0).random((32, 3 * 8 * 8))
-    >>> dae = DisentangledAttributeAutoencoder(image_shape=(3, 8, 8), latent_dim=4,
+    >>> dae = DisentangledAttributeAutoencoder(image_shape=(3, 8, 8), n_latent=4,
     ...                                        attribute_dims=(1, 2), max_epochs=1,
     ...                                        batch_size=16, random_state=0).fit(X)
     >>> disp = AttributeTraversalDisplay.from_estimator(dae, X[0], values=[-1, 0, 1])

@@ -91,7 +91,8 @@ class LatentGridDisplay(_MosaicDisplay):
     >>> from geolearn.generative import GridVAE
     >>> from geolearn.plotting import LatentGridDisplay
     >>> X = np.random.default_rng(0).random((50, 16))
-    >>> vae = GridVAE(hidden_sizes=(8,), max_epochs=1, image_shape=(4, 4), random_state=0).fit(X)
+    >>> vae = GridVAE(hidden_layer_sizes=(8,), max_epochs=1, image_shape=(4, 4),
+    ...               random_state=0).fit(X)
     >>> disp = LatentGridDisplay.from_estimator(vae)
     >>> disp.images.shape
     (6, 6, 4, 4)
@@ -165,7 +166,8 @@ class LatentTraversalDisplay(_MosaicDisplay):
     >>> from geolearn.generative import GridVAE
     >>> from geolearn.plotting import LatentTraversalDisplay
     >>> images = np.random.default_rng(0).random((50, 1, 4, 4))
-    >>> vae = GridVAE(n_latent=3, hidden_sizes=(8,), max_epochs=1, random_state=0).fit(images)
+    >>> vae = GridVAE(n_latent=3, hidden_layer_sizes=(8,), max_epochs=1,
+    ...               random_state=0).fit(images)
     >>> LatentTraversalDisplay.from_estimator(vae, images[0], values=[-1, 0, 1]).images.shape
     (3, 3, 4, 4)
     """
@@ -248,7 +250,7 @@ class GeneratedSamplesDisplay:
     >>> from geolearn.generative import VAEGenerator
     >>> from geolearn.plotting import GeneratedSamplesDisplay
     >>> X = make_circle_points(100, noise=0.05, random_state=0)
-    >>> vae = VAEGenerator(hidden_sizes=(8,), max_epochs=1, random_state=0).fit(X)
+    >>> vae = VAEGenerator(hidden_layer_sizes=(8,), max_epochs=1, random_state=0).fit(X)
     >>> disp = GeneratedSamplesDisplay.from_estimator(vae, X, random_state=0)
     >>> disp.samples.shape, len(disp.axes_)
     ((100, 2), 2)

@@ -47,16 +47,17 @@ class SaliencyOrbitDisplay:
     def from_estimator(cls, estimator, X, y=None, *, group=None, n_samples=4, ax=None, **kwargs):
         """Compute the realigned maps of the first ``n_samples`` of ``X`` and plot them.
 
-        ``group=None`` uses the estimator's fitted ``group_``; ``kwargs`` go to
-        :func:`geolearn.invariance.saliency_invariance` (an
-        :class:`InvariantClassifier` uses its own saliency settings instead).
+        ``group=None`` uses the estimator's fitted ``group_``; ``kwargs`` (``steps``,
+        ``baseline``, ...) go to the estimator's ``saliency_invariance`` method (an
+        :class:`InvariantClassifier`), else to
+        :func:`geolearn.invariance.saliency_invariance`.
         """
         from ..invariance import saliency_invariance
 
         X = X[:n_samples]
         y = None if y is None else np.asarray(y)[:n_samples]
         if group is None and hasattr(estimator, "saliency_invariance"):
-            si, details = estimator.saliency_invariance(X, y, return_details=True)
+            si, details = estimator.saliency_invariance(X, y, return_details=True, **kwargs)
         else:
             group = estimator.group_ if group is None else group
             si, details = saliency_invariance(estimator, X, group, y, return_details=True,
@@ -118,10 +119,11 @@ class InvarianceReportDisplay:
         self.metrics = metrics
 
     @classmethod
-    def from_estimators(cls, estimators, X, y, *, ax=None):
-        """Compute ``invariance_report(X, y)`` of each named estimator and plot the table."""
-        return cls({name: est.invariance_report(X, y) for name, est in estimators.items()}
-                   ).plot(ax=ax)
+    def from_estimators(cls, estimators, X, y, *, ax=None, **saliency_params):
+        """Compute ``invariance_report(X, y, **saliency_params)`` of each named estimator
+        and plot the table."""
+        return cls({name: est.invariance_report(X, y, **saliency_params)
+                    for name, est in estimators.items()}).plot(ax=ax)
 
     @classmethod
     def from_result(cls, reports, *, ax=None, **kwargs):

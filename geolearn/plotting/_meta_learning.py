@@ -40,7 +40,7 @@ class ReconstructionDisplay:
     >>> from geolearn.meta_learning import MetaManifoldAutoencoder
     >>> from geolearn.plotting import ReconstructionDisplay
     >>> X = np.random.default_rng(0).random((60, 8))
-    >>> ae = MetaManifoldAutoencoder(hidden_sizes=(8,), n_iter=5, batch_size=8,
+    >>> ae = MetaManifoldAutoencoder(hidden_layer_sizes=(8,), max_epochs=5, batch_size=8,
     ...                              random_state=0).fit(X)
     >>> disp = ReconstructionDisplay.from_estimators({"meta": ae}, X[:10])
     >>> sorted(disp.reconstructions), len(disp.axes_)
@@ -150,7 +150,8 @@ class TrainingCurvesDisplay:
     >>> from geolearn.meta_learning import MetaManifoldAutoencoder
     >>> from geolearn.plotting import TrainingCurvesDisplay
     >>> X = np.random.default_rng(0).random((60, 8))
-    >>> ae = MetaManifoldAutoencoder(hidden_sizes=(8,), n_iter=20, log_every=5, batch_size=8,
+    >>> ae = MetaManifoldAutoencoder(hidden_layer_sizes=(8,), max_epochs=20, log_every=5,
+    ...                              batch_size=8,
     ...                              random_state=0).fit(X)
     >>> disp = TrainingCurvesDisplay.from_estimators({"meta": ae}, keys=["loss"])
     >>> disp.lines_["loss", "meta"].get_xdata().tolist()

@@ -85,7 +85,7 @@ def _local_form(network, batch_size=1024):
         return _autograd_model(network, batch_size)
 
 
-def _form_rows(form, X, *, input_shape=None, batch_size=1024, device="cpu"):
+def _form_rows(form, X, *, image_shape=None, batch_size=1024, device="cpu"):
     """:func:`local_rows` of a network resolved once by :func:`_local_form`."""
     if isinstance(form, ReLUNet):
         bits = forward_bits(form, X, device=device, batch_size=batch_size)[0]
@@ -93,13 +93,13 @@ def _form_rows(form, X, *, input_shape=None, batch_size=1024, device="cpu"):
         W, b = local_maps(form, patterns, device=device, batch_size=batch_size)
         return W[labels], b[labels]
     model, layer = form
-    Xs = X if input_shape is None else X.reshape(len(X), *input_shape)
+    Xs = X if image_shape is None else X.reshape(len(X), *image_shape)
     out = model.features(Xs, layer).reshape(len(X), -1)
     J = model.jacobian(Xs, layer).reshape(len(X), out.shape[1], -1)
     return J, out - np.einsum("nom,nm->no", J, X)
 
 
-def local_rows(network, X, *, input_shape=None, batch_size=1024, device="cpu"):
+def local_rows(network, X, *, image_shape=None, batch_size=1024, device="auto"):
     """Local affine map ``G(x) = W(x) x + b(x)`` of a network at each sample.
 
     Exact recurrence for ReLU MLPs (:func:`as_relu_network`); autograd
@@ -112,11 +112,12 @@ def local_rows(network, X, *, input_shape=None, batch_size=1024, device="cpu"):
         A network :func:`as_relu_network` converts, or any torch module.
     X : array-like of shape (n, m) or (n, ...)
         The samples; images are flattened to ``m`` features.
-    input_shape : tuple of int, optional
+    image_shape : tuple of int, optional
         How the module (not a :class:`ReLUNet`) wants one sample shaped.
     batch_size : int, default=1024
         Samples per chunk.
-    device : str or torch.device, default="cpu"
+    device : str or torch.device, default="auto"
+        ``"auto"``: CUDA when available, else the CPU.
 
     Returns
     -------
@@ -137,7 +138,7 @@ def local_rows(network, X, *, input_shape=None, batch_size=1024, device="cpu"):
     ((4, 2, 3), True)
     """
     device = resolve_device(device)
-    return _form_rows(_local_form(network, batch_size), X, input_shape=input_shape,
+    return _form_rows(_local_form(network, batch_size), X, image_shape=image_shape,
                      batch_size=batch_size, device=device)
 
 
@@ -178,9 +179,9 @@ class LocalLinearMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         Map ``[w, b]`` rows (paper's Table 2); False maps weights only.
     alpha : float, default=0.0
         Ridge penalty (0: minimum-norm least squares).
-    input_shape : tuple of int, default=None
+    image_shape : tuple of int, default=None
         Shape each flat row is reshaped to before calling a torch module.
-    memory_limit : float, default=2e9
+    max_memory : float, default=2e9
         Bytes; above it the normal equations are accumulated in batches
         (squared conditioning, warned).
     batch_size : int, default=1024
@@ -210,13 +211,13 @@ class LocalLinearMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
     """
 
     def __init__(self, source=None, target=None, *, include_bias=True, alpha=0.0,
-                 input_shape=None, memory_limit=2e9, batch_size=1024, device="auto"):
+                 image_shape=None, max_memory=2e9, batch_size=1024, device="auto"):
         self.source = source
         self.target = target
         self.include_bias = include_bias
         self.alpha = alpha
-        self.input_shape = input_shape
-        self.memory_limit = memory_limit
+        self.image_shape = image_shape
+        self.max_memory = max_memory
         self.batch_size = batch_size
         self.device = device
 
@@ -229,7 +230,7 @@ class LocalLinearMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         return tags
 
     def _local(self, which, X):
-        return _form_rows(self._forms[which], X, input_shape=self.input_shape,
+        return _form_rows(self._forms[which], X, image_shape=self.image_shape,
                          batch_size=self.batch_size, device=self._device)
 
     @fitted_on_success
@@ -262,7 +263,7 @@ class LocalLinearMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
             warnings.warn(f"{n} samples for maps of size {d} x {d}: the least-squares problem "
                           "is underdetermined (minimum-norm solution).",
                           NumericalWarning, stacklevel=2)
-        if n * d * o * 8 <= self.memory_limit:
+        if n * d * o * 8 <= self.max_memory:
             C1 = _rows(*self._local("source", X), self.include_bias)
             C2 = _rows(*self._local("target", X), self.include_bias)
             # C order: a pickle round trip must not change the einsum path (bitwise outputs)
@@ -301,7 +302,7 @@ class LocalLinearMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         return linalg.solve(C1.T @ C1 + self.alpha * np.eye(d), C1.T @ C2, assume_a="pos")
 
     def _fit_normal_equations(self, X, o, d):
-        warnings.warn("local rows exceed memory_limit: solving the normal equations accumulated "
+        warnings.warn("local rows exceed max_memory: solving the normal equations accumulated "
                       "in batches (squared conditioning).", NumericalWarning, stacklevel=3)
         G, K = np.zeros((o, d, d)), np.zeros((o, d, d))
         for sl in iter_batches(len(X), self.batch_size):
@@ -386,7 +387,7 @@ class LocalLinearClustering(ClassifierMixin, BaseEstimator):
         ``'minibatch'``: the paper's ``MiniBatchKMeans(init_size=max(300, 3k))``.
     n_init : 'auto' or int, default='auto'
     random_state : int, RandomState or None, default=None
-    input_shape : tuple of int, default=None
+    image_shape : tuple of int, default=None
     batch_size : int, default=1024
     device : str, default='auto'
 
@@ -416,7 +417,7 @@ class LocalLinearClustering(ClassifierMixin, BaseEstimator):
     """
 
     def __init__(self, network=None, *, n_clusters=10, include_bias=True, algorithm="kmeans",
-                 n_init="auto", random_state=None, input_shape=None, batch_size=1024,
+                 n_init="auto", random_state=None, image_shape=None, batch_size=1024,
                  device="auto"):
         self.network = network
         self.n_clusters = n_clusters
@@ -424,7 +425,7 @@ class LocalLinearClustering(ClassifierMixin, BaseEstimator):
         self.algorithm = algorithm
         self.n_init = n_init
         self.random_state = random_state
-        self.input_shape = input_shape
+        self.image_shape = image_shape
         self.batch_size = batch_size
         self.device = device
 
@@ -434,7 +435,7 @@ class LocalLinearClustering(ClassifierMixin, BaseEstimator):
         return tags
 
     def _rows(self, X):
-        W, b = _form_rows(self._form, X, input_shape=self.input_shape,
+        W, b = _form_rows(self._form, X, image_shape=self.image_shape,
                          batch_size=self.batch_size, device=self._device)
         return _rows(W, b, self.include_bias)
 

@@ -90,9 +90,10 @@ class TorchEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
         ``None`` passes ``X`` to the model as it is.
     batch_size : int, default=256
         Samples per forward pass.
-    device : str or torch.device, optional
-        Checked against the model's device (a user's model is never moved);
-        ``None`` or ``"auto"``: wherever the model lives.
+    device : str or torch.device, default="auto"
+        Where a converted scikit-learn model runs (``"auto"``: CUDA when available,
+        else the CPU); a torch model is never moved: a device other than ``"auto"`` is
+        checked against its own.
 
     Attributes
     ----------
@@ -130,7 +131,7 @@ class TorchEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
         "device": [str, torch.device, None],
     }
 
-    def __init__(self, model, layer=None, image_shape=None, batch_size=256, device=None):
+    def __init__(self, model, layer=None, image_shape=None, batch_size=256, device="auto"):
         self.model = model
         self.layer = layer
         self.image_shape = image_shape

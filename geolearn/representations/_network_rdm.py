@@ -135,8 +135,10 @@ class NetworkRDM(BaseEstimator):
         Any metric of :func:`compute_rdm`.
     batch_size : int, default=64
         Stimuli per forward pass (the RDMs do not depend on it).
-    device : str or torch.device, optional
-        Checked against the model's device (a user's model is never moved).
+    device : str or torch.device, default="auto"
+        Where a converted scikit-learn model runs (``"auto"``: CUDA when available,
+        else the CPU); a torch model is never moved: a device other than ``"auto"`` is
+        checked against its own.
     max_features : int, optional
         Layers with more features are first projected to ``max_features``
         dimensions with a seeded :class:`~sklearn.random_projection.SparseRandomProjection`
@@ -191,7 +193,7 @@ class NetworkRDM(BaseEstimator):
     }
 
     def __init__(self, module, layers=None, image_shape=None, metric="correlation", batch_size=64,
-                 device=None, max_features=None, random_state=None):
+                 device="auto", max_features=None, random_state=None):
         self.module = module
         self.layers = layers
         self.image_shape = image_shape

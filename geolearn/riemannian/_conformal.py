@@ -89,7 +89,7 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
     ``K̃(x, y) = c(x) c(y) K(x, y)`` with ``c(x) = Σ_{i∈SV} exp(−|x − x_i|²/(2τ²))``
     over the support vectors, and refits. This magnifies the induced metric
     near the support vectors, i.e. near the decision boundary (Amari & Wu;
-    Wu & Amari). ``n_iter`` repeats it, multiplying the factors.
+    Wu & Amari). ``n_refits`` repeats it, multiplying the factors.
 
     Parameters
     ----------
@@ -104,8 +104,8 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
         Bandwidth of the conformal factor. ``"auto"``: ``σ/√d`` for rbf (the
         widest bump whose volume element still peaks at the support vector);
         otherwise the median distance from a support vector to its nearest
-        other support vector. A list gives one value per iteration.
-    n_iter : int, default=1
+        other support vector. A list gives one value per refit.
+    n_refits : int, default=1
         Conformal refits; 0 is a plain SVC.
     class_weight, tol, decision_function_shape, break_ties
         As in :class:`sklearn.svm.SVC`.
@@ -120,7 +120,7 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
     max_iter : int, default=-1
         Iterations of each inner libsvm fit. ``-1`` is libsvm's own cap,
         ``max(10^7, 100 n)``: a conformal refit that does not converge within it
-        has a numerically degenerate kernel (too many ``n_iter`` multiply the
+        has a numerically degenerate kernel (too many ``n_refits`` multiply the
         factors into a huge dynamic range) and ``fit`` raises a ValueError. A
         positive value accepts unconverged fits with a ConvergenceWarning.
     max_samples_precomputed : int, default=20000
@@ -138,7 +138,7 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
     centers_ : list of ndarray of shape (n_centers_t, n_features)
         Support vectors that define each iteration's factor.
     n_support_history_ : list of int
-        Number of support vectors after each fit (``n_iter + 1`` entries).
+        Number of support vectors after each fit (``n_refits + 1`` entries).
     svc_ : SVC
         The final inner SVC on the precomputed conformal kernel.
     X_fit_ : ndarray of shape (n_samples, n_features)
@@ -163,14 +163,8 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
     (3,)
     """
 
-    _expected_failed_checks = {
-        "check_class_weight_classifiers": "the check sets n_iter=100, read as optimiser "
-        "iterations; here it is 100 conformal refits, whose multiplied factors make the "
-        "kernel numerically degenerate: fit raises a ValueError naming n_iter.",
-    }
-
     def __init__(self, C=1.0, kernel="rbf", gamma="scale", degree=3, coef0=0.0, tau="auto",
-                 n_iter=1, class_weight=None, probability=False, tol=1e-3, max_iter=-1,
+                 n_refits=1, class_weight=None, probability=False, tol=1e-3, max_iter=-1,
                  decision_function_shape="ovr", break_ties=False, random_state=None,
                  max_samples_precomputed=20000):
         self.C = C
@@ -179,7 +173,7 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
         self.degree = degree
         self.coef0 = coef0
         self.tau = tau
-        self.n_iter = n_iter
+        self.n_refits = n_refits
         self.class_weight = class_weight
         self.probability = probability
         self.tol = tol
@@ -193,7 +187,7 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
         if not (callable(self.kernel) or self.kernel in _KERNELS):
             raise ValueError(f"kernel must be one of {_KERNELS} or a callable (X, Y) -> Gram; "
                              f"got {self.kernel!r}.")
-        check_scalar_param(self.n_iter, "n_iter", kind="integer", low=0)
+        check_scalar_param(self.n_refits, "n_refits", kind="integer", low=0)
         # what SVC itself would refuse: our kernels are computed before SVC sees them
         check_scalar_param(self.degree, "degree", kind="integer", low=0)
         check_scalar_param(self.coef0, "coef0")
@@ -215,8 +209,8 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
             raise ValueError("gamma must be 'scale', 'auto' or a positive float; "
                              f"got {self.gamma!r}.")
         taus = self.tau if isinstance(self.tau, (list, tuple, np.ndarray)) else None
-        if taus is not None and len(taus) != self.n_iter:
-            raise ValueError(f"a list tau needs one value per iteration (n_iter={self.n_iter}); "
+        if taus is not None and len(taus) != self.n_refits:
+            raise ValueError(f"a list tau needs one value per refit (n_refits={self.n_refits}); "
                              f"got {len(taus)} values.")
         for t in (taus if taus is not None else [self.tau]):
             if not (isinstance(t, str) and t == "auto") and not (
@@ -257,7 +251,7 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
 
         Iteration 0 is the base kernel; ``L`` the log factors of the conformal one.
         A degenerate conformal kernel (non-finite dual coefficients, or no convergence
-        within libsvm's own cap) raises a ValueError naming ``n_iter`` and the cure.
+        within libsvm's own cap) raises a ValueError naming ``n_refits`` and the cure.
         """
         budget = _inner_budget(self.max_iter, len(K))
 
@@ -266,9 +260,9 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
             also = (", or a positive max_iter to accept an unconverged fit with a "
                     "ConvergenceWarning" if unbounded else "")
             return ValueError(
-                f"the conformal kernel of refit {iteration} (n_iter={self.n_iter}) is "
+                f"the conformal kernel of refit {iteration} (n_refits={self.n_refits}) is "
                 f"numerically degenerate: {why} (the factors c(x)c(y) span e^{spread:.0f}); "
-                f"use fewer refits (n_iter <= {iteration - 1} fitted here) or a smaller "
+                f"use fewer refits (n_refits <= {iteration - 1} fitted here) or a smaller "
                 f"tau{also}.")
 
         svc = self._new_svc(budget)
@@ -287,13 +281,13 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
             which = "the base fit" if iteration == 0 else f"refit {iteration}"
             warnings.warn(f"the inner SVC of {which} "
                           f"stopped at max_iter={budget} without converging; raise max_iter, "
-                          "or use fewer n_iter or a smaller tau.", ConvergenceWarning,
+                          "or use fewer n_refits or a smaller tau.", ConvergenceWarning,
                           stacklevel=3)
         return svc
 
     @fitted_on_success
     def fit(self, X, y):
-        """Fit the SVC, then ``n_iter`` conformal refits.
+        """Fit the SVC, then ``n_refits`` conformal refits.
 
         Parameters
         ----------
@@ -324,7 +318,7 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
         K = K0
         svc = self._fit_svc(K, y, 0, L)
         taus = (self.tau if isinstance(self.tau, (list, tuple, np.ndarray))
-                else [self.tau] * self.n_iter)
+                else [self.tau] * self.n_refits)
         self.tau_, self.centers_, self.n_support_history_ = [], [], [len(svc.support_)]
         for tau in taus:
             centers = X[svc.support_]
@@ -335,7 +329,7 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
             K = np.exp(L[:, None] + L[None, :]) * K0
             if not np.isfinite(K).all():
                 raise ValueError(f"the conformal kernel overflows float64 at iteration "
-                                 f"{len(self.tau_)} (max L = {L.max():.0f}); use fewer n_iter "
+                                 f"{len(self.tau_)} (max L = {L.max():.0f}); use fewer n_refits "
                                  "or a smaller tau.")
             svc = self._fit_svc(K, y, len(self.tau_), L)
             self.n_support_history_.append(len(svc.support_))
@@ -404,7 +398,7 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
     def _test_kernel(self, X):
         X = self._check_X(X)
         L = self.log_conformal_factor(X)
-        if self.n_iter and np.mean(L < -700) > 0.01:
+        if self.n_refits and np.mean(L < -700) > 0.01:
             warnings.warn(f"the conformal factor underflows (L(x) < -700) at "
                           f"{np.mean(L < -700):.1%} of the points, far from every support "
                           "vector: their decision value is the intercept.", NumericalWarning,
@@ -472,4 +466,4 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
                              f"got d={d}.")
         kernel = _TorchConformalKernel(self.kernel, self.gamma_, self.degree, self.coef0,
                                        self.centers_, self.tau_)
-        return KernelMetric(kernel).log_volume(torch.as_tensor(X)).numpy()
+        return KernelMetric(kernel, device="cpu").log_volume(torch.as_tensor(X)).numpy()

@@ -32,11 +32,11 @@ NONSMOOTH = (nn.ReLU, nn.LeakyReLU, nn.Hardtanh, nn.ReLU6, nn.Hardswish, nn.Hard
 _DTYPES = {"float64": torch.float64, "float32": torch.float32}
 
 
-def _flat_map(F, input_shape):
-    """``(N, d) -> (N, m)`` through a batched map ``F`` on ``(N, *input_shape)``."""
+def _flat_map(F, image_shape):
+    """``(N, d) -> (N, m)`` through a batched map ``F`` on ``(N, *image_shape)``."""
 
     def phi(X):
-        return F(X.reshape(len(X), *input_shape)).reshape(len(X), -1)
+        return F(X.reshape(len(X), *image_shape)).reshape(len(X), -1)
 
     return phi
 
@@ -82,7 +82,7 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
         module, a fitted skorch net or MLP, a ``FrozenEstimator``) is used as it
         is; an unfitted scikit-learn or skorch estimator is fitted on ``(X, y)``
         by :meth:`fit` (:func:`geolearn.models.fit_or_use`). A plain callable
-        takes a ``(N, *input_shape)`` tensor of ``dtype`` and treats samples
+        takes a ``(N, *image_shape)`` tensor of ``dtype`` and treats samples
         independently. The model is evaluated in eval mode with no parameter
         gradients (:func:`geolearn.models.frozen`); a module of another dtype
         than ``dtype`` (or on another ``device``) is copied once, never cast.
@@ -95,7 +95,7 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
         ``nn.Sequential`` (``module[:k+1]``), a dotted submodule name (its
         output), the name of a module method (e.g. ``"features"``), or
         ``callable(module, x) -> features``.
-    input_shape : tuple of int, default=None
+    image_shape : tuple of int, default=None
         Shape of one sample when ``X`` is flat (e.g. ``(1, 8, 8)``).
     scale : {"width", "none"} or float, default="width"
         ``s = 1/m`` (the paper's convention), ``1``, or the value.
@@ -124,9 +124,9 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
         :class:`PullbackMetric`), or their Hessians. Volumes and eigenvalues are
         reduced chunk by chunk, so the peak memory stays near this bound.
     dtype : {"float64", "float32"}, default="float64"
-    device : str, default=None
-        ``None`` keeps a module where it lives (CPU for kernels); ``"auto"``
-        picks CUDA when available.
+    device : str, torch.device or None, default="auto"
+        ``"auto"`` picks CUDA when available, else the CPU (a module elsewhere is
+        copied there once); ``None`` keeps a module where it lives (CPU for kernels).
     fd_step : float, default=None
         Step of ``jacobian="fd"``.
 
@@ -134,7 +134,7 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
     ----------
     n_features_in_ : int
         Input dimension ``d`` (flattened).
-    input_shape_ : tuple of int
+    image_shape_ : tuple of int
     n_features_map_ : int
         Output dimension ``m`` of the feature map (for kernels: ``d``).
     feature_map_ : callable
@@ -167,15 +167,15 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
     """
 
     def __init__(self, feature_map=None, kernel=None, kernel_params=None, layer=None,
-                 input_shape=None, scale="width", quantities=("log_volume",), jacobian="auto",
+                 image_shape=None, scale="width", quantities=("log_volume",), jacobian="auto",
                  volume_method="svd", rank=None, rtol=None, curvature_method="auto",
                  max_curvature_dim=10, max_condition=1e12, allow_nonsmooth=False,
-                 batch_size=256, max_memory=2**30, dtype="float64", device=None, fd_step=None):
+                 batch_size=256, max_memory=2**30, dtype="float64", device="auto", fd_step=None):
         self.feature_map = feature_map
         self.kernel = kernel
         self.kernel_params = kernel_params
         self.layer = layer
-        self.input_shape = input_shape
+        self.image_shape = image_shape
         self.scale = scale
         self.quantities = quantities
         self.jacobian = jacobian
@@ -220,24 +220,25 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
         X = check_array(X, dtype=np.float64, allow_nd=True, input_name=name)
         if reset:
             if X.ndim > 2:
-                if self.input_shape is not None and tuple(self.input_shape) != X.shape[1:]:
+                if self.image_shape is not None and tuple(self.image_shape) != X.shape[1:]:
                     raise ValueError(f"{name} holds samples of shape {X.shape[1:]} but "
-                                     f"input_shape={self.input_shape!r}.")
-                self.input_shape_ = tuple(X.shape[1:])
-            elif self.input_shape is not None:
-                shape = tuple(int(s) for s in self.input_shape)
+                                     f"image_shape={self.image_shape!r}.")
+                self.image_shape_ = tuple(X.shape[1:])
+            elif self.image_shape is not None:
+                shape = tuple(int(s) for s in self.image_shape)
                 if int(np.prod(shape)) != X.shape[1]:
                     raise ValueError(f"{name} has {X.shape[1]} features, expected "
                                      f"{int(np.prod(shape))} = "
-                                     f"prod(input_shape={self.input_shape!r}).")
-                self.input_shape_ = shape
+                                     f"prod(image_shape={self.image_shape!r}).")
+                self.image_shape_ = shape
             else:
-                self.input_shape_ = (X.shape[1],)
+                self.image_shape_ = (X.shape[1],)
         flat = X.reshape(len(X), -1)
         if not reset and flat.shape[1] != self.n_features_in_:
             raise ValueError(
                 f"{name} has {flat.shape[1]} features, but {type(self).__name__} is expecting "
-                f"{self.n_features_in_} features as input = prod(input_shape={self.input_shape_}).")
+                f"{self.n_features_in_} features as input = "
+                f"prod(image_shape={self.image_shape_}).")
         return validate_data(self, flat if frame is None else frame, reset=reset,
                              dtype=np.float64)
 
@@ -257,7 +258,7 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features) or (n_samples,) + input_shape
+        X : array-like of shape (n_samples, n_features) or (n_samples,) + image_shape
         y : array-like of shape (n_samples,), default=None
             Only used to fit an unfitted ``feature_map``.
 
@@ -343,7 +344,7 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
         return self._cache[("model", dtype)]
 
     def _map(self, dtype):
-        return _flat_map(self._layer_fn(self._model_in(dtype)), self.input_shape_)
+        return _flat_map(self._layer_fn(self._model_in(dtype)), self.image_shape_)
 
     @property
     def feature_map_(self):
@@ -482,7 +483,7 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features) or (n_samples,) + input_shape
+        X : array-like of shape (n_samples, n_features) or (n_samples,) + image_shape
 
         Returns
         -------
@@ -563,7 +564,7 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
         predictions = entropy = None
         if self._model is not None and _is_network(self._model):
             with torch.no_grad():
-                out = self._model.feature_fn(None)(P.reshape(len(P), *self.input_shape_))
+                out = self._model.feature_fn(None)(P.reshape(len(P), *self.image_shape_))
             if out.ndim == 2 and out.shape[1] >= 2:
                 logp = torch.log_softmax(out, 1)
                 predictions = to_numpy(logp.argmax(1))
@@ -576,7 +577,7 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
 
         Parameters
         ----------
-        x_a, x_b : array-like of shape (n_features,) or input_shape
+        x_a, x_b : array-like of shape (n_features,) or image_shape
         n_steps : int, default=64
         quantities : tuple of str, default=None
             Defaults to ``self.quantities``.
@@ -596,7 +597,7 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
 
         Parameters
         ----------
-        x1, x2, x3 : array-like of shape (n_features,) or input_shape
+        x1, x2, x3 : array-like of shape (n_features,) or image_shape
         resolution : int, default=30
             ``N``: ``(N+1)(N+2)/2`` points for the convex hull, ``N²`` for the
             affine grid.

@@ -266,7 +266,8 @@ class KernelMetric(_MetricEngine):
         Torch-differentiable ``(x, y) -> scalar`` for single points ``(d,)``,
         twice differentiable near the diagonal.
     dtype : torch.dtype, default=torch.float64
-    device : str or torch.device, optional
+    device : str or torch.device, default="auto"
+        Where points are evaluated (``"auto"``: CUDA when available, else the CPU).
     batch_size : int, default=256
 
     Examples
@@ -281,7 +282,7 @@ class KernelMetric(_MetricEngine):
 
     _default_curvature = "kernel_gauss"
 
-    def __init__(self, kernel, *, dtype=torch.float64, device=None, batch_size=256):
+    def __init__(self, kernel, *, dtype=torch.float64, device="auto", batch_size=256):
         super().__init__(dtype=dtype, device=device, batch_size=batch_size)
         self.kernel = kernel
 

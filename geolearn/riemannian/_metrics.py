@@ -17,6 +17,7 @@ from .._utils import (
     check_numeric_array,
     check_scalar_param,
     iter_batches,
+    resolve_device,
     thread_map,
     torch_threads,
 )
@@ -90,9 +91,9 @@ class _MetricEngine:
 
     _default_curvature = "christoffel"
 
-    def __init__(self, *, dtype=torch.float64, device=None, batch_size=256):
+    def __init__(self, *, dtype=torch.float64, device="auto", batch_size=256):
         self.dtype = dtype
-        self.device = torch.device("cpu") if device is None else torch.device(device)
+        self.device = resolve_device(device)
         self.batch_size = batch_size
 
     def _as_points(self, X, name="X"):
@@ -212,8 +213,8 @@ class MetricField(_MetricEngine):
         ``x`` of shape (d,) -> ``g(x)`` of shape (d, d), differentiable by
         ``torch.func`` (no in-place ops on captured tensors, no ``.item()``).
     dtype : torch.dtype, default=torch.float64
-    device : str or torch.device, optional
-        Where points are evaluated (default: CPU).
+    device : str or torch.device, default="auto"
+        Where points are evaluated (``"auto"``: CUDA when available, else the CPU).
     batch_size : int, default=256
         Points per vectorised chunk.
 
@@ -230,7 +231,7 @@ class MetricField(_MetricEngine):
     tensor([2.], dtype=torch.float64)
     """
 
-    def __init__(self, metric_fn, *, dtype=torch.float64, device=None, batch_size=256):
+    def __init__(self, metric_fn, *, dtype=torch.float64, device="auto", batch_size=256):
         super().__init__(dtype=dtype, device=device, batch_size=batch_size)
         self.metric_fn = metric_fn
 
@@ -274,7 +275,9 @@ class PullbackMetric(_MetricEngine):
         and quantities reduced per point (volumes, eigenvalues, metrics) are
         computed chunk by chunk, never holding every point's Jacobian.
     dtype : torch.dtype, default=torch.float64
-    device : str or torch.device, optional
+    device : str or torch.device, default="auto"
+        Where points are evaluated (``"auto"``: CUDA when available, else the CPU);
+        a module elsewhere is copied there once.
     vectorize : bool, default=True
         ``False`` loops over points (for maps ``vmap`` cannot trace).
     fd_step : float, optional
@@ -301,7 +304,7 @@ class PullbackMetric(_MetricEngine):
     _default_curvature = "gauss"
 
     def __init__(self, feature_map, *, scale="width", jacobian="auto", batch_size=256,
-                 max_memory=2**30, dtype=torch.float64, device=None, vectorize=True,
+                 max_memory=2**30, dtype=torch.float64, device="auto", vectorize=True,
                  fd_step=None):
         super().__init__(dtype=dtype, device=device, batch_size=batch_size)
         self.feature_map = feature_map

@@ -38,7 +38,7 @@ class SVBFClassifier(_SetsMixin, ClassifierMixin, BaseEstimator):
         ``k`` of every class variety (the paper's "working dimension" for its
         image sets is 4).
     intersection_dim, objective, solver, max_iter, tol, n_init, init, shift, \
-orth_penalty, learning_rate, batch_size, input_type, subspace_dim, set_shape, dtype, device
+orth_penalty, lr, batch_size, input_type, subspace_dim, set_shape, dtype, device
         As in :class:`SVBF`.
     metric : {"chordal", "geodesic", "cos2", "cos"}, default="chordal"
         Distance to each variety used by :meth:`decision_function` and :meth:`predict`.
@@ -84,9 +84,9 @@ orth_penalty, learning_rate, batch_size, input_type, subspace_dim, set_shape, dt
 
     def __init__(self, n_components=4, intersection_dim=1, *, objective="cos2", solver="mm",
                  max_iter=None, tol=1e-10, n_init=4, init="flag_mean", shift=1e-6,
-                 orth_penalty=1e4, learning_rate=1e-3, batch_size=None, input_type="auto",
+                 orth_penalty=1e4, lr=1e-3, batch_size=None, input_type="auto",
                  subspace_dim=None, set_shape=None, metric="chordal", temperature=0.05,
-                 dtype="float64", device="cpu", n_jobs=None, random_state=None):
+                 dtype="float64", device="auto", n_jobs=None, random_state=None):
         self.n_components = n_components
         self.intersection_dim = intersection_dim
         self.objective = objective
@@ -97,7 +97,7 @@ orth_penalty, learning_rate, batch_size, input_type, subspace_dim, set_shape, dt
         self.init = init
         self.shift = shift
         self.orth_penalty = orth_penalty
-        self.learning_rate = learning_rate
+        self.lr = lr
         self.batch_size = batch_size
         self.input_type = input_type
         self.subspace_dim = subspace_dim
@@ -242,18 +242,18 @@ class CentroidSoftmaxClassifier(SkorchTrainingMixin, ClassifierMixin, BaseEstima
     ----------
     temperature : float, default=0.1
         ``T``.
-    max_iter : int, default=500
+    max_epochs : int, default=500
         Adam iterations (full-batch epochs).
-    learning_rate : float, default=0.05
+    lr : float, default=0.05
     callbacks : list of skorch callbacks or None, default=None
         Added to the net's (e.g. ``EarlyStopping(monitor="train_loss")``, LR
         schedulers, checkpoints); a non-finite loss always stops training with
         an error.
     warm_start : bool, default=False
         A second ``fit`` continues training the fitted centroids.
-    device : {"cpu", "cuda", "auto"}, torch.device or None, default="cpu"
-        None leaves placement to the net (``net_class`` with skorch's
-        ``AccelerateMixin``).
+    device : {"auto", "cpu", "cuda"}, torch.device or None, default="auto"
+        ``"auto"``: CUDA when available, else the CPU. None leaves placement to the
+        net (``net_class`` with skorch's ``AccelerateMixin``).
     verbose : int, default=0
         ``1`` prints skorch's epoch log, ``2`` adds a progress bar.
     random_state : int, RandomState instance or None, default=None
@@ -268,7 +268,7 @@ class CentroidSoftmaxClassifier(SkorchTrainingMixin, ClassifierMixin, BaseEstima
         Unit centroids ``w_j``.
     classes_ : ndarray of shape (C,)
     n_iter_ : int
-        Adam iterations run (``max_iter``, fewer when a callback stops training; with
+        Adam iterations run (``max_epochs``, fewer when a callback stops training; with
         ``warm_start``, those of every fit).
     net_ : skorch.NeuralNet
         The trained net (``net_.history`` holds the loss of every iteration).
@@ -287,8 +287,8 @@ class CentroidSoftmaxClassifier(SkorchTrainingMixin, ClassifierMixin, BaseEstima
 
     _parameter_constraints = {
         "temperature": [Interval(Real, 0, None, closed="neither")],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
-        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "max_epochs": [Interval(Integral, 1, None, closed="left")],
+        "lr": [Interval(Real, 0, None, closed="neither")],
         "callbacks": [list, None],
         "warm_start": ["boolean"],
         "device": [str, torch.device, None],
@@ -299,22 +299,17 @@ class CentroidSoftmaxClassifier(SkorchTrainingMixin, ClassifierMixin, BaseEstima
     #: Full batch (skorch's ``-1``), as the training base reads it.
     batch_size = -1
 
-    def __init__(self, temperature=0.1, max_iter=500, learning_rate=0.05, *, callbacks=None,
-                 warm_start=False, device="cpu", verbose=0, random_state=None, **net_params):
+    def __init__(self, temperature=0.1, max_epochs=500, lr=0.05, *, callbacks=None,
+                 warm_start=False, device="auto", verbose=0, random_state=None, **net_params):
         self.temperature = temperature
-        self.max_iter = max_iter
-        self.learning_rate = learning_rate
+        self.max_epochs = max_epochs
+        self.lr = lr
         self.callbacks = callbacks
         self.warm_start = warm_start
         self.device = device
         self.verbose = verbose
         self.random_state = random_state
         self._set_net_params(net_params)
-
-    @property
-    def lr(self):
-        """``learning_rate``, the training base's name for it."""
-        return self.learning_rate
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -343,7 +338,7 @@ class CentroidSoftmaxClassifier(SkorchTrainingMixin, ClassifierMixin, BaseEstima
         omega0 = None if warm else rng.standard_normal((len(self.classes_), X.shape[1]))
         data = TensorDataset(torch.from_numpy(X), torch.from_numpy(y_idx))
         net = self._fit_net(
-            CentroidHead, data, seed=rng, max_epochs=self.max_iter,
+            CentroidHead, data, seed=rng, max_epochs=self.max_epochs,
             criterion=FunctionalCriterion, train_split=None, iterator_train__shuffle=False,
             iterator_train__collate_fn=collate_batch, module__omega0=omega0,
             module__temperature=self.temperature)

@@ -31,7 +31,7 @@ SVBF_PARAMETERS = {
     "init": [StrOptions({"flag_mean", "uniform", "random"}), np.ndarray],
     "shift": [Interval(Real, 0, None, closed="left")],
     "orth_penalty": [Interval(Real, 0, None, closed="left")],
-    "learning_rate": [Interval(Real, 0, None, closed="neither")],
+    "lr": [Interval(Real, 0, None, closed="neither")],
     "batch_size": [Interval(Integral, 1, None, closed="left"), None],
     "input_type": [StrOptions({"auto", "basis", "data"})],
     "subspace_dim": [Interval(Integral, 1, None, closed="left"), None],
@@ -150,7 +150,7 @@ class SVBF(_SetsMixin, TransformerMixin, BaseEstimator):
         the gradient ``G`` is rank-deficient.
     orth_penalty : float, default=1e4
         ``lambda_0`` of the paper's penalty ``||K^T K - I||_F^2`` (``"adam"``).
-    learning_rate : float, default=1e-3
+    lr : float, default=1e-3
         Adam step size (``"adam"``).
     batch_size : int or None, default=None
         Sets per batch: ``"mm"`` accumulates exactly over batches (memory),
@@ -172,7 +172,8 @@ class SVBF(_SetsMixin, TransformerMixin, BaseEstimator):
         Algorithm I; depends on the basis chosen for each set).
     dtype : {"float64", "float32"}, default="float64"
         Precision of the iterations; the final pass is always float64.
-    device : {"cpu", "cuda", "auto"} or torch.device, default="cpu"
+    device : {"auto", "cpu", "cuda"} or torch.device, default="auto"
+        ``"auto"``: CUDA when available, else the CPU.
     n_jobs : int or None, default=None
         Restarts in parallel (threads).
     random_state : int, RandomState instance or None, default=None
@@ -238,9 +239,9 @@ class SVBF(_SetsMixin, TransformerMixin, BaseEstimator):
 
     def __init__(self, n_components=1, intersection_dim=1, *, objective="cos2", solver="mm",
                  max_iter=None, tol=1e-10, n_init=4, init="flag_mean", shift=1e-6,
-                 orth_penalty=1e4, learning_rate=1e-3, batch_size=None, input_type="auto",
+                 orth_penalty=1e4, lr=1e-3, batch_size=None, input_type="auto",
                  subspace_dim=None, set_shape=None, transform_output="coordinates",
-                 dtype="float64", device="cpu", n_jobs=None, random_state=None):
+                 dtype="float64", device="auto", n_jobs=None, random_state=None):
         self.n_components = n_components
         self.intersection_dim = intersection_dim
         self.objective = objective
@@ -251,7 +252,7 @@ class SVBF(_SetsMixin, TransformerMixin, BaseEstimator):
         self.init = init
         self.shift = shift
         self.orth_penalty = orth_penalty
-        self.learning_rate = learning_rate
+        self.lr = lr
         self.batch_size = batch_size
         self.input_type = input_type
         self.subspace_dim = subspace_dim
@@ -381,7 +382,7 @@ class SVBF(_SetsMixin, TransformerMixin, BaseEstimator):
             alpha0 = torch.as_tensor(rng.uniform(size=(r, L)), dtype=XT.dtype, device=XT.device)
             K, losses, curve, converged = adam_solve(
                 XT, w, K0, beta0, alpha0, self.objective, orth_penalty=self.orth_penalty,
-                learning_rate=self.learning_rate, max_iter=max_iter, tol=self.tol,
+                learning_rate=self.lr, max_iter=max_iter, tol=self.tol,
                 batch_size=self.batch_size)
             eye = torch.eye(K.shape[1], dtype=K.dtype, device=K.device)
             out = {"K": polar(K), "curve": curve, "loss_curve": losses,

@@ -18,7 +18,7 @@ from geolearn.models import GradientsUnavailableError
 ATTACKS = {
     "fgsm": lambda m, X, y, **kw: fgsm(m, X, y, 0.1, **kw),
     "pgd": lambda m, X, y, **kw: pgd(m, X, y, 0.1, random_state=0, **kw),
-    "cw": lambda m, X, y, **kw: carlini_wagner_l2(m, X, y, steps=5, **kw)[0],
+    "cw": lambda m, X, y, **kw: carlini_wagner_l2(m, X, y, n_steps=5, **kw)[0],
 }
 
 
@@ -119,7 +119,7 @@ def test_every_attack_stays_in_the_ball_and_the_box(eps, lo, width, seed):
         assert X_adv.min() >= clip[0] - 1e-6 and X_adv.max() <= clip[1] + 1e-6
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        X_cw, _ = carlini_wagner_l2(net, X, y, steps=2, clip=clip)
+        X_cw, _ = carlini_wagner_l2(net, X, y, n_steps=2, clip=clip)
     assert X_cw.min() >= clip[0] - 1e-6 and X_cw.max() <= clip[1] + 1e-6
 
 
@@ -154,7 +154,7 @@ def test_cw_flags_failures_and_warns():
     X, y = data()
     y = np.zeros_like(y)
     with pytest.warns(UserWarning, match=f"{len(X)} of {len(X)} samples"):
-        X_adv, success = carlini_wagner_l2(net, X, y, steps=3)
+        X_adv, success = carlini_wagner_l2(net, X, y, n_steps=3)
     assert not success.any() and X_adv.shape == X.shape
 
 
@@ -179,7 +179,7 @@ def test_cw_l2_is_close_to_the_closed_form_minimum_of_a_linear_model():
     norm = np.linalg.norm(W[y][:, None, :] - W[None, :, :], axis=2)
     other = np.arange(3)[None] != y[:, None]
     bound = np.where(other, margin / np.where(other, norm, 1.0), np.inf).min(1)
-    X_adv, success = carlini_wagner_l2(net, X, y, c=10.0, steps=200, lr=0.02)
+    X_adv, success = carlini_wagner_l2(net, X, y, c=10.0, n_steps=200, lr=0.02)
     l2 = np.linalg.norm(X_adv - X, axis=1)
     assert success.all()
     assert np.all(l2 >= bound - 1e-4)
@@ -193,8 +193,8 @@ def test_cw_binary_search_raises_a_too_small_c():
         y = net(torch.as_tensor(X)).argmax(1).numpy()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        _, single = carlini_wagner_l2(net, X, y, c=1e-3, steps=30, lr=0.05)
-        _, searched = carlini_wagner_l2(net, X, y, c=1e-3, steps=30, lr=0.05,
+        _, single = carlini_wagner_l2(net, X, y, c=1e-3, n_steps=30, lr=0.05)
+        _, searched = carlini_wagner_l2(net, X, y, c=1e-3, n_steps=30, lr=0.05,
                                         binary_search_steps=4)
     assert searched.sum() > single.sum() + len(X) // 2
 

@@ -25,9 +25,9 @@ from geolearn.generative import GridVAE
 from geolearn.models import ObjectiveNet
 from tests.helpers import assert_message, check_bad_inputs, check_pipeline_gridsearch_pickle
 
-IMG = dict(image_shape=(3, 8, 8), latent_dim=6, attribute_dims=(2, 3), max_epochs=3,
+IMG = dict(image_shape=(3, 8, 8), n_latent=6, attribute_dims=(2, 3), max_epochs=3,
            batch_size=16, random_state=0, device="cpu")
-TAB = dict(image_shape=None, latent_dim=4, attribute_dims=(2, 2), max_epochs=3, batch_size=16,
+TAB = dict(image_shape=None, n_latent=4, attribute_dims=(2, 2), max_epochs=3, batch_size=16,
            random_state=0, device="cpu")
 
 
@@ -105,7 +105,7 @@ def test_history_records_each_loss_and_weights_change_training(images):
 
 def test_orthogonality_weight_makes_blocks_orthogonal():
     X = np.random.default_rng(1).random((128, 12)).astype(np.float32)
-    common = dict(image_shape=None, latent_dim=8, attribute_dims=(1, 1), alpha_graph=0.0,
+    common = dict(image_shape=None, n_latent=8, attribute_dims=(1, 1), alpha_graph=0.0,
                   max_epochs=60, batch_size=32, lr=3e-3, anneal_epochs=0, random_state=0,
                   transform_output="latent", device="cpu")
 
@@ -126,7 +126,7 @@ def test_gridvae_trains_with_the_regularisers_through_its_net_class():
     class OrthogonalGridVAE(GridVAE):
         net_class = functools.partial(net, alpha_orth=1.0, n_latent_blocks=2)
 
-    args = dict(n_latent=4, hidden_sizes=(16,), likelihood="gaussian", max_epochs=40, lr=3e-3,
+    args = dict(n_latent=4, hidden_layer_sizes=(16,), likelihood="gaussian", max_epochs=40, lr=3e-3,
                 batch_size=32, random_state=0, device="cpu")
     vae = OrthogonalGridVAE(**args).fit(X)
     orth = vae.net_.history[:, "batches"]
@@ -146,8 +146,8 @@ def test_sklearn_contract_on_tabular_rows():
 
 def test_bad_inputs(images):
     check_bad_inputs(DisentangledAttributeAutoencoder(**IMG), images)
-    for bad, words in (({"latent_dim": 7}, ("latent_dim=7", "divisible")),
-                       ({"image_shape": (3, 4, 16), "latent_dim": 6}, ("divisible by 8",)),
+    for bad, words in (({"n_latent": 7}, ("n_latent=7", "divisible")),
+                       ({"image_shape": (3, 4, 16), "n_latent": 6}, ("divisible by 8",)),
                        ({"attribute_dims": (2, 0)}, ("attribute_dims",)),
                        ({"batch_size": 1}, ("batch_size >= 2",))):
         X = images if "image_shape" not in bad else images[:, :192]
@@ -192,7 +192,7 @@ def test_the_mixin_reads_the_decoders_output_from_the_objective():
     net_class = type("RegularizedNet", (LatentRegularizerMixin, ObjectiveNet), {})
     for likelihood, expected in (("bernoulli", "sigmoid"), ("gaussian", "identity")):
         objective = VAEObjective(prior=None, kl_estimator="sample", likelihood=likelihood,
-                                 decoder_std=1.0, output_activation="identity")
+                                 sigma=1.0, output_activation="identity")
         net = net_class(torch.nn.Linear(2, 2), objective=objective, alpha_graph=0.1)
         assert net._output_activation() == expected
     assert net_class(torch.nn.Linear(2, 2), objective=None,

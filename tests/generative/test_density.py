@@ -11,8 +11,8 @@ from geolearn.generative import DiffusionDensity, FlowDensity
 from geolearn.generative.ddpm import make_beta_schedule
 from tests.helpers import check_bad_inputs, check_pipeline_gridsearch_pickle
 
-FLOW = dict(n_layers=2, hidden_sizes=(16,), max_epochs=3, batch_size=64, random_state=0)
-DIFF = dict(n_steps=50, hidden_sizes=(16,), max_iter=10, batch_size=64, n_rounds=2,
+FLOW = dict(n_layers=2, hidden_layer_sizes=(16,), max_epochs=3, batch_size=64, random_state=0)
+DIFF = dict(n_timesteps=50, hidden_layer_sizes=(16,), max_epochs=10, batch_size=64, n_rounds=2,
             random_state=0)
 
 
@@ -60,7 +60,8 @@ def test_flow_inverse_and_components(gauss):
 @pytest.mark.parametrize("d", [2, 3, 5])
 def test_flow_masks_transform_every_feature_every_second_layer(d):
     X = np.random.RandomState(0).randn(40, d)
-    masks = FlowDensity(n_layers=6, hidden_sizes=(4,), max_epochs=0, random_state=0).fit(X).masks_
+    masks = FlowDensity(n_layers=6, hidden_layer_sizes=(4,), max_epochs=0,
+                        random_state=0).fit(X).masks_
     assert (masks.sum(1) == d // 2).all()
     # a feature passed through by one coupling is transformed by the next
     assert not (masks[1:] & masks[:-1]).any()
@@ -108,7 +109,7 @@ def test_exact_predictor_on_standard_normal_data_gives_the_exact_density(step):
     """v = 1: the reverse kernel is the exact reversal of a stationary chain; Eq. 23 telescopes."""
     rng = np.random.default_rng(0)
     X = rng.normal(size=(50, 3))
-    est = DiffusionDensity(standardize=False, **{**DIFF, "n_steps": 30})
+    est = DiffusionDensity(standardize=False, **{**DIFF, "n_timesteps": 30})
     est = _with_exact_predictor(est.fit(X), 1.0)
     rounds = est.score_samples_rounds(X, n_rounds=3, step=step)
     exact = multivariate_normal(np.zeros(3), np.eye(3)).logpdf(X)
@@ -120,7 +121,7 @@ def test_exact_predictor_on_narrow_gaussian_is_close_and_posterior_variance_is_n
     d, v = 2, 0.5
     X = rng.normal(scale=math.sqrt(v), size=(500, d))
     est = _with_exact_predictor(
-        DiffusionDensity(standardize=False, **{**DIFF, "n_steps": 100}).fit(X), v)
+        DiffusionDensity(standardize=False, **{**DIFF, "n_timesteps": 100}).fit(X), v)
     exact = multivariate_normal(np.zeros(d), v * np.eye(d)).logpdf(X)
     gap1 = abs(est.score_samples_rounds(X, n_rounds=100, step=1).mean() - exact.mean())
     gap10 = abs(est.score_samples_rounds(X, n_rounds=100, step=10).mean() - exact.mean())
@@ -147,7 +148,7 @@ def test_diffusion_outputs_and_reproducibility(gauss, monkeypatch):
 def test_diffusion_bad_inputs(gauss):
     check_bad_inputs(DiffusionDensity(**DIFF), gauss)
     with pytest.raises(ValueError, match="does not reach noise"):
-        DiffusionDensity(**{**DIFF, "n_steps": 5, "beta_end": 1e-4}).fit(gauss)
+        DiffusionDensity(**{**DIFF, "n_timesteps": 5, "beta_end": 1e-4}).fit(gauss)
     est = DiffusionDensity(**DIFF).fit(gauss)
     with pytest.raises(ValueError, match="step"):
         est.score_samples_rounds(gauss, step=0)

@@ -24,7 +24,7 @@ from geolearn.generative.ddpm import diffusion_schedule
 from geolearn.models import ObjectiveNet, SkorchTrainingMixin
 from tests.helpers import check_bad_inputs, check_pipeline_gridsearch_pickle
 
-SMALL = dict(hidden_sizes=(16,), max_epochs=3, batch_size=32, random_state=0, device="cpu")
+SMALL = dict(hidden_layer_sizes=(16,), max_epochs=3, batch_size=32, random_state=0, device="cpu")
 CAE = dict(n_charts=3, **SMALL)
 DDPM = dict(n_timesteps=50, **SMALL)
 
@@ -104,7 +104,7 @@ def test_same_seed_same_model_and_samples(circle, kind):
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_pipeline_gridsearch_clone_pickle(circle, kind):
-    grid = {"ddpm": {"hidden_sizes": [(8,), (16,)]}, "vae": {"beta": [0.5, 1.0]},
+    grid = {"ddpm": {"hidden_layer_sizes": [(8,), (16,)]}, "vae": {"beta": [0.5, 1.0]},
             "cae": {"gamma": [0.5, 1.0]}}[kind]
     search = check_pipeline_gridsearch_pickle(_make(kind), circle, param_grid=grid)
     assert np.isfinite(search.best_score_)
@@ -136,11 +136,11 @@ def test_chart_parameters_are_checked(circle):
 def test_one_chart_is_a_vae_with_unit_weight_squared_error(circle):
     """k = 1: p = q = 1, CE = 0, and the loss is the negative ELBO of a VAE whose Gaussian
     decoder has variance 1/2, less its constant D/2 log(pi)."""
-    cae = ChartAutoencoder(n_charts=1, chart_dim=2, hidden_sizes=(8,), max_epochs=0,
+    cae = ChartAutoencoder(n_charts=1, chart_dim=2, hidden_layer_sizes=(8,), max_epochs=0,
                            random_state=0, device="cpu").fit(circle)
     module, x = cae.module_, torch.as_tensor(circle, dtype=torch.float32)
     vae = VAEObjective(prior=None, kl_estimator="sample", likelihood="gaussian",
-                       decoder_std=1 / math.sqrt(2), output_activation="identity")
+                       sigma=1 / math.sqrt(2), output_activation="identity")
     torch.manual_seed(1)
     loss, parts = cae.net_.objective(module, module(x), x, None)
     torch.manual_seed(1)
@@ -315,7 +315,7 @@ def test_short_training_recovers_a_1d_gaussian():
     """320 steps of a small MLP: the samples' mean within 0.3 sd of N(2, 0.5^2), their sd
     within 20% (an untrained predictor misses the mean by more than the sd)."""
     X = np.random.default_rng(0).normal(2.0, 0.5, size=(1000, 1))
-    kw = dict(n_timesteps=100, hidden_sizes=(32, 32), standardize=False, batch_size=128,
+    kw = dict(n_timesteps=100, hidden_layer_sizes=(32, 32), standardize=False, batch_size=128,
               lr=3e-3, random_state=0, device="cpu")
     ddpm = DiffusionGenerator(max_epochs=40, **kw).fit(X)
     S = ddpm.sample(2000, random_state=0)

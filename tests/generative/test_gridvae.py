@@ -17,7 +17,7 @@ from geolearn.generative import GridVAE, grid_codes
 from geolearn.generative._losses import kl_normal
 from tests.helpers import check_bad_inputs, check_pipeline_gridsearch_pickle
 
-TINY = dict(hidden_sizes=(16,), max_epochs=2, batch_size=32, random_state=0)
+TINY = dict(hidden_layer_sizes=(16,), max_epochs=2, batch_size=32, random_state=0)
 
 
 @pytest.fixture(scope="module")
@@ -127,7 +127,7 @@ def test_partial_guidance_and_missing_codes(data):
     (dict(prior_std=0.0), None, "prior_std"),
     (dict(prior_std=np.inf), None, "prior_std"),
     (dict(n_latent=0), None, "n_latent"),
-    (dict(hidden_sizes=(8, 0)), None, "hidden_sizes"),
+    (dict(hidden_layer_sizes=(8, 0)), None, "hidden_layer_sizes"),
     (dict(conv_channels=0), None, "conv_channels"),
     (dict(kl_estimator="exact"), None, "kl_estimator"),
     (dict(guidance="semi"), None, "guidance"),
@@ -167,7 +167,7 @@ def test_inference_input_errors(fitted, data):
 @settings(max_examples=15)
 @given(arrays(np.float64, (6, 4), elements=st.floats(allow_nan=True, allow_infinity=True)))
 def test_non_finite_or_out_of_range_input_is_rejected(X):
-    vae = GridVAE(hidden_sizes=(4,), max_epochs=1)
+    vae = GridVAE(hidden_layer_sizes=(4,), max_epochs=1)
     # the [0, 1] check forgives rounding errors up to 1e-6
     if np.all(np.isfinite(X)) and X.min() >= -1e-6 and X.max() <= 1 + 1e-6:
         assert vae.fit(X).transform(X).shape == (6, 2)

@@ -15,7 +15,7 @@ def test_point_clouds_share_limits_and_project_on_principal_axes():
     import matplotlib.pyplot as plt
 
     X = make_circle_points(60, noise=0.05, random_state=0)
-    cae = ChartAutoencoder(n_charts=2, hidden_sizes=(8,), max_epochs=1, random_state=0).fit(X)
+    cae = ChartAutoencoder(n_charts=2, hidden_layer_sizes=(8,), max_epochs=1, random_state=0).fit(X)
     disp = GeneratedSamplesDisplay.from_estimator(cae, X, n_samples=30, random_state=0)
     np.testing.assert_array_equal(disp.samples, cae.sample(30, random_state=0))
     assert disp.axes_[0].get_title() == "data"
@@ -43,7 +43,7 @@ def test_images_are_drawn_as_grids():
     import matplotlib.pyplot as plt
 
     images = np.random.default_rng(0).random((20, 1, 4, 4))
-    vae = GridVAE(hidden_sizes=(8,), max_epochs=1, random_state=0).fit(images)
+    vae = GridVAE(hidden_layer_sizes=(8,), max_epochs=1, random_state=0).fit(images)
     fig, axes = plt.subplots(1, 2)
     disp = GeneratedSamplesDisplay.from_estimator(vae, images, n_samples=9, axes=axes)
     assert disp.figure_ is fig and disp.samples.shape == (9, 16)  # GridVAE's (X, labels)

@@ -33,7 +33,8 @@ def _one_thread():  # tiny networks: one thread is fastest, and immune to a busy
 @pytest.fixture(scope="module")
 def diffusion():
     X = np.random.default_rng(0).normal(size=(64, 2))
-    dd = DiffusionDensity(n_steps=20, beta_end=0.01, hidden_sizes=(8,), max_iter=5, batch_size=32,
+    dd = DiffusionDensity(n_timesteps=20, beta_end=0.01, hidden_layer_sizes=(8,), max_epochs=5,
+                          batch_size=32,
                           n_rounds=2, random_state=0, device="cpu").fit(X)
     return dd, X[:12]
 
@@ -43,9 +44,9 @@ def purifier():
     rng = np.random.default_rng(0)
     X = rng.random((40, 16)).astype(np.float32)
     y = (X[:, 0] > 0.5).astype(int)
-    clf = VAEClassifier(n_latent=2, hidden_sizes=(8,), max_epochs=2, random_state=0,
+    clf = VAEClassifier(n_latent=2, hidden_layer_sizes=(8,), max_epochs=2, random_state=0,
                         device="cpu").fit(X, y)
-    pfy = ELBOPurifier(clf, n_iter=4, n_restarts=2, step_size=0.05, eps=0.2,
+    pfy = ELBOPurifier(clf, n_steps=4, n_restarts=2, step_size=0.05, epsilon=0.2,
                        batch_size=5, random_state=0).fit(X)
     return pfy, X[:12]
 

@@ -23,10 +23,10 @@ from geolearn.generative import (
 )
 from geolearn.models import ObjectiveNet, SkorchTrainingMixin, as_model
 
-VAE = dict(hidden_sizes=(8,), max_epochs=2, batch_size=16, random_state=0, device="cpu")
-FLOW = dict(n_layers=2, hidden_sizes=(8,), max_epochs=2, batch_size=32, random_state=0,
+VAE = dict(hidden_layer_sizes=(8,), max_epochs=2, batch_size=16, random_state=0, device="cpu")
+FLOW = dict(n_layers=2, hidden_layer_sizes=(8,), max_epochs=2, batch_size=32, random_state=0,
             device="cpu")
-DIFF = dict(n_steps=30, hidden_sizes=(8,), max_iter=4, batch_size=32, n_rounds=1,
+DIFF = dict(n_timesteps=30, hidden_layer_sizes=(8,), max_epochs=4, batch_size=32, n_rounds=1,
             random_state=0, device="cpu")
 
 
@@ -113,7 +113,7 @@ def test_diffusion_callbacks_see_every_step(gauss):
 
     count = Count()
     DiffusionDensity(**DIFF, callbacks=[count]).fit(gauss)
-    assert count.batches == DIFF["max_iter"]
+    assert count.batches == DIFF["max_epochs"]
 
 
 def test_module_and_optimizer_settings_reach_the_net_and_grid_search(unit, gauss):
@@ -198,7 +198,7 @@ def test_evaluation_leaves_mixed_modes_as_the_user_set_them(unit):
     vae.inverse_transform(vae.transform(unit)), vae.score_samples(unit)
     vae.sample(2, random_state=0)
     assert _modes(vae.module_) == modes
-    ELBOPurifier(vae, n_iter=2, random_state=0).fit(unit).transform(unit[:4])
+    ELBOPurifier(vae, n_steps=2, random_state=0).fit(unit).transform(unit[:4])
     assert _modes(vae.module_) == modes
     flow = FlowDensity(**FLOW).fit(np.random.default_rng(0).normal(size=(40, 3)))
     flow.module_.train()

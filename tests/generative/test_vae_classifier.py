@@ -14,7 +14,7 @@ from geolearn.generative import ELBOPurifier, GridVAE, VAEClassifier, rectangula
 from geolearn.models import as_model
 from tests.helpers import check_bad_inputs, check_pipeline_gridsearch_pickle
 
-TINY = dict(n_latent=4, hidden_sizes=(32,), max_epochs=15, batch_size=32, random_state=0)
+TINY = dict(n_latent=4, hidden_layer_sizes=(32,), max_epochs=15, batch_size=32, random_state=0)
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +102,7 @@ def test_purifier_raises_the_elbo_and_respects_the_constraints(clf, data):
     X, _ = data
     rng = np.random.default_rng(0)
     noisy = np.clip(X[:50] + rng.normal(scale=0.3, size=X[:50].shape), 0, 1)
-    params = dict(n_iter=64, step_size=0.01, eps=0.1, random_state=0)
+    params = dict(n_steps=64, step_size=0.01, epsilon=0.1, random_state=0)
     out = ELBOPurifier(clf, **params).fit(noisy).transform(noisy)
     assert np.abs(out - noisy).max() <= 0.1 + 1e-6 and out.min() >= 0 and out.max() <= 1
     assert clf.score_samples(out).mean() > clf.score_samples(noisy).mean() + 2
@@ -111,7 +111,8 @@ def test_purifier_raises_the_elbo_and_respects_the_constraints(clf, data):
     out_m = ELBOPurifier(clf, **params, mask=mask).fit(noisy).transform(noisy)
     np.testing.assert_array_equal(out_m[:, ~mask], noisy[:, ~mask].astype(np.float32))
     # l2 ball
-    out_2 = ELBOPurifier(clf, **{**params, "norm": "l2", "eps": 0.5}).fit(noisy).transform(noisy)
+    out_2 = ELBOPurifier(clf, **{**params, "norm": "l2",
+                                 "epsilon": 0.5}).fit(noisy).transform(noisy)
     assert np.linalg.norm(out_2 - noisy, axis=1).max() <= 0.5 + 1e-5
 
 
@@ -119,7 +120,7 @@ def test_purifier_step_follows_the_input_gradient_of_the_negative_elbo(clf, data
     """One unbounded step is ``x - step_size * sign(grad_x (-ELBO))`` with the seeded z draw."""
     X, _ = data
     x = X[:20].astype(np.float32)
-    out = ELBOPurifier(clf, n_iter=1, step_size=0.05, random_state=0).fit(X).transform(x)
+    out = ELBOPurifier(clf, n_steps=1, step_size=0.05, random_state=0).fit(X).transform(x)
     # each row's z draw comes from its own generator, keyed on the row and random_state
     seeds = row_seeds(x, 0, stream="ELBOPurifier.transform/z")
     (z,) = row_draws(seeds, [("normal", (1, 1, clf.n_latent))])
@@ -131,7 +132,7 @@ def test_purifier_step_follows_the_input_gradient_of_the_negative_elbo(clf, data
 
 def test_restarts_never_do_worse_than_the_first(clf, data):
     X, _ = data
-    params = dict(n_iter=16, eps=0.2, random_state=0)
+    params = dict(n_steps=16, epsilon=0.2, random_state=0)
     one = ELBOPurifier(clf, **params).fit(X[:30]).transform(X[:30])
     many = ELBOPurifier(clf, n_restarts=3, **params).fit(X[:30]).transform(X[:30])
     x1, xm = (torch.as_tensor(a, dtype=torch.float32) for a in (one, many))
@@ -142,23 +143,23 @@ def test_restarts_never_do_worse_than_the_first(clf, data):
 def test_purifier_composition_and_the_fitting_policy(data):
     """An unfitted VAE is cloned and fitted; a fitted one (or a FrozenEstimator) is used as is."""
     X, y = data
-    pfy = ELBOPurifier(VAEClassifier(**TINY), n_iter=4, random_state=0).fit(X, y)
+    pfy = ELBOPurifier(VAEClassifier(**TINY), n_steps=4, random_state=0).fit(X, y)
     assert pfy.estimator_ is not pfy.estimator and pfy.n_features_in_ == 64
     clf = pfy.estimator_
-    assert ELBOPurifier(clf, n_iter=4).fit(X).estimator_ is clf  # fitted: never refitted
-    pipe = Pipeline([("pfy", ELBOPurifier(FrozenEstimator(clf), n_iter=4)),
+    assert ELBOPurifier(clf, n_steps=4).fit(X).estimator_ is clf  # fitted: never refitted
+    pipe = Pipeline([("pfy", ELBOPurifier(FrozenEstimator(clf), n_steps=4)),
                      ("clf", FrozenEstimator(clf))]).fit(X, y)
     assert pipe.score(X, y) > 0.8
     # a FrozenEstimator survives clone, so a search over the purifier keeps the model
-    search = GridSearchCV(pipe, {"pfy__eps": [0.05, 0.1]}, cv=2).fit(X, y)
+    search = GridSearchCV(pipe, {"pfy__epsilon": [0.05, 0.1]}, cv=2).fit(X, y)
     assert search.best_estimator_["pfy"].estimator_.estimator is clf
     assert list(pfy.get_feature_names_out())[:2] == ["x0", "x1"]
-    grid = GridVAE(hidden_sizes=(8,), max_epochs=1, random_state=0).fit(X)
-    assert ELBOPurifier(grid, n_iter=2).fit(X).transform(X[:3]).shape == (3, 64)
+    grid = GridVAE(hidden_layer_sizes=(8,), max_epochs=1, random_state=0).fit(X)
+    assert ELBOPurifier(grid, n_steps=2).fit(X).transform(X[:3]).shape == (3, 64)
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    (dict(eps=0.0), "eps"), (dict(n_restarts=0), "n_restarts"), (dict(norm="l1"), "norm"),
+    (dict(epsilon=0.0), "epsilon"), (dict(n_restarts=0), "n_restarts"), (dict(norm="l1"), "norm"),
     (dict(mask=np.zeros(64, bool)), "all False"),
 ])
 def test_purifier_bad_parameters(clf, data, kwargs, match):
@@ -169,8 +170,8 @@ def test_purifier_bad_parameters(clf, data, kwargs, match):
 def test_purifier_input_checks(clf, data):
     X, _ = data
     with pytest.raises(NotFittedError):
-        ELBOPurifier(clf, n_iter=2).transform(X)
-    pfy = ELBOPurifier(clf, n_iter=2).fit(X)
+        ELBOPurifier(clf, n_steps=2).transform(X)
+    pfy = ELBOPurifier(clf, n_steps=2).fit(X)
     with pytest.raises(ValueError, match="clip"):
         pfy.transform(X * 2)
     with pytest.raises(ValueError, match="NaN"):

@@ -155,13 +155,13 @@ def test_select_best_restores_the_best_validation_epoch(data):
 
 def test_report_scores_and_spectral_norms(data):
     X, y = data
-    clf = InvariantClassifier(ig_steps=8, **FAST).fit(X, y)
-    r = clf.invariance_report(X[:30], y[:30])
+    clf = InvariantClassifier(**FAST).fit(X, y)
+    r = clf.invariance_report(X[:30], y[:30], steps=8)
     assert set(r) == {"accuracy", "transformed_accuracy", "LI", "DI", "NLI", "SI", "sigma_max",
                       "n_degenerate"}
     assert r.accuracy == clf.score(X[:30], y[:30])
     assert r.transformed_accuracy == clf.transformed_score(X[:30], y[:30], random_state=0)
-    assert r.SI == pytest.approx(clf.saliency_invariance(X[:30], y[:30]))
+    assert r.SI == pytest.approx(clf.saliency_invariance(X[:30], y[:30], steps=8))
     assert clf.invariance_report(X[:5]).accuracy is None
     # transformed_score equals the score of X moved by the same drawn elements
     g = torch.Generator().manual_seed(int(np.random.RandomState(3).randint(0, 2**31 - 1)))
@@ -171,7 +171,7 @@ def test_report_scores_and_spectral_norms(data):
     assert list(norms) == ["model.fc0", "model.out"]
     W = clf.module_.model.out.weight.detach().double()
     assert norms["model.out"] == pytest.approx(float(torch.linalg.svdvals(W)[0]))
-    maps = clf.saliency_maps(X[:4], y[:4])
+    maps = clf.saliency_maps(X[:4], y[:4], steps=8)
     assert maps.shape == (4, 12, 12) and np.all(maps >= 0)
     t = np.searchsorted(clf.classes_, y[:4])
     np.testing.assert_allclose(maps, saliency_map(clf, X[:4], t, steps=8, baseline=clf.mean_))
@@ -216,12 +216,8 @@ def _raises(exc, match, clf, X, y):
     (dict(nu=-1.0), ["nu"]),
     (dict(invariance_loss="l2"), ["invariance_loss"]),
     (dict(group_pool="sum"), ["group_pool"]),
-    (dict(saliency_target="true"), ["saliency_target"]),
     (dict(normalize="pixel"), ["normalize"]),
     (dict(device="tpu"), ["device"]),
-    (dict(saliency_threshold=0.0), ["saliency_threshold"]),
-    (dict(saliency_threshold=1.5), ["saliency_threshold"]),
-    (dict(ig_steps=0), ["ig_steps"]),
     (dict(group="rot8"), ["group"]),
     (dict(hidden_layer_sizes=(16, 0)), ["hidden_layer_sizes"]),
     (dict(weight_tying=True, module=TinyCNN), ["weight_tying", "module"]),
@@ -261,8 +257,15 @@ def test_invalid_use_after_fit(data):
     with pytest.raises(ValueError, match="features"):
         clf.predict(X[:5, :, :, :10])
     with pytest.warns(UserWarning, match="baseline"):
-        clf.set_params(ig_baseline=np.arange(144.0).reshape(1, 12, 12), ig_steps=2)
-        clf.saliency_invariance(X[:5], y[:5])
+        clf.saliency_invariance(X[:5], y[:5], baseline=np.arange(144.0).reshape(1, 12, 12),
+                                steps=2)
+    for kwargs, words in [(dict(target="true"), ["target"]), (dict(threshold=0.0), ["threshold"]),
+                          (dict(threshold=1.5), ["threshold"]), (dict(steps=0), ["steps"]),
+                          (dict(baseline="ones"), ["baseline"])]:
+        for method in (clf.saliency_invariance, clf.saliency_maps):
+            with pytest.raises(ValueError) as info:
+                method(X[:5], y[:5], **kwargs)
+            assert_message(info, *words)
 
 
 @pytest.mark.parametrize("method", ["predict", "predict_proba", "decision_function",

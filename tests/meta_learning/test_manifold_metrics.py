@@ -95,8 +95,10 @@ def test_spectral_bad_parameters():
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"homology_dims": (-1,)}, "homology_dims"), ({"homology_dims": (0, 0)}, "homology_dims"),
-    ({"homology_dims": ()}, "homology_dims"), ({"homology_dims": "H1"}, "homology_dims"),
+    ({"homology_dimensions": (-1,)}, "homology_dimensions"),
+    ({"homology_dimensions": (0, 0)}, "homology_dimensions"),
+    ({"homology_dimensions": ()}, "homology_dimensions"),
+    ({"homology_dimensions": "H1"}, "homology_dimensions"),
     ({"p": 0.5}, "p must be"), ({"internal_p": np.nan}, "internal_p"),
     ({"thresh": -1.0}, "thresh"),
 ])

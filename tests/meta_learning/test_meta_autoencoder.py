@@ -24,7 +24,7 @@ from tests.helpers import (
     check_pipeline_gridsearch_pickle,
 )
 
-SMALL = dict(architecture="mlp", hidden_sizes=(16,), latent_dim=3, n_iter=30, batch_size=8,
+SMALL = dict(architecture="mlp", hidden_layer_sizes=(16,), n_latent=3, max_epochs=30, batch_size=8,
              log_every=10, random_state=0, device="cpu")
 
 
@@ -45,23 +45,23 @@ def test_zero_meta_test_weight_retraces_the_baseline_exactly(X):
 
 
 def test_training_lowers_the_loss_and_history_is_per_block(X):
-    ae = MetaManifoldAutoencoder(**{**SMALL, "n_iter": 25}).fit(X)
+    ae = MetaManifoldAutoencoder(**{**SMALL, "max_epochs": 25}).fit(X)
     assert [h["iteration"] for h in ae.history_] == [10, 20, 25] and ae.n_iter_ == 25
     assert {"loss", "meta_train_loss", "meta_test_loss"} <= set(ae.history_[0])
     for h in ae.history_:  # J = L_train + beta L_test, block means of the same batches
         assert h["loss"] == pytest.approx(h["meta_train_loss"] + 1e-3 * h["meta_test_loss"],
                                           rel=1e-5)
-    longer = MetaManifoldAutoencoder(**{**SMALL, "n_iter": 300, "lr": 1e-2}).fit(X)
+    longer = MetaManifoldAutoencoder(**{**SMALL, "max_epochs": 300, "lr": 1e-2}).fit(X)
     assert longer.history_[-1]["meta_train_loss"] < 0.9 * longer.history_[0]["meta_train_loss"]
     assert longer.score(X) > ae.score(X)
 
 
 def test_inner_lr_auto_keeps_the_papers_step():
     X = np.random.default_rng(0).random((200, 768)).astype(np.float32)
-    ae = MetaManifoldAutoencoder(architecture="mlp", n_iter=1, random_state=0,
+    ae = MetaManifoldAutoencoder(architecture="mlp", max_epochs=1, random_state=0,
                                  device="cpu").fit(X)
     assert ae.inner_lr_ == pytest.approx(1.6e-6)  # spec: 1e-7 * 64 * 12288 / (64 * 768)
-    ae = MetaManifoldAutoencoder(architecture="mlp", n_iter=1, reduction="mean",
+    ae = MetaManifoldAutoencoder(architecture="mlp", max_epochs=1, reduction="mean",
                                  batch_size=16, random_state=0, device="cpu").fit(X)
     assert ae.inner_lr_ == pytest.approx(1e-7 * 64 * 12288)
 
@@ -69,8 +69,8 @@ def test_inner_lr_auto_keeps_the_papers_step():
 def test_images_use_convs_and_round_trip_shapes():
     rng = np.random.default_rng(0)
     images = rng.random((40, 3, 16, 16)).astype(np.float32)
-    ae = MetaManifoldAutoencoder(n_iter=2, batch_size=4, conv_channels=(4, 4, 8, 8),
-                                 hidden_sizes=(8,), random_state=0, device="cpu").fit(images)
+    ae = MetaManifoldAutoencoder(max_epochs=2, batch_size=4, conv_channels=(4, 4, 8, 8),
+                                 hidden_layer_sizes=(8,), random_state=0, device="cpu").fit(images)
     assert ae.architecture_ == "conv" and ae.image_shape_ == (3, 16, 16)
     assert any(isinstance(m, torch.nn.Conv2d) for m in ae.module_.modules())
     flat = images.reshape(40, -1)
@@ -78,14 +78,14 @@ def test_images_use_convs_and_round_trip_shapes():
     rec = ae.reconstruct(images)
     assert rec.shape == (40, 768) and rec.min() >= 0 and rec.max() <= 1
     odd = rng.random((40, 3, 12, 12)).astype(np.float32)
-    assert MetaManifoldAutoencoder(n_iter=1, batch_size=4, hidden_sizes=(8,), device="cpu"
+    assert MetaManifoldAutoencoder(max_epochs=1, batch_size=4, hidden_layer_sizes=(8,), device="cpu"
                                    ).fit(odd).architecture_ == "mlp"  # "auto" falls back
     with pytest.raises(ValueError) as exc:
-        MetaManifoldAutoencoder(architecture="conv", n_iter=1, batch_size=4,
+        MetaManifoldAutoencoder(architecture="conv", max_epochs=1, batch_size=4,
                                 device="cpu").fit(odd)
     assert_message(exc, "divisible by 16", "(3, 12, 12)")
     with pytest.raises(ValueError, match="needs images"):
-        MetaManifoldAutoencoder(architecture="conv", n_iter=1, batch_size=4,
+        MetaManifoldAutoencoder(architecture="conv", max_epochs=1, batch_size=4,
                                 device="cpu").fit(flat)
 
 
@@ -145,12 +145,12 @@ def test_bad_inputs(X):
     assert_message(exc, "loss='bce'", "MinMaxScaler")
     MetaManifoldAutoencoder(**{**SMALL, "loss": "mse"}).fit(X * 3 - 1)
     for bad in ({"inner_lr": -1.0}, {"inner_lr": "fast"}, {"meta_test_weight": -1e-3},
-                {"n_iter": 0}, {"batch_size": 0}, {"episodic_strategy": "D"}):
+                {"max_epochs": 0}, {"batch_size": 0}, {"episodic_strategy": "D"}):
         with pytest.raises(ValueError, match=next(iter(bad))):
             MetaManifoldAutoencoder(**{**SMALL, **bad}).fit(X)
     with pytest.raises(NotFittedError):
         MetaManifoldAutoencoder(**SMALL).reconstruct(X)
-    with pytest.raises(ValueError, match="latent_dim"):
+    with pytest.raises(ValueError, match="n_latent"):
         MetaManifoldAutoencoder(**SMALL).fit(X).inverse_transform(np.zeros((2, 4)))
 
 

@@ -11,7 +11,7 @@ from geolearn.plotting import ReconstructionDisplay, TrainingCurvesDisplay
 
 matplotlib.use("Agg")
 
-SMALL = dict(architecture="mlp", hidden_sizes=(8,), n_iter=12, log_every=4, batch_size=6,
+SMALL = dict(architecture="mlp", hidden_layer_sizes=(8,), max_epochs=12, log_every=4, batch_size=6,
              random_state=0, device="cpu")
 
 

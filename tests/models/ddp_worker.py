@@ -18,7 +18,7 @@ RECIPE = ROOT / "docs" / "user_guide" / "recipes"
 N_SAMPLES = 128
 CLASSIFIER = {"group": "rot4", "augment": False, "nu": 1.0, "hidden_layer_sizes": (16,), "max_epochs": 3,
                   "batch_size": 32, "lr": 1e-2, "random_state": 0, "iterator_train__shuffle": False}
-VAE = {"n_latent": 2, "hidden_sizes": (16,), "max_epochs": 3, "batch_size": 32, "lr": 1e-2,
+VAE = {"n_latent": 2, "hidden_layer_sizes": (16,), "max_epochs": 3, "batch_size": 32, "lr": 1e-2,
            "random_state": 0, "iterator_train__shuffle": False}
 
 

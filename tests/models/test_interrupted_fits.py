@@ -21,17 +21,18 @@ X = np.random.default_rng(0).random((40, 6)).astype(np.float32)
 y = np.arange(40) % 2
 
 ESTIMATORS = {
-    "GridVAE": lambda cb: GridVAE(hidden_sizes=(8,), max_epochs=5, callbacks=cb, device="cpu"),
-    "VAEClassifier": lambda cb: VAEClassifier(hidden_sizes=(8,), max_epochs=5, callbacks=cb,
+    "GridVAE": lambda cb: GridVAE(hidden_layer_sizes=(8,), max_epochs=5, callbacks=cb,
+                                  device="cpu"),
+    "VAEClassifier": lambda cb: VAEClassifier(hidden_layer_sizes=(8,), max_epochs=5, callbacks=cb,
                                               device="cpu"),
-    "FlowDensity": lambda cb: FlowDensity(hidden_sizes=(8,), n_layers=2, max_epochs=5,
+    "FlowDensity": lambda cb: FlowDensity(hidden_layer_sizes=(8,), n_layers=2, max_epochs=5,
                                           callbacks=cb, device="cpu"),
-    "VAEGenerator": lambda cb: VAEGenerator(hidden_sizes=(8,), max_epochs=5, callbacks=cb,
+    "VAEGenerator": lambda cb: VAEGenerator(hidden_layer_sizes=(8,), max_epochs=5, callbacks=cb,
                                             device="cpu"),
     "MetaManifoldAutoencoder": lambda cb: MetaManifoldAutoencoder(
-        hidden_sizes=(8,), n_iter=10, log_every=2, batch_size=4, callbacks=cb, device="cpu"),
+        hidden_layer_sizes=(8,), max_epochs=10, log_every=2, batch_size=4, callbacks=cb, device="cpu"),
     "DisentangledAttributeAutoencoder": lambda cb: DisentangledAttributeAutoencoder(
-        image_shape=None, latent_dim=4, attribute_dims=(2, 2), max_epochs=5, batch_size=8,
+        image_shape=None, n_latent=4, attribute_dims=(2, 2), max_epochs=5, batch_size=8,
         callbacks=cb, device="cpu"),
 }
 
@@ -82,7 +83,7 @@ def test_an_interrupted_fit_keeps_its_weights_and_says_so(name):
 def test_early_stopping_is_not_an_interruption():
     import warnings
 
-    est = GridVAE(hidden_sizes=(8,), max_epochs=50, device="cpu", lr=1e-9,
+    est = GridVAE(hidden_layer_sizes=(8,), max_epochs=50, device="cpu", lr=1e-9,
                   callbacks=[EarlyStopping(monitor="train_loss", patience=2, threshold=1.0)])
     with warnings.catch_warnings():
         warnings.simplefilter("error", TrainingInterruptedWarning)

@@ -23,7 +23,7 @@ from geolearn.generative.ddpm import NoisePredictor, UNetDenoiser
 from geolearn.ood import InpaintingOODDetector, ood_auroc_scorer, ood_roc_auc
 from tests.helpers import check_bad_inputs, check_pipeline_gridsearch_pickle
 
-TINY = dict(n_blocks=2, n_timesteps=50, n_inference_steps=8, hidden_dim=16, n_hidden_layers=1,
+TINY = dict(n_blocks=2, n_timesteps=50, n_inference_steps=8, hidden_layer_sizes=(16,),
             max_epochs=2, n_reconstructions=3, validation_fraction=0.2, batch_size=32,
             device="cpu", random_state=0)
 
@@ -102,8 +102,8 @@ def test_outliers_score_higher_than_held_out_inliers():
     X = np.exp(-((yy - centres[:, :1, None]) ** 2 + (xx - centres[:, 1:, None]) ** 2) / 4)
     X = X.reshape(540, 64)
     noise = rng.random((20, 64))
-    det = InpaintingOODDetector(n_blocks=4, n_inference_steps=50, hidden_dim=128,
-                                n_hidden_layers=2, max_epochs=40, batch_size=64,
+    det = InpaintingOODDetector(n_blocks=4, n_inference_steps=50, hidden_layer_sizes=(128, 128),
+                                max_epochs=40, batch_size=64,
                                 n_reconstructions=4, data_range=(0, 1), device="cpu",
                                 random_state=0).fit(X[:520])
     auroc = ood_auroc_scorer(det, np.r_[X[520:], noise], np.r_[np.ones(20), -np.ones(20)])
@@ -181,7 +181,7 @@ def test_data_range_warning_once_and_no_clipping(fitted):
 
 def test_layouts_sample_and_denoisers():
     X = _images(30, side=8).reshape(30, 8, 8)
-    det = InpaintingOODDetector(**{**TINY, "hidden_dim": 8}).fit(X)
+    det = InpaintingOODDetector(**{**TINY, "hidden_layer_sizes": (8,)}).fit(X)
     assert det.image_shape_ == (1, 8, 8) and det.n_features_in_ == 64
     assert det.reconstruct(X[:2]).shape == (2, 8, 8)
     assert det.reconstruct(X[:2].reshape(2, 1, 8, 8)).shape == (2, 1, 8, 8)
@@ -366,7 +366,7 @@ class _RowImages(InpaintingOODDetector):
 
 @pytest.mark.filterwarnings("ignore::geolearn.exceptions.GeolearnWarning")
 @parametrize_with_checks(
-    [_RowImages(n_blocks=1, n_timesteps=50, n_inference_steps=4, hidden_dim=8, n_hidden_layers=1,
+    [_RowImages(n_blocks=1, n_timesteps=50, n_inference_steps=4, hidden_layer_sizes=(8,),
                 max_epochs=1, n_reconstructions=2, validation_fraction=0.2, batch_size=32,
                 random_state=0, device="cpu")],
     expected_failed_checks=lambda est: {

@@ -39,7 +39,7 @@ def test_conv_net_rows_reproduce_outputs():
     conv = nn.Sequential(nn.Conv2d(1, 3, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
                          nn.Linear(48, 4), nn.Softmax(dim=1))
     X = np.random.default_rng(0).normal(size=(10, 100))
-    W, b = local_rows(conv, X, input_shape=(1, 10, 10))
+    W, b = local_rows(conv, X, image_shape=(1, 10, 10))
     with torch.no_grad():
         logits = conv[:-1].double()(torch.as_tensor(X).reshape(10, 1, 10, 10)).numpy()
     np.testing.assert_allclose(np.einsum("nom,nm->no", W, X) + b, logits, atol=1e-10)
@@ -80,8 +80,8 @@ def test_cross_map_least_squares(iris):
     ridge = LocalLinearMap(source=a, target=b, alpha=2.0).fit(X)
     M0 = np.linalg.solve(C1[:, 0].T @ C1[:, 0] + 2 * np.eye(5), C1[:, 0].T @ C2[:, 0])
     np.testing.assert_allclose(ridge.maps_[0], M0, atol=1e-8)
-    with pytest.warns(UserWarning, match="memory_limit"):
-        batched = LocalLinearMap(source=a, target=b, memory_limit=1000, batch_size=40).fit(X)
+    with pytest.warns(UserWarning, match="max_memory"):
+        batched = LocalLinearMap(source=a, target=b, max_memory=1000, batch_size=40).fit(X)
     np.testing.assert_allclose(batched.maps_, llm.maps_, atol=1e-6)
 
 

@@ -7,7 +7,8 @@ loss.
 from geolearn.meta_learning import EpisodicSampler, MetaManifoldAutoencoder
 
 ESTIMATORS = [
-    MetaManifoldAutoencoder(loss="mse", hidden_sizes=(8,), latent_dim=2, n_iter=4, batch_size=4,
+    MetaManifoldAutoencoder(loss="mse", hidden_layer_sizes=(8,), n_latent=2, max_epochs=4,
+                            batch_size=4,
                             log_every=2, random_state=0, device="cpu"),
     EpisodicSampler(batch_size=2, random_state=0),
 ]

@@ -6,7 +6,7 @@ from geolearn.subspaces import (CentroidSoftmaxClassifier, SubspaceEmbedding, SV
 ESTIMATORS = [
     SVBF(n_components=1, random_state=0),
     SVBFClassifier(n_components=1, random_state=0),
-    CentroidSoftmaxClassifier(max_iter=100, random_state=0),
+    CentroidSoftmaxClassifier(max_epochs=100, random_state=0),
     SubspaceEmbedding(),
     SVBFNetClassifier(n_components=1, max_epochs=5, lr=0.05, verbose=0, random_state=0),
 ]

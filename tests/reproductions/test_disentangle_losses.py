@@ -124,7 +124,7 @@ def dae_runs():
     for name, alpha_orth in (("DAE-OG", 0.1), ("DAE-G", 0.0)):
         t0 = time.perf_counter()
         dae = DisentangledAttributeAutoencoder(
-            image_shape=(3, 32, 32), latent_dim=105, attribute_dims=(5, 5, 4, 3, 5),
+            image_shape=(3, 32, 32), n_latent=105, attribute_dims=(5, 5, 4, 3, 5),
             alpha_orth=alpha_orth, alpha_graph=0.1, graph_distance_scale="median",
             max_epochs=DAE_EPOCHS, batch_size=64, random_state=0, device="cpu").fit(X)
         C = dae.block_cosines(X)

@@ -29,7 +29,7 @@ from geolearn.generative.metrics import (
 )
 
 A1 = dict(n_latent=2, grid_values=(-2, -1, 0, 1, 2, 3), prior_std=1 / 3, architecture="mlp",
-          hidden_sizes=(256, 128), likelihood="bernoulli", batch_size=256, lr=1e-3,
+          hidden_layer_sizes=(256, 128), likelihood="bernoulli", batch_size=256, lr=1e-3,
           device="cpu")
 
 
@@ -112,7 +112,7 @@ def test_a3_seen_shape_is_most_likely_under_diffusion_and_flow():
     chain log-likelihood; circle, moons and S curve are lower (and likewise for a flow)."""
     train = make_point_shapes(10000, ("swiss_roll",), random_state=100)["swiss_roll"]
     test = make_point_shapes(2000, random_state=200)
-    diff = DiffusionDensity(n_steps=100, max_iter=3000, batch_size=1024, random_state=0,
+    diff = DiffusionDensity(n_timesteps=100, max_epochs=3000, batch_size=1024, random_state=0,
                             device="cpu").fit(train)
     for h, margin in ((1, 0.3), (10, 0.05)):
         means, per_point = {}, {}
@@ -128,7 +128,7 @@ def test_a3_seen_shape_is_most_likely_under_diffusion_and_flow():
                 print(f"  AUROC swiss_roll vs {name}: {auc:.3f}")
                 assert auc >= 0.6
 
-    flow = FlowDensity(n_layers=8, hidden_sizes=(128, 128), max_epochs=50, random_state=0,
+    flow = FlowDensity(n_layers=8, hidden_layer_sizes=(128, 128), max_epochs=50, random_state=0,
                        device="cpu").fit(train)
     scores = {name: flow.score_samples(pts) for name, pts in test.items()}
     print("flow: " + ", ".join(f"{k} {v.mean():.2f}" for k, v in scores.items()))
@@ -155,16 +155,16 @@ def test_a4_patch_attack_and_elbo_purification():
     ELBO purification without a norm bound recovers most of the accuracy."""
     Xtr, ytr, Xte, yte = _digits_split(0)
     clf = VAEClassifier(n_latent=16, likelihood="bernoulli", classification_weight=8,
-                        hidden_sizes=(256, 128), max_epochs=100, batch_size=128, lr=1e-3,
+                        hidden_layer_sizes=(256, 128), max_epochs=100, batch_size=128, lr=1e-3,
                         random_state=0, device="cpu").fit(Xtr, ytr)
     mask = rectangular_patch_mask((8, 8), top=0, left=0, height=8, width=2)
-    pfy = ELBOPurifier(clf, n_iter=256, step_size=1 / 255, eps=None,
+    pfy = ELBOPurifier(clf, n_steps=256, step_size=1 / 255, epsilon=None,
                        random_state=0).fit(Xtr)
     clean = clf.score(Xte, yte)
     acc = {"clean": clean, "purified clean": clf.score(pfy.transform(Xte), yte)}
     assert clean >= 0.95 and acc["purified clean"] >= 0.70
     for method in ("pgd", "nag"):
-        X_adv = patch_attack(clf, Xte, yte, mask, method=method, n_iter=2048,
+        X_adv = patch_attack(clf, Xte, yte, mask, method=method, n_steps=2048,
                              step_size=1 / 255, random_state=0)
         X_pfy = pfy.transform(X_adv)
         acc[method] = clf.score(X_adv, yte)
@@ -172,7 +172,7 @@ def test_a4_patch_attack_and_elbo_purification():
         assert acc[method] <= 0.20 and acc[f"purified {method}"] >= 0.65
         assert clf.score_samples(X_pfy).mean() > clf.score_samples(X_adv).mean()
         if method == "pgd":
-            masked = ELBOPurifier(clf, n_iter=256, mask=mask,
+            masked = ELBOPurifier(clf, n_steps=256, mask=mask,
                                   random_state=0).fit(Xtr)
             acc["mask-restricted pgd"] = clf.score(masked.transform(X_adv), yte)
             assert acc["mask-restricted pgd"] >= 0.95
@@ -181,7 +181,7 @@ def test_a4_patch_attack_and_elbo_purification():
     # negative control (spec 3.6): with a Gaussian likelihood the unbounded ascent drifts
     # clean digits towards a prototype
     gauss = VAEClassifier(n_latent=16, likelihood="gaussian", classification_weight=8,
-                          hidden_sizes=(256, 128), max_epochs=100, batch_size=128,
+                          hidden_layer_sizes=(256, 128), max_epochs=100, batch_size=128,
                           random_state=0, device="cpu").fit(Xtr, ytr)
     drift = gauss.score(ELBOPurifier(gauss, random_state=0).fit(Xtr).transform(Xte),
                         yte)

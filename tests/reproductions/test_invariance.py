@@ -206,7 +206,7 @@ def test_sklearn_conformance_and_paper_model_selection():
     X, y = make_transforming_mnist(group="rot4", random_state=0, return_X_y=True)
     X, y = X[:300], np.array(list("abcdefghi"))[y[:300]]
     clf = InvariantClassifier(hidden_layer_sizes=(32,), max_epochs=2, batch_size=64,
-                              device="cpu", random_state=0, ig_steps=10)
+                              device="cpu", random_state=0)
     assert clone(clf).get_params() == clf.get_params()
     assert clf.set_params(nu=0.5).get_params()["nu"] == 0.5
     with pytest.raises(NotFittedError):

@@ -193,9 +193,9 @@ def digits():
     start = time.perf_counter()
     with torch_threads(1):
         ae = MetaManifoldAutoencoder(
-            latent_dim=10, architecture="mlp", hidden_sizes=(128,), episodic_strategy=None,
+            n_latent=10, architecture="mlp", hidden_layer_sizes=(128,), episodic_strategy=None,
             loss="mse", reduction="sum", lr=1e-3, batch_size=128,
-            n_iter=150 * -(-len(X_tr) // 128), log_every=100, random_state=0).fit(X_tr)
+            max_epochs=150 * -(-len(X_tr) // 128), log_every=100, random_state=0).fit(X_tr)
         torch.manual_seed(0)
         clf = NeuralNetClassifier(
             _digits_mlp, criterion=torch.nn.CrossEntropyLoss, optimizer=torch.optim.Adam,

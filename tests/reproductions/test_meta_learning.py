@@ -50,7 +50,7 @@ from tests.meta_learning.test_manifold_metrics import (
 SEEDS = (0, 1, 2)
 # the spec's setting: 768-256-128-10 ReLU MLP, 1,000 iterations of batch 64, Adam 1e-3,
 # inner_lr "auto" (1.6e-6 here), meta_test_weight 1e-3, BCE summed
-TRAIN = dict(architecture="mlp", n_iter=1000, batch_size=64, lr=1e-3, device="cpu")
+TRAIN = dict(architecture="mlp", max_epochs=1000, batch_size=64, lr=1e-3, device="cpu")
 
 
 def _measure(model, X, train, test):
@@ -160,15 +160,15 @@ def test_knn_graph_is_invariant_to_similarities(symmetrize):
 @pytest.mark.parametrize("p", [1, 2, 3, np.inf])
 def test_a_bar_against_the_diagonal(p):
     """W_{p,inf}({(0, 2)}, {}) = 1: two points 2 apart against two coincident points."""
-    d = persistence_wasserstein([[0.0], [2.0]], [[5.0], [5.0]], homology_dims=(0,), p=p)
+    d = persistence_wasserstein([[0.0], [2.0]], [[5.0], [5.0]], homology_dimensions=(0,), p=p)
     assert d == {"H0": 1.0, "total": 1.0}
 
 
 def test_two_bars_and_the_ground_norm():
     """W_{1,inf}({(0, 2)}, {(0, 3)}) = 1; L_2 ground norm to the diagonal: sqrt(2)."""
-    assert persistence_wasserstein([[0.0], [2.0]], [[0.0], [3.0]], homology_dims=0,
+    assert persistence_wasserstein([[0.0], [2.0]], [[0.0], [3.0]], homology_dimensions=0,
                                    p=1)["H0"] == 1.0
-    d = persistence_wasserstein([[0.0], [2.0]], [[1.0], [1.0]], homology_dims=0, internal_p=2)
+    d = persistence_wasserstein([[0.0], [2.0]], [[1.0], [1.0]], homology_dimensions=0, internal_p=2)
     assert d["H0"] == pytest.approx(np.sqrt(2))
 
 
@@ -191,9 +191,9 @@ def test_h0_deaths_are_the_minimum_spanning_tree():
     np.testing.assert_allclose(np.sort(h0[:, 1]), mst, rtol=0, atol=1e-9)
     # through the public path: every bar against the diagonal costs half its length
     flat = np.zeros_like(X)
-    assert persistence_wasserstein(X, flat, homology_dims=0, p=1)["H0"] == pytest.approx(
+    assert persistence_wasserstein(X, flat, homology_dimensions=0, p=1)["H0"] == pytest.approx(
         mst.sum() / 2, rel=1e-12)
-    assert persistence_wasserstein(X, flat, homology_dims=0, p=np.inf)["H0"] == pytest.approx(
+    assert persistence_wasserstein(X, flat, homology_dimensions=0, p=np.inf)["H0"] == pytest.approx(
         mst.max() / 2, rel=1e-12)
 
 

@@ -20,8 +20,8 @@ pytestmark = pytest.mark.slow
 
 N_TEST = 150
 SETTINGS = dict(image_shape=(8, 8), data_range=(0, 1), mask="checkerboard_alt", n_blocks=4,
-                n_reconstructions=10, n_inference_steps=100, distance="mse", hidden_dim=256,
-                n_hidden_layers=3, max_epochs=250, batch_size=128, lr=1e-3, device="cpu",
+                n_reconstructions=10, n_inference_steps=100, distance="mse", hidden_layer_sizes=(256, 256, 256),
+                max_epochs=250, batch_size=128, lr=1e-3, device="cpu",
                 random_state=0)
 
 

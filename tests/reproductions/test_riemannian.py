@@ -342,7 +342,7 @@ def test_a3_training_magnifies_the_boundary():
 def test_a4a_conformal_volume_matches_kernel_metric():
     """A4(a), paper App. H.1 (H.3–H.8): the rbf closed form equals the metric of the torch K̃."""
     X, y = make_sinusoid_boundary(120, random_state=0)
-    clf = ConformalKernelSVC(gamma=2.0, n_iter=1).fit(X, y)
+    clf = ConformalKernelSVC(gamma=2.0, n_refits=1).fit(X, y)
     centers, tau, gamma = _t(clf.centers_[0]), clf.tau_[0], clf.gamma_
 
     def k_tilde(x, z):
@@ -359,10 +359,10 @@ def test_a4a_conformal_volume_matches_kernel_metric():
 
 
 def test_a4a_zero_iterations_is_svc():
-    """A4(a): n_iter=0 reproduces sklearn's SVC exactly."""
+    """A4(a): n_refits=0 reproduces sklearn's SVC exactly."""
     X, y = make_sinusoid_boundary(150, random_state=3)
     X_test, _ = make_sinusoid_boundary(300, random_state=4)
-    ours = ConformalKernelSVC(gamma=2.0, C=3.0, n_iter=0).fit(X, y)
+    ours = ConformalKernelSVC(gamma=2.0, C=3.0, n_refits=0).fit(X, y)
     ref = SVC(gamma=2.0, C=3.0).fit(X, y)
     np.testing.assert_array_equal(ours.predict(X_test), ref.predict(X_test))
     np.testing.assert_allclose(ours.decision_function(X_test), ref.decision_function(X_test),

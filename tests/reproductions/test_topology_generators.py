@@ -43,14 +43,14 @@ def _fit_and_measure(name, estimator, X):
 
 @pytest.fixture(scope="module")
 def vae(circle):
-    est = VAEGenerator(latent_dim=2, hidden_sizes=(128, 128), likelihood="gaussian",
+    est = VAEGenerator(n_latent=2, hidden_layer_sizes=(128, 128), likelihood="gaussian",
                        sigma=0.05, beta=1.0, **TRAIN)
-    return _fit_and_measure("VAE (latent_dim=2)", est, circle)
+    return _fit_and_measure("VAE (n_latent=2)", est, circle)
 
 
 @pytest.fixture(scope="module")
 def ddpm(circle):
-    est = DiffusionGenerator(n_timesteps=1000, denoiser="mlp", hidden_sizes=(256, 256),
+    est = DiffusionGenerator(n_timesteps=1000, denoiser="mlp", hidden_layer_sizes=(256, 256),
                              **TRAIN)
     return _fit_and_measure("DDPM (T=1000)", est, circle)
 

@@ -24,7 +24,7 @@ def data():
 
 def test_factor_kernel_and_decision_are_consistent(data):
     X, y = data
-    clf = ConformalKernelSVC(gamma=2.0, n_iter=2).fit(X, y)
+    clf = ConformalKernelSVC(gamma=2.0, n_refits=2).fit(X, y)
     assert len(clf.tau_) == len(clf.centers_) == 2
     assert len(clf.n_support_history_) == 3
     np.testing.assert_allclose(clf.tau_, [clf.sigma_ / np.sqrt(2)] * 2)
@@ -45,7 +45,7 @@ def test_factor_kernel_and_decision_are_consistent(data):
 
 def test_multiclass_uses_the_union_of_support_vectors():
     X, y = make_blobs(90, centers=3, cluster_std=1.0, random_state=0)
-    clf = ConformalKernelSVC(n_iter=1).fit(X, y)
+    clf = ConformalKernelSVC(n_refits=1).fit(X, y)
     assert clf.decision_function(X).shape == (90, 3)
     np.testing.assert_array_equal(np.unique(clf.predict(X)), [0, 1, 2])
     assert clf.score(X, y) > 0.95
@@ -54,9 +54,9 @@ def test_multiclass_uses_the_union_of_support_vectors():
 
 def test_tau_forms_and_other_kernels(data):
     X, y = data
-    clf = ConformalKernelSVC(tau=[0.3, 0.2], n_iter=2).fit(X, y)
+    clf = ConformalKernelSVC(tau=[0.3, 0.2], n_refits=2).fit(X, y)
     assert clf.tau_ == [0.3, 0.2]
-    poly = ConformalKernelSVC(kernel="poly", degree=2, gamma=0.5, coef0=1.0, n_iter=0).fit(X, y)
+    poly = ConformalKernelSVC(kernel="poly", degree=2, gamma=0.5, coef0=1.0, n_refits=0).fit(X, y)
     np.testing.assert_allclose(
         poly.log_volume_element(X[:5]),
         KernelMetric(polynomial_kernel(0.5, 1.0, 2)).log_volume(torch.as_tensor(X[:5])),
@@ -66,10 +66,10 @@ def test_tau_forms_and_other_kernels(data):
     dist = np.sqrt(((S[:, None] - S[None]) ** 2).sum(-1)) + np.diag(np.full(len(S), np.inf))
     np.testing.assert_allclose(auto.tau_[0], np.median(dist.min(1)))
     custom = ConformalKernelSVC(kernel=lambda A, B: sk_poly(A, B, degree=2, gamma=1.0),
-                                n_iter=0).fit(X, y)
+                                n_refits=0).fit(X, y)
     np.testing.assert_allclose(custom.decision_function(X),
                                ConformalKernelSVC(kernel="poly", degree=2, gamma=1.0, coef0=1.0,
-                                                  n_iter=0).fit(X, y).decision_function(X),
+                                                  n_refits=0).fit(X, y).decision_function(X),
                                atol=1e-8)
     with pytest.raises(ValueError, match="built-in kernel"):
         custom.log_volume_element(X)
@@ -80,15 +80,15 @@ def test_probability_is_opt_in(data):
     assert not hasattr(ConformalKernelSVC().fit(X, y), "predict_proba")
 
 
-@pytest.mark.parametrize("n_iter", [0, 2])
-def test_probability_is_platt_scaling_of_the_final_decision(data, n_iter):
+@pytest.mark.parametrize("n_refits", [0, 2])
+def test_probability_is_platt_scaling_of_the_final_decision(data, n_refits):
     # scikit-learn 1.9 deprecates SVC(probability=True): the fit must not use it (the
     # FutureWarning is an error here), and the probabilities must be a sigmoid of the
     # final conformal SVC's decision values, increasing with them
     X, y = data
     with warnings.catch_warnings():
         warnings.simplefilter("error", FutureWarning)
-        clf = ConformalKernelSVC(n_iter=n_iter, probability=True, random_state=0).fit(X, y)
+        clf = ConformalKernelSVC(n_refits=n_refits, probability=True, random_state=0).fit(X, y)
     Z = make_sinusoid_boundary(60, random_state=1)[0]
     proba, dec = clf.predict_proba(Z), clf.decision_function(Z)
     np.testing.assert_allclose(proba.sum(1), 1)
@@ -99,7 +99,7 @@ def test_probability_is_platt_scaling_of_the_final_decision(data, n_iter):
     np.testing.assert_allclose(logit, slope * dec + intercept, atol=1e-8)
     assert slope > 0
     np.testing.assert_allclose(clf.predict_log_proba(Z), np.log(proba))
-    again = ConformalKernelSVC(n_iter=n_iter, probability=True, random_state=0).fit(X, y)
+    again = ConformalKernelSVC(n_refits=n_refits, probability=True, random_state=0).fit(X, y)
     np.testing.assert_array_equal(again.predict_proba(Z), proba)
 
 
@@ -114,9 +114,9 @@ def test_probability_needs_two_samples_per_class(data):
 def test_parameter_errors(data):
     X, y = data
     cases = [
-        (dict(n_iter=-1), "n_iter"),
+        (dict(n_refits=-1), "n_refits"),
         (dict(tau=0.0), "tau"),
-        (dict(tau=[0.1, 0.2]), "one value per iteration"),
+        (dict(tau=[0.1, 0.2]), "one value per refit"),
         (dict(gamma=-1.0), "gamma"),
         (dict(gamma="big"), "gamma"),
         (dict(kernel="laplacian"), "kernel"),
@@ -149,7 +149,7 @@ def test_bad_inputs(data):
 def test_volume_is_largest_at_a_lone_support_vector(gamma, factor):
     """H.8: with tau = factor·σ/√d, log V peaks at the SV iff factor >= 1."""
     X = np.array([[0.0, 0.0], [1e-3, 0.0]])
-    clf = ConformalKernelSVC(gamma=gamma, tau=1.0, n_iter=0).fit(X, [0, 1])
+    clf = ConformalKernelSVC(gamma=gamma, tau=1.0, n_refits=0).fit(X, [0, 1])
     sigma = clf.sigma_
     clf.centers_, clf.tau_ = [np.zeros((1, 2))], [factor * sigma / np.sqrt(2)]
     r = np.linspace(0, 3 * sigma, 2001)
@@ -161,8 +161,8 @@ def test_pipeline_gridsearch_pickle(data):
     X, y = data
     search = check_pipeline_gridsearch_pickle(
         ConformalKernelSVC(gamma=2.0), X, y,
-        param_grid={"C": [1.0, 10.0], "n_iter": [0, 1, 2], "tau": ["auto", 0.3]})
-    assert search.best_params_["n_iter"] in (0, 1, 2)
+        param_grid={"C": [1.0, 10.0], "n_refits": [0, 1, 2], "tau": ["auto", 0.3]})
+    assert search.best_params_["n_refits"] in (0, 1, 2)
 
 
 
@@ -172,21 +172,21 @@ from geolearn.datasets import make_sinusoid_boundary
 from geolearn.riemannian import ConformalKernelSVC
 X, y = make_sinusoid_boundary(200, random_state=0)
 warnings.simplefilter("ignore")
-for n_iter, gamma in [(18, "scale"), (20, "scale"), (20, 2.0)]:
+for n_refits, gamma in [(18, "scale"), (20, "scale"), (20, 2.0)]:
     start = time.perf_counter()
     try:
-        ConformalKernelSVC(n_iter=n_iter, gamma=gamma).fit(X, y).predict(X[:3])
+        ConformalKernelSVC(n_refits=n_refits, gamma=gamma).fit(X, y).predict(X[:3])
         outcome = "fitted"
     except ValueError as exc:
         outcome = "ValueError: " + str(exc)
-    print(n_iter, gamma, round(time.perf_counter() - start, 1), outcome, flush=True)
+    print(n_refits, gamma, round(time.perf_counter() - start, 1), outcome, flush=True)
 """
 
 
 def test_many_refits_on_a_degenerate_kernel_finish_quickly():
     """Regression: libsvm with max_iter=-1 looped for minutes on the degenerate conformal
-    kernel of n_iter=18/20 refits (200-point sine data); now each fit ends in seconds,
-    fitted or with a ValueError naming n_iter and the cure. libsvm's C loop ignores
+    kernel of n_refits=18/20 refits (200-point sine data); now each fit ends in seconds,
+    fitted or with a ValueError naming n_refits and the cure. libsvm's C loop ignores
     signals, hence a subprocess with a timeout. The timeout only tells a hang (each old fit
     ran past 120 s) from an end: it is generous, since a loaded CI runner is slow."""
     import os
@@ -203,8 +203,9 @@ def test_many_refits_on_a_degenerate_kernel_finish_quickly():
     lines = run.stdout.splitlines()
     assert len(lines) == 3, run.stdout
     for line in lines:
-        n_iter, gamma, seconds, outcome = line.split(" ", 3)
-        assert outcome == "fitted" or all(w in outcome for w in ("n_iter", "max_iter", "tau")), line
+        n_refits, gamma, seconds, outcome = line.split(" ", 3)
+        assert outcome == "fitted" or all(w in outcome for w in ("n_refits", "max_iter",
+                                                                 "tau")), line
 
 
 def test_a_positive_max_iter_warns_with_the_parameter_named(data):

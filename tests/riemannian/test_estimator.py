@@ -187,11 +187,11 @@ def test_images_flat_and_nd_agree():
     net = nn.Sequential(nn.Flatten(), nn.Linear(12, 20), nn.Sigmoid())
     X = np.random.default_rng(0).uniform(size=(4, 1, 3, 4))
     a = RiemannianFeatureGeometry(net).fit(X)
-    b = RiemannianFeatureGeometry(net, input_shape=(1, 3, 4)).fit(X.reshape(4, -1))
+    b = RiemannianFeatureGeometry(net, image_shape=(1, 3, 4)).fit(X.reshape(4, -1))
     np.testing.assert_allclose(a.transform(X), b.transform(X.reshape(4, -1)))
-    assert a.input_shape_ == b.input_shape_ == (1, 3, 4) and a.n_features_in_ == 12
-    with pytest.raises(ValueError, match=r"X has 11 features, expected 12 = prod\(input_shape="):
-        RiemannianFeatureGeometry(net, input_shape=(1, 3, 4)).fit(X.reshape(4, -1)[:, :11])
+    assert a.image_shape_ == b.image_shape_ == (1, 3, 4) and a.n_features_in_ == 12
+    with pytest.raises(ValueError, match=r"X has 11 features, expected 12 = prod\(image_shape="):
+        RiemannianFeatureGeometry(net, image_shape=(1, 3, 4)).fit(X.reshape(4, -1)[:, :11])
     with pytest.raises(ValueError, match="expecting 12 features"):
         b.transform(X.reshape(4, -1)[:, :11])
 

@@ -607,12 +607,12 @@ _INV_FAST = dict(hidden_layer_sizes=(16,), max_epochs=3, batch_size=64, device="
                  random_state=0)
 
 
-def _invariant_classifier_outputs(rec, key, clf, X, y):
+def _invariant_classifier_outputs(rec, key, clf, X, y, steps):
     with rec.guard(key):
-        _invariant_classifier_outputs_inner(rec, key, clf, X, y)
+        _invariant_classifier_outputs_inner(rec, key, clf, X, y, steps)
 
 
-def _invariant_classifier_outputs_inner(rec, key, clf, X, y):
+def _invariant_classifier_outputs_inner(rec, key, clf, X, y, steps):
     rec.estimator(key, clf, X, y)
     if not hasattr(clf, "module_"):
         return
@@ -621,9 +621,9 @@ def _invariant_classifier_outputs_inner(rec, key, clf, X, y):
     rec.call(f"{key}.normalized_logit_invariance", clf.normalized_logit_invariance, X)
     rec.call(f"{key}.jacobian_sigma_max", clf.jacobian_sigma_max, X[:40])
     rec.call(f"{key}.saliency_invariance", clf.saliency_invariance, X[:12], y[:12],
-             return_details=True)
-    rec.call(f"{key}.saliency_maps", clf.saliency_maps, X[:6], y[:6])
-    rec.call(f"{key}.invariance_report", clf.invariance_report, X[:12], y[:12])
+             return_details=True, steps=steps)
+    rec.call(f"{key}.saliency_maps", clf.saliency_maps, X[:6], y[:6], steps=steps)
+    rec.call(f"{key}.invariance_report", clf.invariance_report, X[:12], y[:12], steps=steps)
     rec.call(f"{key}.layer_spectral_norms", clf.layer_spectral_norms)
     rec.call(f"{key}.transformed_score", clf.transformed_score, X, y, random_state=0)
 
@@ -633,9 +633,9 @@ def _inv_classifier(rec):
     from geolearn.invariance import InvariantClassifier
 
     X, y = _rot_data()
-    clf = InvariantClassifier(saliency_kernel_size=3, ig_steps=8, **_INV_FAST)
-    _invariant_classifier_outputs(rec, "default", clf, X, y)
-    flat = InvariantClassifier(image_shape=(12, 12), ig_steps=4, **_INV_FAST)
+    clf = InvariantClassifier(**_INV_FAST)
+    _invariant_classifier_outputs(rec, "default", clf, X, y, steps=8)
+    flat = InvariantClassifier(image_shape=(12, 12), **_INV_FAST)
     rec.estimator("flat", flat, X.reshape(len(X), -1), y)
 
 
@@ -646,9 +646,9 @@ def _inv_classifier_variants(rec):
     from geolearn.invariance import FiniteGroup, InvariantClassifier
 
     X, y = _rot_data()
-    kw = dict(_INV_FAST, ig_steps=4)
+    kw = dict(_INV_FAST)
     tied = InvariantClassifier(weight_tying=True, **kw)
-    _invariant_classifier_outputs(rec, "weight_tying", tied, X, y)
+    _invariant_classifier_outputs(rec, "weight_tying", tied, X, y, steps=4)
     rec.estimator("weight_tying.mean_pool",
                   InvariantClassifier(weight_tying=True, group_pool="mean", **kw), X, y)
     rec.estimator("nu.li", InvariantClassifier(nu=1.0, **kw), X, y)
@@ -731,14 +731,14 @@ def _inv_metrics(rec):
                      ("distribution_invariance", distribution_invariance),
                      ("normalized_logit_invariance", normalized_logit_invariance)]:
         rec.call(f"{name}.mean", fn, net, X, "rot4")
-        rec.call(f"{name}.none", fn, net, X, "rot4", reduce="none", batch_size=3)
+        rec.call(f"{name}.none", fn, net, X, "rot4", reduction="none", batch_size=3)
         rec.call(f"{name}.xtrans3", fn, net, X, "xtrans3")
         rec.call(f"{name}.flat", fn, net, X.reshape(7, -1), "rot4", image_shape=(6, 6))
         rec.call(f"{name}.callable", fn, lambda x: net(x), X, "rot4")
     rec.call("jacobian_sigma_max.none", jacobian_sigma_max, net.double(), X.astype(np.float64),
-             reduce="none", batch_size=3)
+             reduction="none", batch_size=3)
     rec.call("jacobian_sigma_max.mean", jacobian_sigma_max, net, X)
-    rec.call("jacobian_sigma_max.median", jacobian_sigma_max, net, X, reduce="median")
+    rec.call("jacobian_sigma_max.median", jacobian_sigma_max, net, X, reduction="median")
 
 
 @case("invariance.metrics.sklearn")
@@ -760,7 +760,7 @@ def _inv_metrics_sklearn(rec):
     flat = X.reshape(20, -1)
     lr = LogisticRegression().fit(flat, y)
     rec.call("logreg.logit_invariance", logit_invariance, lr, flat, "rot4", image_shape=(6, 6),
-             reduce="none")
+             reduction="none")
     rec.call("logreg.distribution_invariance", distribution_invariance, lr, flat, "rot4",
              image_shape=(6, 6))
     rec.call("logreg.saliency_invariance", saliency_invariance, lr, flat, "rot4", y,
@@ -770,7 +770,7 @@ def _inv_metrics_sklearn(rec):
     rec.call("mlp.saliency_invariance", saliency_invariance, mlp, flat, "rot4", y,
              image_shape=(6, 6), steps=4, return_details=True)
     rec.call("mlp.logit_invariance", logit_invariance, mlp, flat, "rot4", image_shape=(6, 6))
-    rec.call("mlp.jacobian_sigma_max", jacobian_sigma_max, mlp, flat, reduce="none")
+    rec.call("mlp.jacobian_sigma_max", jacobian_sigma_max, mlp, flat, reduction="none")
     sk = NeuralNetClassifier(_inv_small_net, max_epochs=1, train_split=None, verbose=0)
     sk.fit(X, y)
     rec.call("skorch.logit_invariance", logit_invariance, sk, X, "rot4")
@@ -1104,18 +1104,18 @@ def _riem_conformal(rec):
             rec.call(f"{key}.{m}", getattr(clf, m), Z)
         rec.call(f"{key}.kernel_matrix.XY", clf.kernel_matrix, Z[:5], Z[5:9])
 
-    clf = ConformalKernelSVC(gamma=2.0, n_iter=2)
+    clf = ConformalKernelSVC(gamma=2.0, n_refits=2)
     rec.estimator("rbf", clf, X, y)
     extras("rbf", clf, X[:30])
-    clf = ConformalKernelSVC(tau=[0.3, 0.2], n_iter=2, probability=True, random_state=0)
+    clf = ConformalKernelSVC(tau=[0.3, 0.2], n_refits=2, probability=True, random_state=0)
     rec.estimator("tau_list.proba", clf, X, y)
-    clf = ConformalKernelSVC(kernel="poly", degree=2, gamma=0.5, coef0=1.0, n_iter=1)
+    clf = ConformalKernelSVC(kernel="poly", degree=2, gamma=0.5, coef0=1.0, n_refits=1)
     rec.estimator("poly", clf, X, y)
     extras("poly", clf, X[:20])
     Xb, yb = make_blobs(90, centers=3, cluster_std=1.0, random_state=0)
-    clf = ConformalKernelSVC(n_iter=1, decision_function_shape="ovo")
+    clf = ConformalKernelSVC(n_refits=1, decision_function_shape="ovo")
     rec.estimator("blobs.ovo", clf, Xb, yb)
-    rec.estimator("blobs.ovr", ConformalKernelSVC(n_iter=1, class_weight="balanced"), Xb, yb)
+    rec.estimator("blobs.ovr", ConformalKernelSVC(n_refits=1, class_weight="balanced"), Xb, yb)
 
 
 # ================================================================================== manifold
@@ -1454,7 +1454,7 @@ def _poly_functions(rec):
     conv = nn.Sequential(nn.Conv2d(1, 3, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
                          nn.Linear(48, 4), nn.Softmax(dim=1))
     Xc = np.random.default_rng(0).normal(size=(6, 100))
-    rec.call("local_rows.conv", local_rows, conv, Xc, input_shape=(1, 10, 10))
+    rec.call("local_rows.conv", local_rows, conv, Xc, image_shape=(1, 10, 10))
     y = (X[:, 0] > 0).astype(int) + (X[:, 1] > 0)
     mlp = _quiet_fit(MLPClassifier((7, 5), max_iter=100, random_state=0), X, y)
     rec.call("as_relu_network.mlp", as_relu_network, mlp)
@@ -1510,7 +1510,7 @@ def _poly_llm(rec):
                      ("cross", LocalLinearMap(source=a, target=b)),
                      ("no_bias", LocalLinearMap(source=a, target=b, include_bias=False)),
                      ("ridge", LocalLinearMap(source=a, target=b, alpha=2.0)),
-                     ("batched", LocalLinearMap(source=a, target=b, memory_limit=1000,
+                     ("batched", LocalLinearMap(source=a, target=b, max_memory=1000,
                                                 batch_size=40))]:
         rec.estimator(key, est, X, y)
         rec.call(f"{key}.coefficient_r2", est.coefficient_r2, X)
@@ -1591,7 +1591,7 @@ def _sub_svbf(rec):
         ("random_init", SVBF(2, init="random", n_init=1, tol=1e-14, random_state=0)),
         ("flag_mean_init.cos", SVBF(2, objective="cos", random_state=0)),
         ("intersection2", SVBF(3, 2, n_init=2, transform_output="angles", random_state=0)),
-        ("adam", SVBF(1, solver="adam", init="uniform", max_iter=50, learning_rate=0.01,
+        ("adam", SVBF(1, solver="adam", init="uniform", max_iter=50, lr=0.01,
                       random_state=0)),
         ("angles", SVBF(2, transform_output="angles", n_init=1, random_state=0)),
         ("cosines", SVBF(2, transform_output="cosines", n_init=1, random_state=0)),
@@ -1700,13 +1700,13 @@ def _sub_centroid(rec):
     angle = rng.uniform(-0.3, 0.3, 60) + np.repeat([0.0, np.pi / 2], 30)
     B = np.column_stack([np.cos(angle), np.sin(angle)]) * rng.choice([-1, 1], (60, 1))
     y = np.repeat([0, 1], 30)
-    rec.estimator("directions", CentroidSoftmaxClassifier(max_iter=100, random_state=0), B, y)
-    rec.estimator("temperature", CentroidSoftmaxClassifier(temperature=0.5, max_iter=50,
-                                                           learning_rate=0.1, random_state=1),
+    rec.estimator("directions", CentroidSoftmaxClassifier(max_epochs=100, random_state=0), B, y)
+    rec.estimator("temperature", CentroidSoftmaxClassifier(temperature=0.5, max_epochs=50,
+                                                           lr=0.1, random_state=1),
                   B, y)
     X, yy = _planted_classes(n_classes=2, per_class=15)
     pipe = make_pipeline(SVBF(n_components=2, random_state=0),
-                         CentroidSoftmaxClassifier(max_iter=100, random_state=0))
+                         CentroidSoftmaxClassifier(max_epochs=100, random_state=0))
     rec.estimator("svbf_pipeline", pipe, X, yy, attrs=False)
     rec.add("svbf_pipeline.attr", fitted_attributes(pipe[-1]))
 
@@ -1908,20 +1908,20 @@ def _rep_cross_model(rec):
     rec.call("split_indices.custom", split_indices, y, (0.5, 0.25, 0.25), random_state=1)
     X, yy = _toy()
     net = _tanh_net(0)
-    rec.call("self", cross_model_detection, {"a": net, "b": net}, "a", X, yy, eps=0.3,
+    rec.call("self", cross_model_detection, {"a": net, "b": net}, "a", X, yy, epsilon=0.3,
              random_state=0)
     for key, kwargs in [
         ("fgsm", {}),
         ("pgd", {"attack": "pgd", "attack_kwargs": {"steps": 3, "random_state": 0}}),
-        ("cw", {"attack": "cw", "attack_kwargs": {"steps": 3}}),
+        ("cw", {"attack": "cw", "attack_kwargs": {"n_steps": 3}}),
         ("adv_rows", {"map_rows": "adv", "eval_rows": "mapped_adv_vs_native_clean",
                       "alpha": 1.0}),
         ("fourier_phase", {"representation": "fourier_phase"}),
     ]:
         rec.call(key, cross_model_detection, {"a": _tanh_net(0), "b": _tanh_net(1)}, "a", X,
-                 yy, eps=0.3, random_state=0, **kwargs)
+                 yy, epsilon=0.3, random_state=0, **kwargs)
     rec.call("callable_attack", cross_model_detection, {"a": _tanh_net(0), "b": _tanh_net(1)},
-             "a", X, yy, eps=0.0, random_state=0,
+             "a", X, yy, epsilon=0.0, random_state=0,
              attack=lambda net, X, y, eps: (np.clip(X + 0.5, 0, 1), None))
 
 
@@ -1957,8 +1957,8 @@ def _adv_attacks(rec):
     rec.call("pgd", pgd, net, X, y, 0.1, random_state=0)
     rec.call("pgd.no_random_start", pgd, net, X, y, 0.1, alpha=0.02, steps=5,
              random_start=False, batch_size=7)
-    rec.call("cw", carlini_wagner_l2, net, X, y, steps=5)
-    rec.call("cw.search", carlini_wagner_l2, net, X[:10], y[:10], c=0.5, kappa=0.1, steps=5,
+    rec.call("cw", carlini_wagner_l2, net, X, y, n_steps=5)
+    rec.call("cw.search", carlini_wagner_l2, net, X[:10], y[:10], c=0.5, kappa=0.1, n_steps=5,
              lr=0.05, binary_search_steps=2)
     torch.manual_seed(0)
     cnn = nn.Sequential(nn.Conv2d(1, 2, 3, padding=1), nn.Flatten(), nn.Linear(32, 3))
@@ -1967,7 +1967,7 @@ def _adv_attacks(rec):
     rec.call("fgsm.image_shape", fgsm, cnn, Xi, yi, 0.05, image_shape=(1, 4, 4))
     rec.call("pgd.image_shape", pgd, cnn, Xi.reshape(5, 1, 4, 4), yi, 0.05, steps=3,
              random_state=1)
-    rec.call("cw.image_shape", carlini_wagner_l2, cnn, Xi, yi, steps=3, image_shape=(1, 4, 4))
+    rec.call("cw.image_shape", carlini_wagner_l2, cnn, Xi, yi, n_steps=3, image_shape=(1, 4, 4))
 
 
 @case("adversarial.attacks.sklearn")
@@ -1987,7 +1987,7 @@ def _adv_attacks_sklearn(rec):
     for key, model in [("mlp", mlp), ("pipeline", pipe)]:
         rec.call(f"{key}.fgsm", fgsm, model, X, y, 0.1)
         rec.call(f"{key}.pgd", pgd, model, X, y, 0.1, steps=4, random_state=0)
-        rec.call(f"{key}.cw", carlini_wagner_l2, model, X[:10], y[:10], steps=4)
+        rec.call(f"{key}.cw", carlini_wagner_l2, model, X[:10], y[:10], n_steps=4)
     rf = RandomForestClassifier(n_estimators=3, random_state=0).fit(X, y)
     rec.call("random_forest.fgsm", fgsm, rf, X, y, 0.1)
 
@@ -2005,9 +2005,9 @@ def _adv_patch(rec):
     X = np.full((3, 4), 0.5)
     y = net(torch.as_tensor(X, dtype=torch.float32)).argmax(1).numpy()
     mask = np.array([True, True, False, False])
-    rec.call("linear", patch_attack, net, X, y, mask, n_iter=50, step_size=0.05,
+    rec.call("linear", patch_attack, net, X, y, mask, n_steps=50, step_size=0.05,
              random_start=False)
-    rec.call("linear.nag", patch_attack, net, X, y, mask, method="nag", n_iter=20,
+    rec.call("linear.nag", patch_attack, net, X, y, mask, method="nag", n_steps=20,
              step_size=0.05, random_state=0)
     torch.manual_seed(0)
     cnn = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(16, 8), torch.nn.Tanh(),
@@ -2015,15 +2015,16 @@ def _adv_patch(rec):
     Xi = np.random.default_rng(0).random((6, 16))
     yi = np.arange(6) % 3
     m = rectangular_patch_mask((4, 4), 1, 1, 2, 2)
-    rec.call("mlp.pgd", patch_attack, cnn, Xi, yi, m, n_iter=30, step_size=0.02,
+    rec.call("mlp.pgd", patch_attack, cnn, Xi, yi, m, n_steps=30, step_size=0.02,
              random_state=0)
-    rec.call("mlp.momentum", patch_attack, cnn, Xi, yi, m, n_iter=30, momentum=0.5,
+    rec.call("mlp.momentum", patch_attack, cnn, Xi, yi, m, n_steps=30, momentum=0.5,
              clip=(-1.0, 2.0), batch_size=4, random_state=1)
     rec.call("bad_mask", patch_attack, cnn, Xi, yi, np.zeros(16, bool))
 
 
 # ================================================================================ generative
-_VAE_TINY = dict(hidden_sizes=(16,), max_epochs=2, batch_size=32, random_state=0, device="cpu")
+_VAE_TINY = dict(hidden_layer_sizes=(16,), max_epochs=2, batch_size=32, random_state=0,
+                 device="cpu")
 
 
 def _vae_outputs(rec, key, vae, X):
@@ -2064,7 +2065,7 @@ def _gen_gridvae(rec):
     y[::5] = np.nan
     vae = GridVAE(guidance="partial", guided_dims=[1], missing_guidance="round", **_VAE_TINY)
     rec.estimator("guided_partial", vae, X, y)
-    vae = GridVAE(kl_estimator="batch", kl_warmup_epochs=1, kl_weight=0.5, **_VAE_TINY)
+    vae = GridVAE(kl_estimator="batch", kl_warmup_epochs=1, beta=0.5, **_VAE_TINY)
     rec.estimator("batch_kl", vae, X)
     vae = GridVAE(n_latent=3, grid_values=(0, 1), prior_std=0.25, likelihood="gaussian",
                   output_activation="identity", **_VAE_TINY)
@@ -2097,7 +2098,7 @@ def _digits3():
     return X[:240] / 16.0, np.array(["zero", "one", "two"])[y[:240]]
 
 
-_VAEC_TINY = dict(n_latent=4, hidden_sizes=(32,), max_epochs=8, batch_size=32, random_state=0,
+_VAEC_TINY = dict(n_latent=4, hidden_layer_sizes=(32,), max_epochs=8, batch_size=32, random_state=0,
                   device="cpu")
 
 
@@ -2126,7 +2127,7 @@ def _gen_vae_classifier(rec):
                         **dict(_VAEC_TINY, max_epochs=2))
     rec.estimator("grid_prior", clf, X, y)
     clf = VAEClassifier(n_latent=2, likelihood="gaussian", output_activation="identity",
-                        classification_weight=1.0, hidden_sizes=(8,), max_epochs=3,
+                        classification_weight=1.0, hidden_layer_sizes=(8,), max_epochs=3,
                         batch_size=32, random_state=0, device="cpu")
     rec.estimator("gaussian", clf, X * 2 - 1, y)
 
@@ -2146,23 +2147,25 @@ def _gen_purifier(rec):
     clf = VAEClassifier(**_VAEC_TINY).fit(X, y)
     rng = np.random.default_rng(0)
     noisy = np.clip(X[:30] + rng.normal(scale=0.3, size=X[:30].shape), 0, 1)
-    params = dict(**_prefit(ELBOPurifier), n_iter=8, step_size=0.01, eps=0.1, random_state=0)
+    params = dict(**_prefit(ELBOPurifier), n_steps=8, step_size=0.01, epsilon=0.1, random_state=0)
     rec.estimator("linf", ELBOPurifier(clf, **params), noisy, methods=("transform",))
     mask = rectangular_patch_mask((8, 8), 0, 0, 8, 2)
     rec.estimator("mask", ELBOPurifier(clf, mask=mask, **params), noisy, methods=("transform",),
                   attrs=False)
-    rec.estimator("l2", ELBOPurifier(clf, **{**params, "norm": "l2", "eps": 0.5}), noisy,
+    rec.estimator("l2", ELBOPurifier(clf, **{**params, "norm": "l2", "epsilon": 0.5}), noisy,
                   methods=("transform",), attrs=False)
     rec.estimator("restarts", ELBOPurifier(clf, n_restarts=3, **params), noisy,
                   methods=("transform",), attrs=False)
-    rec.estimator("no_eps", ELBOPurifier(clf, **_prefit(ELBOPurifier), n_iter=4, random_state=0), noisy,
+    rec.estimator("no_eps", ELBOPurifier(clf, **_prefit(ELBOPurifier), n_steps=4, random_state=0),
+                  noisy,
                   methods=("transform",), attrs=False)
-    pfy = ELBOPurifier(VAEClassifier(**dict(_VAEC_TINY, max_epochs=2)), n_iter=4,
+    pfy = ELBOPurifier(VAEClassifier(**dict(_VAEC_TINY, max_epochs=2)), n_steps=4,
                        random_state=0)
     rec.estimator("not_prefit", pfy, X, y, X_eval=noisy, methods=("transform",))
     rec.call("not_prefit.get_feature_names_out", pfy.get_feature_names_out)
-    grid = GridVAE(hidden_sizes=(8,), max_epochs=1, random_state=0, device="cpu").fit(X)
-    rec.estimator("gridvae", ELBOPurifier(grid, **_prefit(ELBOPurifier), n_iter=2, random_state=0), X,
+    grid = GridVAE(hidden_layer_sizes=(8,), max_epochs=1, random_state=0, device="cpu").fit(X)
+    rec.estimator("gridvae", ELBOPurifier(grid, **_prefit(ELBOPurifier), n_steps=2,
+                                          random_state=0), X,
                   X_eval=X[:5], methods=("transform",), attrs=False)
 
 
@@ -2178,7 +2181,7 @@ def _gen_patch(rec):
     rec.call("mask.outside", rectangular_patch_mask, (8, 8), 0, 7, 8, 2)
     for method in ("pgd", "nag"):
         X_adv = rec.call(f"{method}", patch_attack, clf, X[:30], y[:30], mask, method=method,
-                         n_iter=15, step_size=0.05, random_state=0)
+                         n_steps=15, step_size=0.05, random_state=0)
         if X_adv is not None:
             rec.call(f"{method}.predict", clf.predict, X_adv)
 
@@ -2191,17 +2194,17 @@ def _gen_flow(rec):
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(200, 3)) @ np.array([[1.0, 0.3, 0.0], [0, 2.0, 0.5], [0, 0, 0.5]])
-    flow = FlowDensity(n_layers=2, hidden_sizes=(16,), max_epochs=3, batch_size=64,
+    flow = FlowDensity(n_layers=2, hidden_layer_sizes=(16,), max_epochs=3, batch_size=64,
                        random_state=0, device="cpu")
     rec.estimator("default", flow, X)
     rec.call("default.inverse_transform", lambda: flow.inverse_transform(flow.transform(X)))
     rec.call("default.log_prob_components", flow.log_prob_components, X[:10])
     rec.call("default.sample", flow.sample, 7, random_state=0)
     rec.call("default.get_feature_names_out", flow.get_feature_names_out)
-    flow = FlowDensity(n_layers=3, hidden_sizes=(8,), max_epochs=0, random_state=0,
+    flow = FlowDensity(n_layers=3, hidden_layer_sizes=(8,), max_epochs=0, random_state=0,
                        device="cpu")
     rec.estimator("untrained", flow, X)
-    flow = FlowDensity(n_layers=2, hidden_sizes=(8,), max_epochs=2, dequantize=0.1,
+    flow = FlowDensity(n_layers=2, hidden_layer_sizes=(8,), max_epochs=2, dequantize=0.1,
                        weight_decay=0.0, lr=1e-2, batch_size=50, random_state=1, device="cpu")
     rec.estimator("dequantize", flow, X)
 
@@ -2214,7 +2217,7 @@ def _gen_diffusion(rec):
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(200, 3)) @ np.array([[1.0, 0.3, 0.0], [0, 2.0, 0.5], [0, 0, 0.5]])
-    kw = dict(n_steps=30, hidden_sizes=(16,), max_iter=10, batch_size=64, n_rounds=2,
+    kw = dict(n_timesteps=30, hidden_layer_sizes=(16,), max_epochs=10, batch_size=64, n_rounds=2,
               random_state=0, device="cpu")
     est = DiffusionDensity(**kw)
     rec.estimator("default", est, X[:100], X_eval=X[:20])
@@ -2224,7 +2227,7 @@ def _gen_diffusion(rec):
     est.set_params(reverse_variance="posterior")
     rec.call("posterior.score_samples", est.score_samples, X[:10])
     est = DiffusionDensity(beta_schedule="cosine", standardize=False, likelihood_step=3,
-                           **dict(kw, n_steps=20))
+                           **dict(kw, n_timesteps=20))
     rec.estimator("cosine", est, X[:100], X_eval=X[:20])
 
 

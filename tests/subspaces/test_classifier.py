@@ -82,7 +82,7 @@ def test_classifier_pipeline_gridsearch_pickle():
 def test_algorithm_three_pipeline():
     X, y = planted_classes(n_classes=2, per_class=15)
     pipe = make_pipeline(SVBF(n_components=2, random_state=0),
-                         CentroidSoftmaxClassifier(max_iter=200, random_state=0)).fit(X, y)
+                         CentroidSoftmaxClassifier(max_epochs=200, random_state=0)).fit(X, y)
     assert pipe.score(X, y) == 1.0
 
 
@@ -96,4 +96,4 @@ def test_centroid_head_is_sign_invariant_and_learns_directions():
     np.testing.assert_allclose(clf.predict_proba(B), clf.predict_proba(-B))
     assert clf.score(B, y) == 1.0
     assert np.abs(clf.centroids_ @ [1.0, 0.0]).argmax() == 0
-    check_bad_inputs(CentroidSoftmaxClassifier(max_iter=20), B, y, min_samples=2)
+    check_bad_inputs(CentroidSoftmaxClassifier(max_epochs=20), B, y, min_samples=2)

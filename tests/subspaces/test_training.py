@@ -121,7 +121,7 @@ def test_svbf_adam_trains_through_an_objective_net(monkeypatch):
 def test_svbf_adam_non_finite_loss_is_a_clear_error():
     """Regression: a diverging paper solver ended in an obscure linalg error."""
     X, _ = common_line_sets(n=10, r=10, l=3)
-    svbf = SVBF(1, solver="adam", init="uniform", n_init=1, max_iter=50, learning_rate=1e300,
+    svbf = SVBF(1, solver="adam", init="uniform", n_init=1, max_iter=50, lr=1e300,
                 orth_penalty=1e300, random_state=0)
     with pytest.raises(RuntimeError, match="training loss became non-finite"):
         svbf.fit(X)
@@ -131,7 +131,7 @@ _ON_CUDA = {  # estimator on "cuda", whether it takes y, whether it takes a tabl
     "SVBF": (lambda: SVBF(1, device="cuda"), False, False),
     "SVBF.adam": (lambda: SVBF(1, solver="adam", max_iter=5, device="cuda"), False, False),
     "CentroidSoftmaxClassifier": (
-        lambda: CentroidSoftmaxClassifier(max_iter=5, device="cuda"), True, True),
+        lambda: CentroidSoftmaxClassifier(max_epochs=5, device="cuda"), True, True),
     "SVBFNetClassifier": (lambda: SVBFNetClassifier(n_components=1, max_epochs=1,
                                                     device="cuda", verbose=0), True, False),
 }
@@ -176,7 +176,7 @@ def _centroid_loop(B, y, T, max_iter, lr, seed):
        lr=st.floats(1e-3, 0.5))
 def test_centroid_head_is_the_old_loop_bit_for_bit(seed, T, max_iter, lr):
     B, y = _directions(seed=seed % 1000)
-    clf = CentroidSoftmaxClassifier(temperature=T, max_iter=max_iter, learning_rate=lr,
+    clf = CentroidSoftmaxClassifier(temperature=T, max_epochs=max_iter, lr=lr,
                                     random_state=seed).fit(B, y)
     centroids, losses = _centroid_loop(B, y, T, max_iter, lr, seed)
     np.testing.assert_array_equal(clf.centroids_, centroids)
@@ -188,16 +188,16 @@ def test_centroid_head_has_the_bases_callbacks_warm_start_and_settings():
     B, y = _directions()
     assert issubclass(CentroidSoftmaxClassifier, SkorchTrainingMixin)
     stop = EarlyStopping(monitor="train_loss", patience=2, threshold=1e9)
-    clf = CentroidSoftmaxClassifier(max_iter=100, callbacks=[stop], random_state=0).fit(B, y)
+    clf = CentroidSoftmaxClassifier(max_epochs=100, callbacks=[stop], random_state=0).fit(B, y)
     assert clf.n_iter_ < 100
-    warm = CentroidSoftmaxClassifier(max_iter=20, warm_start=True, random_state=0)
+    warm = CentroidSoftmaxClassifier(max_epochs=20, warm_start=True, random_state=0)
     warm.fit(B, y).fit(B, y)  # Adam's state carries over: as one run of 40 iterations
-    once = CentroidSoftmaxClassifier(max_iter=40, random_state=0).fit(B, y)
+    once = CentroidSoftmaxClassifier(max_epochs=40, random_state=0).fit(B, y)
     np.testing.assert_array_equal(warm.centroids_, once.centroids_)
     assert warm.n_iter_ == 40
     with pytest.raises(ValueError, match="classes of the first fit"):
         warm.fit(B, y + 1)
-    decayed = CentroidSoftmaxClassifier(max_iter=5, optimizer__weight_decay=0.5)
+    decayed = CentroidSoftmaxClassifier(max_epochs=5, optimizer__weight_decay=0.5)
     assert decayed.get_params()["optimizer__weight_decay"] == 0.5
     assert decayed.fit(B, y).net_.optimizer_.param_groups[0]["weight_decay"] == 0.5
 
@@ -206,7 +206,7 @@ def test_centroid_head_non_finite_loss_is_a_clear_error():
     """Regression: an overflowing head trained on NaN losses silently."""
     B, y = _directions()
     with pytest.raises(RuntimeError, match="training loss became non-finite"):
-        CentroidSoftmaxClassifier(temperature=1e-320, max_iter=3, random_state=0).fit(B, y)
+        CentroidSoftmaxClassifier(temperature=1e-320, max_epochs=3, random_state=0).fit(B, y)
 
 
 # -------------------------------------------------------------------- SVBFNetClassifier

@@ -47,7 +47,7 @@ def main():
         random_state=0, device=None,
         net_class=functools.partial(AcceleratedInvarianceNet, accelerator=accelerator))
     clf.fit(X, y)
-    vae = GridVAE(n_latent=2, hidden_sizes=(64,), max_epochs=2, batch_size=64, random_state=0,
+    vae = GridVAE(n_latent=2, hidden_layer_sizes=(64,), max_epochs=2, batch_size=64, random_state=0,
                   device=None,
                   net_class=functools.partial(AcceleratedObjectiveNet, accelerator=accelerator))
     vae.fit(X.reshape(len(X), -1))
