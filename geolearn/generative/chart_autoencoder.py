@@ -142,7 +142,22 @@ class ChartAutoencoder(ImageOutputMixin, LatentInterpolationMixin, Reconstructio
                  beta=1.0, gamma=1.0, tau=None, max_epochs=200, batch_size=128, lr=1e-3,
                  callbacks=None, warm_start=False, device="auto", random_state=None, verbose=0,
                  **net_params):
-        self._store_params(locals())
+        self.n_charts = n_charts
+        self.chart_dim = chart_dim
+        self.hidden_sizes = hidden_sizes
+        self.image_shape = image_shape
+        self.beta = beta
+        self.gamma = gamma
+        self.tau = tau
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.lr = lr
+        self.callbacks = callbacks
+        self.warm_start = warm_start
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+        self._set_net_params(net_params)
 
     @property
     def n_latent(self):

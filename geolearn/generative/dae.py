@@ -213,7 +213,27 @@ class DisentangledAttributeAutoencoder(ObjectiveTrainingMixin, CodecMixin, Recon
                  transform_output="attributes", max_epochs=1000, batch_size=64, lr=3e-4,
                  callbacks=None, warm_start=False, device="auto", random_state=None, verbose=0,
                  **net_params):
-        self._store_params(locals())
+        self.image_shape = image_shape
+        self.latent_dim = latent_dim
+        self.attribute_dims = attribute_dims
+        self.alpha_orth = alpha_orth
+        self.alpha_graph = alpha_graph
+        self.graph_lambda = graph_lambda
+        self.graph_distance_scale = graph_distance_scale
+        self.graph_space = graph_space
+        self.orth_norm = orth_norm
+        self.reconstruction = reconstruction
+        self.anneal_epochs = anneal_epochs
+        self.transform_output = transform_output
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.lr = lr
+        self.callbacks = callbacks
+        self.warm_start = warm_start
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+        self._set_net_params(net_params)
 
     # -- validation -----------------------------------------------------------------------
 

@@ -132,7 +132,24 @@ class DiffusionDensity(ObjectiveTrainingMixin, MeanScoreMixin, DensityMixin, Bas
                  lr=1e-3, likelihood_step=1, n_rounds=10, reverse_variance="forward",
                  callbacks=None, warm_start=False, device="auto", random_state=None, verbose=0,
                  **net_params):
-        self._store_params(locals())
+        self.n_steps = n_steps
+        self.beta_schedule = beta_schedule
+        self.beta_start = beta_start
+        self.beta_end = beta_end
+        self.hidden_sizes = hidden_sizes
+        self.standardize = standardize
+        self.max_iter = max_iter
+        self.batch_size = batch_size
+        self.lr = lr
+        self.likelihood_step = likelihood_step
+        self.n_rounds = n_rounds
+        self.reverse_variance = reverse_variance
+        self.callbacks = callbacks
+        self.warm_start = warm_start
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+        self._set_net_params(net_params)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):

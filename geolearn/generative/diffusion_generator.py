@@ -133,7 +133,23 @@ class DiffusionGenerator(ObjectiveTrainingMixin, BaseEstimator):
                  hidden_sizes=(256, 256), unet_channels=(32, 64), image_shape=None,
                  standardize=True, max_epochs=200, batch_size=128, lr=1e-3, callbacks=None,
                  warm_start=False, device="auto", random_state=None, verbose=0, **net_params):
-        self._store_params(locals())
+        self.n_timesteps = n_timesteps
+        self.beta_start = beta_start
+        self.beta_end = beta_end
+        self.denoiser = denoiser
+        self.hidden_sizes = hidden_sizes
+        self.unet_channels = unet_channels
+        self.image_shape = image_shape
+        self.standardize = standardize
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.lr = lr
+        self.callbacks = callbacks
+        self.warm_start = warm_start
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+        self._set_net_params(net_params)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):

@@ -214,7 +214,19 @@ class FlowDensity(ObjectiveTrainingMixin, MeanScoreMixin, OneToOneFeatureMixin, 
     def __init__(self, n_layers=8, hidden_sizes=(128, 128), max_epochs=100, batch_size=256,
                  lr=1e-3, weight_decay=1e-5, dequantize=0.0, callbacks=None, warm_start=False,
                  device="auto", random_state=None, verbose=0, **net_params):
-        self._store_params(locals())
+        self.n_layers = n_layers
+        self.hidden_sizes = hidden_sizes
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.lr = lr
+        self.weight_decay = weight_decay
+        self.dequantize = dequantize
+        self.callbacks = callbacks
+        self.warm_start = warm_start
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+        self._set_net_params(net_params)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):

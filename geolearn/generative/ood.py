@@ -285,7 +285,39 @@ default='checkerboard_alt'
                  max_epochs=400, batch_size=128, lr=1e-3, ema_decay=None, contamination=0.05,
                  validation_fraction=0.1, inference_batch_size=256, n_jobs=None,
                  device="auto", random_state=None, verbose=0, callbacks=None, **net_params):
-        self._store_params(locals())
+        self.image_shape = image_shape
+        self.data_range = data_range
+        self.mask = mask
+        self.n_blocks = n_blocks
+        self.patch_size = patch_size
+        self.n_reconstructions = n_reconstructions
+        self.aggregate = aggregate
+        self.distance = distance
+        self.feature_extractor = feature_extractor
+        self.lift = lift
+        self.clip_output = clip_output
+        self.diffusion_t = diffusion_t
+        self.n_timesteps = n_timesteps
+        self.beta_start = beta_start
+        self.beta_end = beta_end
+        self.n_inference_steps = n_inference_steps
+        self.denoiser = denoiser
+        self.hidden_dim = hidden_dim
+        self.n_hidden_layers = n_hidden_layers
+        self.unet_channels = unet_channels
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.lr = lr
+        self.ema_decay = ema_decay
+        self.contamination = contamination
+        self.validation_fraction = validation_fraction
+        self.inference_batch_size = inference_batch_size
+        self.n_jobs = n_jobs
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+        self.callbacks = callbacks
+        self._set_net_params(net_params)
 
     # -- validation -----------------------------------------------------------------------
 
