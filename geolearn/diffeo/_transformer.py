@@ -10,7 +10,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._utils import check_images, check_positive_integer, row_seeds
+from .._utils import check_images, check_scalar_param, row_seeds
 from ._exceptions import StabilityWarning
 from ._images import check_fitted_shape, image_side, tabular_check_failures
 from ._sampler import (
@@ -384,7 +384,7 @@ def diffeo_augment(X, y=None, n_copies=1, include_original=True, **params):
     >>> X_aug.shape, y_aug.shape
     ((150, 1, 16, 16), (150,))
     """
-    check_positive_integer(n_copies, "n_copies")
+    check_scalar_param(n_copies, "n_copies", kind="integer", low=1)
     rng = check_random_state(params.pop("random_state", None))
     params.pop("apply_on", None)
     transformer = MaxEntropyDiffeo(apply_on="always", random_state=rng, **params).fit(X)

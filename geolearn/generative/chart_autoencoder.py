@@ -11,7 +11,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
-from .._utils import check_hidden_sizes, check_positive_integer, to_numpy
+from .._utils import check_hidden_sizes, check_scalar_param, to_numpy
 from ..models import frozen
 from ._base import LatentModel
 from ._generators import ImageOutputMixin, LatentInterpolationMixin, ReconstructionScoreMixin
@@ -239,7 +239,7 @@ class ChartAutoencoder(ImageOutputMixin, LatentInterpolationMixin, Reconstructio
         charts : ndarray of shape (n_samples,), int64, only with ``return_charts``
         """
         check_is_fitted(self)
-        check_positive_integer(n_samples, "n_samples")
+        check_scalar_param(n_samples, "n_samples", kind="integer", low=1)
         rng = check_random_state(random_state)
         Z = rng.standard_normal((n_samples, self.n_latent)).astype(np.float32)
         X = self._decode(Z)

@@ -16,11 +16,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
-from .._utils import (
-    check_positive_integer,
-    resolve_device,
-    torch_threads,
-)
+from .._utils import check_scalar_param, resolve_device, torch_threads
 from ._base import check_unit_interval, validate_rows
 from ._generators import CodecMixin, ReconstructionScoreMixin
 from ._torch_estimator import NET_CONSTRAINTS, ObjectiveTrainingMixin, history_records
@@ -248,7 +244,7 @@ class DisentangledAttributeAutoencoder(ObjectiveTrainingMixin, CodecMixin, Recon
     def _check_architecture(self):
         dims = tuple(self.attribute_dims)
         for d in dims:
-            check_positive_integer(d, "attribute_dims entries")
+            check_scalar_param(d, "attribute_dims entries", kind="integer", low=1)
         if self.latent_dim % len(dims):
             raise ValueError(f"latent_dim={self.latent_dim} must be divisible by the number of "
                              f"attributes, len(attribute_dims)={len(dims)}.")
@@ -341,7 +337,7 @@ class DisentangledAttributeAutoencoder(ObjectiveTrainingMixin, CodecMixin, Recon
         X : ndarray of shape (n_samples, n_features)
         """
         check_is_fitted(self)
-        check_positive_integer(n_samples, "n_samples")
+        check_scalar_param(n_samples, "n_samples", kind="integer", low=1)
         N = check_random_state(random_state).standard_normal((n_samples, self.latent_dim))
         return self._apply(self.module_.decode, N.astype(np.float32))
 

@@ -12,7 +12,6 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._utils import (
     check_hidden_sizes,
-    check_positive_integer,
     check_scalar_param,
     iter_batches,
     to_numpy,
@@ -234,7 +233,7 @@ class DiffusionGenerator(ObjectiveTrainingMixin, BaseEstimator):
         X : ndarray of shape (n_samples, n_features)
         """
         check_is_fitted(self)
-        check_positive_integer(n_samples, "n_samples")
+        check_scalar_param(n_samples, "n_samples", kind="integer", low=1)
         check_scalar_param(step, "step", kind="integer", low=1, high=self.n_timesteps,
                            closed="both")
         grid = time_grid(self.n_timesteps, step)

@@ -21,7 +21,7 @@ from torch import nn
 from .._utils import (
     check_dtype_range,
     check_hidden_sizes,
-    check_positive_integer,
+    check_scalar_param,
     iter_batches,
     preserved_dtype,
     to_numpy,
@@ -365,6 +365,6 @@ class FlowDensity(ObjectiveTrainingMixin, MeanScoreMixin, OneToOneFeatureMixin, 
         X : ndarray of shape (n_samples, n_features)
         """
         check_is_fitted(self)
-        check_positive_integer(n_samples, "n_samples")
+        check_scalar_param(n_samples, "n_samples", kind="integer", low=1)
         Z = check_random_state(random_state).standard_normal((n_samples, self.n_features_in_))
         return self.inverse_transform(Z)

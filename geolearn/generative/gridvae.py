@@ -10,7 +10,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._utils import check_positive_integer, check_scalar_param
+from .._utils import check_scalar_param
 from ..exceptions import GeolearnWarning
 from ._base import BaseVAE, VAEObjective
 from ._grid import (
@@ -338,7 +338,7 @@ class GridVAE(MeanScoreMixin, ClusterMixin, BaseVAE):
             Flat index of each sample's cell.
         """
         check_is_fitted(self)
-        check_positive_integer(n_samples, "n_samples")
+        check_scalar_param(n_samples, "n_samples", kind="integer", low=1)
         rng = check_random_state(random_state)
         codes = np.stack([rng.randint(L, size=n_samples) for L in grid_sizes(self.grid_)], 1)
         Z = self._centres(codes) + self.prior_std * rng.standard_normal(codes.shape)

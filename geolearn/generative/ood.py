@@ -24,7 +24,6 @@ from sklearn.utils.validation import check_consistent_length, check_is_fitted, c
 
 from .._utils import (
     check_hidden_sizes,
-    check_positive_integer,
     check_scalar_param,
     fitted_on_success,
     iter_batches,
@@ -720,7 +719,7 @@ default='checkerboard_alt'
         X : ndarray of shape (n_samples, n_features) or images, as the training X
         """
         check_is_fitted(self)
-        check_positive_integer(n_samples, "n_samples")
+        check_scalar_param(n_samples, "n_samples", kind="integer", low=1)
         gen = torch.Generator().manual_seed(
             int(check_random_state(random_state).randint(0, 2**31 - 1)))
         D, dev = self.n_features_in_, self.device_

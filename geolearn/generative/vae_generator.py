@@ -9,7 +9,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._utils import check_hidden_sizes, check_positive_integer
+from .._utils import check_hidden_sizes, check_scalar_param
 from ._base import BaseVAE, VAEObjective
 from ._generators import ImageOutputMixin, LatentInterpolationMixin, ReconstructionScoreMixin
 from ._modules import build_generator_module
@@ -159,6 +159,6 @@ class VAEGenerator(ImageOutputMixin, LatentInterpolationMixin, ReconstructionSco
         X : ndarray of shape (n_samples, n_features)
         """
         check_is_fitted(self)
-        check_positive_integer(n_samples, "n_samples")
+        check_scalar_param(n_samples, "n_samples", kind="integer", low=1)
         Z = check_random_state(random_state).standard_normal((n_samples, self.latent_dim))
         return self._decode(Z.astype(np.float32))

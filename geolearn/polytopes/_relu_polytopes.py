@@ -12,7 +12,6 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._utils import (
     check_choice,
-    check_positive_integer,
     check_scalar_param,
     fitted_on_success,
     progress_bar,
@@ -551,7 +550,7 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
         RegionEnumeration
         """
         check_is_fitted(self, "patterns_")
-        check_positive_integer(max_regions, "max_regions")
+        check_scalar_param(max_regions, "max_regions", kind="integer", low=1)
         check_scalar_param(max_time, "max_time", low=0, allow_none=True)
         box = self._method_bounds(bounds)
         lo, hi = (None, None) if box is None else box

@@ -14,7 +14,6 @@ from torch import nn
 from .._utils import (
     check_choice,
     check_memory,
-    check_positive_integer,
     check_scalar_param,
     fitted_on_success,
     resolve_device,
