@@ -118,7 +118,7 @@ class DiffusionGenerator(ObjectiveTrainingMixin, BaseEstimator):
 
     _parameter_constraints = {  # noqa: RUF012
         **NET_CONSTRAINTS,
-        **EPOCH_CONSTRAINTS,
+        "max_epochs": EPOCH_CONSTRAINTS["max_epochs"],  # no weight_decay parameter
         "n_timesteps": [Interval(numbers.Integral, 1, None, closed="left")],
         "beta_start": [Interval(numbers.Real, 0, 1, closed="neither")],
         "beta_end": [Interval(numbers.Real, 0, None, closed="neither")],

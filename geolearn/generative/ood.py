@@ -247,7 +247,8 @@ default='checkerboard_alt'
     }
 
     _parameter_constraints = {  # noqa: RUF012
-        **NET_CONSTRAINTS,
+        # its denoiser is sized by hidden_dim and n_hidden_layers, and it has no warm start
+        **{k: v for k, v in NET_CONSTRAINTS.items() if k not in ("hidden_sizes", "warm_start")},
         "image_shape": ["array-like", None],
         "data_range": [StrOptions({"auto"}), "array-like"],
         "mask": [StrOptions(set(MASKS)), "array-like"],

@@ -84,7 +84,7 @@ class VAEGenerator(ImageOutputMixin, LatentInterpolationMixin, ReconstructionSco
 
     _parameter_constraints = {  # noqa: RUF012
         **NET_CONSTRAINTS,
-        **EPOCH_CONSTRAINTS,
+        "max_epochs": EPOCH_CONSTRAINTS["max_epochs"],  # no weight_decay parameter
         "latent_dim": [Interval(numbers.Integral, 1, None, closed="left")],
         "image_shape": ["array-like", None],
         "beta": [Interval(numbers.Real, 0, None, closed="left")],
