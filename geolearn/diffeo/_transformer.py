@@ -5,7 +5,7 @@ import warnings
 
 import numpy as np
 import torch
-from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
+from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -217,6 +217,7 @@ class MaxEntropyDiffeo(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Validate the parameters and learn the image shape.
 
@@ -229,7 +230,6 @@ class MaxEntropyDiffeo(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         -------
         self : MaxEntropyDiffeo
         """
-        self._validate_params()
         images, _ = self._check_X(X, reset=True)
         n = images.shape[-1]
         _check_sampling(self.T, self.c, self.delta, self.delta_formula, self.p, n)
