@@ -51,6 +51,10 @@ def test_constraints_cover_every_init_parameter(cls):
     assert set(constraints) == _init_params(cls)
 
 
+def test_the_exemptions_are_public_estimators():
+    assert NOT_CONSTRAINED <= {c.__name__ for c in public_estimator_classes()}
+
+
 @pytest.mark.filterwarnings("ignore::geolearn.exceptions.GeolearnWarning")
 @pytest.mark.parametrize("estimator", ESTIMATORS, ids=_id)
 def test_check_param_validation(estimator):
