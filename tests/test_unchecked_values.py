@@ -76,8 +76,10 @@ def test_integrated_gradients_targets(target, words):
 
 
 @pytest.mark.parametrize("kwargs, words", [
-    ({"degree": "bad"}, ("degree",)), ({"coef0": np.nan}, ("coef0", "finite")),
-    ({"probability": "yes"}, ("probability", "True or False")), ({"C": 0.0}, ("C", "> 0")),
+    ({"degree": "bad"}, ("'degree' parameter",)),
+    ({"coef0": np.nan}, ("'coef0' parameter", "(-inf, inf)", "Got nan")),
+    ({"probability": "yes"}, ("'probability' parameter", "'bool'")),
+    ({"C": 0.0}, ("'C' parameter", "(0.0, inf)")),
 ])
 def test_conformal_svc_checks_what_svc_would(kwargs, words):
     from geolearn.riemannian import ConformalKernelSVC
@@ -119,7 +121,7 @@ def test_riemannian_geometry_before_fit_and_bad_condition_bound():
         RiemannianFeatureGeometry(net).metric_tensor(X)
     with pytest.raises(ValueError) as exc:
         RiemannianFeatureGeometry(net, max_condition=-1).fit(X)
-    assert_message(exc, "max_condition", ">= 1")
+    assert_message(exc, "'max_condition' parameter", "[1.0, inf)")
     assert RiemannianFeatureGeometry(net).fit(X).metric_tensor(X).shape == (5, 2, 2)
 
 

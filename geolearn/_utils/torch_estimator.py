@@ -46,15 +46,6 @@ class ObjectiveTrainingMixin(SkorchTrainingMixin):
 
     net_class = ObjectiveNet
 
-    def _store_params(self, params):
-        """Store ``__init__``'s arguments (``locals()``) unchanged, skorch settings included."""
-        params = dict(params)
-        net_params = params.pop("net_params")
-        for name, value in params.items():
-            if name not in ("self", "__class__"):
-                setattr(self, name, value)
-        self._set_net_params(net_params)
-
     def _train(self, module, objective, X, y=None, *, seed, max_epochs, parts=(), **settings):
         """Train ``module`` on the rows of the tensor ``X`` (and ``y``); sets ``net_``.
 

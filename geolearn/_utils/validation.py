@@ -5,6 +5,7 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 import torch
+from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.validation import check_array, column_or_1d
 
 
@@ -135,11 +136,13 @@ def check_images(X, image_shape=None, *, dtype=np.float32, estimator=None, min_s
 
 def check_scalar_param(value, name, *, kind="real", low=None, high=None, closed="left",
                        allow_none=False):
-    """Validate a scalar parameter and return it.
+    """Validate a scalar parameter of a function or method and return it.
 
-    The one generic check of numeric parameters (positive integers, rates,
-    weights, tolerances) used by every family, so that every such error reads
-    alike: it names the parameter, the expected form and the value given.
+    The one check of numeric parameters (positive integers, rates, weights,
+    tolerances) outside estimator constructors, whose parameters are declared in
+    ``_parameter_constraints`` instead. The error is scikit-learn's
+    ``InvalidParameterError`` (a ``ValueError`` and a ``TypeError``) naming the
+    parameter, the expected form and the value given.
 
     Parameters
     ----------
@@ -158,6 +161,11 @@ def check_scalar_param(value, name, *, kind="real", low=None, high=None, closed=
     -------
     value : int, float or None
 
+    Raises
+    ------
+    InvalidParameterError
+        When ``value`` is not of ``kind``, not finite or out of bounds.
+
     Examples
     --------
     >>> check_scalar_param(3, "n_components", kind="integer", low=1)
@@ -165,7 +173,8 @@ def check_scalar_param(value, name, *, kind="real", low=None, high=None, closed=
     >>> check_scalar_param(-1.0, "lr", low=0, closed="neither")
     Traceback (most recent call last):
     ...
-    ValueError: lr must be a finite number > 0; got -1.0.
+    sklearn.utils._param_validation.InvalidParameterError: lr must be a finite number > 0; \
+got -1.0.
     """
     if value is None and allow_none:
         return None
@@ -185,19 +194,8 @@ def check_scalar_param(value, name, *, kind="real", low=None, high=None, closed=
         what = "an integer" if integer else "a finite number"
         what = " ".join([what, " and ".join(bounds)]).strip()
         none = " or None" if allow_none else ""
-        raise ValueError(f"{name} must be {what}{none}; got {value!r}.")
+        raise InvalidParameterError(f"{name} must be {what}{none}; got {value!r}.")
     return value
-
-
-def check_positive_integer(value, name):
-    """``value`` if it is an integer >= 1, else a ``ValueError`` naming ``name``.
-
-    Examples
-    --------
-    >>> check_positive_integer(5, "n_samples")
-    5
-    """
-    return check_scalar_param(value, name, kind="integer", low=1)
 
 
 def check_choice(value, name, choices):
@@ -375,16 +373,13 @@ def check_mask(mask, n_features, name="mask"):
 
 
 def check_positive(value, name, *, strict=True, integer=False):
-    """Validate a scalar parameter: a (positive or non-negative) number, optionally an integer."""
-    kind = numbers.Integral if integer else numbers.Real
-    ok = isinstance(value, kind) and not isinstance(value, bool) and np.isfinite(value)
-    if ok:
-        ok = value > 0 if strict else value >= 0
-    if not ok:
-        what = "integer" if integer else "number"
-        bound = "> 0" if strict else ">= 0"
-        raise ValueError(f"{name} must be a finite {what} {bound}; got {value!r}.")
-    return value
+    """:func:`check_scalar_param` with a bound of 0, for the attacks being rewritten.
+
+    Only ``adversarial/_attacks.py``, ``_pgd.py`` and ``_manifold_training.py`` still
+    call it; remove it once they call :func:`check_scalar_param`.
+    """
+    return check_scalar_param(value, name, kind="integer" if integer else "real", low=0,
+                              closed="neither" if strict else "left")
 
 
 def check_diagram(diagram, name="diagram"):

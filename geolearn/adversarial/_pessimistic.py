@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .._utils import check_positive
+from .._utils import check_scalar_param
 from ..manifold import AffineManifold
 
 
@@ -97,14 +97,14 @@ def make_pessimistic_example(n=10, epsilon=0.2, ramp=1e-4, n_samples=2000):
     """
     if not isinstance(n, Integral) or n < 1:
         raise ValueError(f"n must be an integer >= 1; got {n!r}.")
-    check_positive(epsilon, "epsilon")
+    check_scalar_param(epsilon, "epsilon", low=0, closed="neither")
     if not epsilon < 0.5:
         raise ValueError(f"epsilon must be < 1/2 for Theorem 2; got {epsilon!r}.")
     if not n > 1 / (math.sqrt(3) * epsilon):
         raise ValueError(f"n must exceed 1 / (sqrt(3) epsilon) = {1 / (math.sqrt(3) * epsilon):.3g}"
                          f" for R_adv = 1 (Theorem 2); got n={n}.")
     l1 = (n - 1) / (n * (n + 1))
-    check_positive(ramp, "ramp")
+    check_scalar_param(ramp, "ramp", low=0, closed="neither")
     if not ramp < l1 / 2:
         raise ValueError(f"ramp must be < |A_i| / 2 = {l1 / 2:.3g}; got {ramp!r}.")
     if not isinstance(n_samples, Integral) or n_samples < 1:

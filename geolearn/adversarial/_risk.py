@@ -16,7 +16,7 @@ from sklearn.base import BaseEstimator
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils.validation import check_is_fitted
 
-from .._utils import check_choice, check_positive, progress_bar
+from .._utils import check_choice, check_scalar_param, progress_bar
 from ..exceptions import GeolearnWarning
 from ._manifold_attacks import (
     MAX_GRID,
@@ -133,13 +133,13 @@ class RiskDecompositionResult:
 def _check_params(epsilon, norm, in_manifold_factor, attack, n_steps, step_size, n_restarts, loss,
                   nnr, n_nnr_probes, nnr_a_radius_factor, grid_step, batch_size):
     step = check_attack_params(epsilon, norm, n_steps, step_size, n_restarts, loss, batch_size)
-    check_positive(in_manifold_factor, "in_manifold_factor")
-    check_positive(nnr_a_radius_factor, "nnr_a_radius_factor")
+    check_scalar_param(in_manifold_factor, "in_manifold_factor", low=0, closed="neither")
+    check_scalar_param(nnr_a_radius_factor, "nnr_a_radius_factor", low=0, closed="neither")
     check_choice(attack, "attack", ATTACKS)
     check_choice(nnr, "nnr", NNR_METHODS)
-    check_positive(n_nnr_probes, "n_nnr_probes", integer=True)
+    check_scalar_param(n_nnr_probes, "n_nnr_probes", kind="integer", low=1)
     if grid_step is not None:
-        check_positive(grid_step, "grid_step")
+        check_scalar_param(grid_step, "grid_step", low=0, closed="neither")
     return step
 
 

@@ -7,8 +7,7 @@ boundary in closed form, so that adversarial risks have closed forms too.
 import numpy as np
 from sklearn.utils import check_random_state
 
-from .._utils import check_choice
-from ._synthetic import _check_n
+from .._utils import check_choice, check_scalar_param
 
 BOUNDARIES = ("single", "double")
 
@@ -39,7 +38,7 @@ def make_circle_classification(n_samples=1000, boundary="single", random_state=N
     >>> X.shape, y.dtype.name, bool((y == ((X[:, 0] * X[:, 1]) > 0)).all())
     ((4, 2), 'int64', True)
     """
-    _check_n(n_samples)
+    check_scalar_param(n_samples, "n_samples", kind="integer", low=1)
     check_choice(boundary, "boundary", BOUNDARIES)
     theta = check_random_state(random_state).uniform(0, 2 * np.pi, n_samples)
     X = np.column_stack([np.cos(theta), np.sin(theta)]).astype(np.float32)
@@ -71,7 +70,7 @@ def make_sine_plane_classification(n_samples=1000, boundary="single", random_sta
     >>> X.shape, bool((X[:, 2] == 0).all())
     ((5, 3), True)
     """
-    _check_n(n_samples)
+    check_scalar_param(n_samples, "n_samples", kind="integer", low=1)
     check_choice(boundary, "boundary", BOUNDARIES)
     U = check_random_state(random_state).uniform(-np.pi, np.pi, (n_samples, 2))
     X = np.column_stack([U, np.zeros(n_samples)]).astype(np.float32)

@@ -5,7 +5,7 @@ the 3D Shapes reader (disentangling autoencoders, DAE-OG)."""
 import numpy as np
 from sklearn.utils import check_random_state
 
-from .._utils import check_positive_integer
+from .._utils import check_scalar_param
 
 
 def make_two_digit_composites(n_train=6000, n_test=2000, digits=(0, 1, 2, 3, 4, 5),
@@ -45,8 +45,8 @@ def make_two_digit_composites(n_train=6000, n_test=2000, digits=(0, 1, 2, 3, 4, 
     """
     from sklearn.datasets import load_digits
 
-    check_positive_integer(n_train, "n_train")
-    check_positive_integer(n_test, "n_test")
+    check_scalar_param(n_train, "n_train", kind="integer", low=1)
+    check_scalar_param(n_test, "n_test", kind="integer", low=1)
     digits = [int(d) for d in digits]
     if len(digits) < 1 or len(set(digits)) != len(digits) or not all(0 <= d <= 9 for d in digits):
         raise ValueError(f"digits must be distinct integers in 0-9; got {digits!r}.")
@@ -100,7 +100,7 @@ def make_point_shapes(n_samples=10000, shapes=("swiss_roll", "circles", "moons",
     """
     from sklearn import datasets
 
-    check_positive_integer(n_samples, "n_samples")
+    check_scalar_param(n_samples, "n_samples", kind="integer", low=1)
     rng = check_random_state(random_state)
     makers = {
         "swiss_roll": lambda s: datasets.make_swiss_roll(n_samples, random_state=s)[0][:, [0, 2]],
@@ -226,8 +226,8 @@ def make_rotating_shape_images(n_samples=1313, image_size=32, n_channels=3,
     >>> bool(X.min() >= 0 and X.max() <= 1)
     True
     """
-    check_positive_integer(n_samples, "n_samples")
-    check_positive_integer(image_size, "image_size")
+    check_scalar_param(n_samples, "n_samples", kind="integer", low=1)
+    check_scalar_param(image_size, "image_size", kind="integer", low=1)
     if n_channels not in (1, 3) or isinstance(n_channels, bool):
         raise ValueError(f"n_channels must be 1 (grey) or 3 (RGB); got {n_channels!r}.")
     low, high = _check_scale_range(scale_range)
@@ -331,7 +331,7 @@ def _check_factor_sizes(factor_sizes):
         raise ValueError(f"factor_sizes must be 6 positive integers (floor hue, wall hue, "
                          f"object hue, scale, shape, orientation); got {factor_sizes!r}.")
     for name, size in zip(SHAPES3D_FACTORS, sizes):
-        check_positive_integer(size, f"factor_sizes[{name}]")
+        check_scalar_param(size, f"factor_sizes[{name}]", kind="integer", low=1)
     if sizes[4] > len(_SHAPES3D_SHAPES):
         raise ValueError(f"factor_sizes[shape] must be at most {len(_SHAPES3D_SHAPES)} "
                          f"({', '.join(_SHAPES3D_SHAPES)}); got {sizes[4]}.")
@@ -391,14 +391,14 @@ def make_shapes3d_like(factor_sizes=None, image_size=64, n_samples=None, random_
     ((10, 768), True)
     """
     sizes = _check_factor_sizes(factor_sizes)
-    image_size = check_positive_integer(image_size, "image_size")
+    image_size = check_scalar_param(image_size, "image_size", kind="integer", low=1)
     if image_size < 8:
         raise ValueError(f"image_size must be at least 8; got {image_size}.")
     total = int(np.prod(sizes))
     if n_samples is None:
         index = np.arange(total)
     else:
-        check_positive_integer(n_samples, "n_samples")
+        check_scalar_param(n_samples, "n_samples", kind="integer", low=1)
         if n_samples > total:
             raise ValueError(f"n_samples must be at most the number of factor combinations "
                              f"{total} (drawn without replacement); got {n_samples}.")
@@ -465,7 +465,7 @@ def load_3dshapes(path, n_samples=None, random_state=None):
         if n_samples is None:
             index = np.arange(n_total)
         else:
-            check_positive_integer(n_samples, "n_samples")
+            check_scalar_param(n_samples, "n_samples", kind="integer", low=1)
             if n_samples > n_total:
                 raise ValueError(f"n_samples must be at most the {n_total} images of the "
                                  f"file; got {n_samples}.")

@@ -7,7 +7,7 @@ image manifold")."""
 import numpy as np
 from sklearn.utils import Bunch, check_random_state
 
-from .._utils import check_positive_integer
+from .._utils import check_scalar_param
 
 #: Side in pixels at which shapes are rendered before pooling.
 _RENDER_SIZE = 32
@@ -15,7 +15,7 @@ _SHAPE_KINDS = ("ellipse", "rectangle")
 
 
 def _check_pool(pool, size):
-    check_positive_integer(pool, "pool")
+    check_scalar_param(pool, "pool", kind="integer", low=1)
     if size % pool:
         raise ValueError(f"pool must divide the rendered side {size}; got {pool!r}.")
     return pool
@@ -67,7 +67,7 @@ def make_shape_images(n_samples=150, *, shapes=_SHAPE_KINDS, pool=4, random_stat
     >>> X.shape, X.dtype, bool(0 <= X.min() and X.max() <= 1)
     ((20, 1, 8, 8), dtype('float32'), True)
     """
-    check_positive_integer(n_samples, "n_samples")
+    check_scalar_param(n_samples, "n_samples", kind="integer", low=1)
     _check_pool(pool, _RENDER_SIZE)
     shapes = tuple(shapes)
     if not shapes or any(s not in _SHAPE_KINDS for s in shapes) or len(set(shapes)) < len(shapes):
@@ -149,8 +149,8 @@ def load_natural_patches(n_samples=150, *, patch_size=32, pool=4, random_state=N
     >>> patches.data.shape, patches.target_names
     ((10, 1, 8, 8), ['china', 'flower'])
     """
-    check_positive_integer(n_samples, "n_samples")
-    check_positive_integer(patch_size, "patch_size")
+    check_scalar_param(n_samples, "n_samples", kind="integer", low=1)
+    check_scalar_param(patch_size, "patch_size", kind="integer", low=1)
     _check_pool(pool, patch_size)
     photos, names = _sample_grayscale()
     side = min(min(p.shape) for p in photos)

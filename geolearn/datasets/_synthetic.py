@@ -1,19 +1,9 @@
 """Synthetic data with known geometry: stripes, sinusoidal boundaries, circle, sphere, torus."""
 
-import numbers
-
 import numpy as np
 from sklearn.utils import check_random_state
 
-
-def _check_n(n_samples, minimum=1):
-    if not isinstance(n_samples, numbers.Integral) or n_samples < minimum:
-        raise ValueError(f"n_samples must be an integer >= {minimum}; got {n_samples!r}.")
-
-
-def _check_noise(noise):
-    if not np.isfinite(noise) or noise < 0:
-        raise ValueError(f"noise must be a finite number >= 0; got {noise!r}.")
+from .._utils import check_scalar_param
 
 
 def make_stripes(n_samples=1000, n_features=30, boundaries=(-0.6745, 0.6745), label_noise=0.0,
@@ -47,10 +37,9 @@ def make_stripes(n_samples=1000, n_features=30, boundaries=(-0.6745, 0.6745), la
     >>> X.shape, np.unique(y).tolist()
     ((200, 5), [-1, 1])
     """
-    _check_n(n_samples)
-    if not isinstance(n_features, numbers.Integral) or n_features < 1:
-        raise ValueError(f"n_features must be an integer >= 1; got {n_features!r}.")
-    _check_noise(label_noise)
+    check_scalar_param(n_samples, "n_samples", kind="integer", low=1)
+    check_scalar_param(n_features, "n_features", kind="integer", low=1)
+    check_scalar_param(label_noise, "label_noise", low=0)
     b = np.sort(np.asarray(boundaries, dtype=float).ravel())
     rng = check_random_state(random_state)
     X = rng.standard_normal((n_samples, n_features))
@@ -90,7 +79,7 @@ def make_sinusoid_boundary(n_samples=400, amplitude=0.6, frequency=7.0, phase=-1
     >>> X.shape, y.dtype.kind
     ((100, 2), 'i')
     """
-    _check_n(n_samples)
+    check_scalar_param(n_samples, "n_samples", kind="integer", low=1)
     rng = np.random.default_rng(random_state if not isinstance(random_state, np.random.RandomState)
                                 else random_state.randint(2**31))
     X = rng.uniform(-1, 1, (n_samples, 2))
@@ -129,8 +118,8 @@ def make_xor(n_samples=4, *, noise=0.0, random_state=None):
     >>> X.shape, int(y.sum())
     ((200, 2), 100)
     """
-    _check_n(n_samples, minimum=4)
-    _check_noise(noise)
+    check_scalar_param(n_samples, "n_samples", kind="integer", low=4)
+    check_scalar_param(noise, "noise", low=0)
     corners = np.array([[-1.0, -1.0], [-1.0, 1.0], [1.0, -1.0], [1.0, 1.0]])
     idx = np.arange(n_samples) % 4
     X = corners[idx]
@@ -170,8 +159,8 @@ def make_circle_points(n_samples=1000, *, radius=1.0, noise=0.0, grid=False, ran
     >>> bool(abs((X ** 2).sum(1) - 1).max() < 1e-12)
     True
     """
-    _check_n(n_samples)
-    _check_noise(noise)
+    check_scalar_param(n_samples, "n_samples", kind="integer", low=1)
+    check_scalar_param(noise, "noise", low=0)
     rng = check_random_state(random_state)
     if grid:
         t = 2 * np.pi * np.arange(n_samples) / n_samples
@@ -218,8 +207,8 @@ def make_sphere_points(n_samples=1000, *, radius=1.0, noise=0.0, grid=False, ran
     >>> bool(abs(np.linalg.norm(X, axis=1) - 1).max() < 1e-12)
     True
     """
-    _check_n(n_samples)
-    _check_noise(noise)
+    check_scalar_param(n_samples, "n_samples", kind="integer", low=1)
+    check_scalar_param(noise, "noise", low=0)
     rng = check_random_state(random_state)
     if grid:
         i = np.arange(n_samples) + 0.5
@@ -267,8 +256,8 @@ def make_torus_points(n_samples=1000, *, R=2.0, r=1.0, noise=0.0, embedding="cli
     >>> make_torus_points(100, grid=True).shape
     (100, 4)
     """
-    _check_n(n_samples)
-    _check_noise(noise)
+    check_scalar_param(n_samples, "n_samples", kind="integer", low=1)
+    check_scalar_param(noise, "noise", low=0)
     if embedding not in ("clifford", "r3"):
         raise ValueError(f"embedding must be 'clifford' or 'r3'; got {embedding!r}.")
     rng = check_random_state(random_state)

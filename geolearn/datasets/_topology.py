@@ -5,27 +5,19 @@ The circle, sphere and torus point clouds of the topology study are the ones in
 torus in R^3); this module adds the image sets, cyclooctane and the Klein bottle.
 """
 
-import numbers
 from pathlib import Path
 
 import numpy as np
 from sklearn.utils import check_random_state
 
-from ._synthetic import _check_n, _check_noise, make_torus_points
+from .._utils import check_scalar_param
+from ._synthetic import make_torus_points
 
 #: C-C bond length of cyclooctane in Angstrom (Martin et al. 2010).
 CC_BOND = 1.52
 #: C-C-C angle used to reconstruct conformations (degrees).
 CCC_ANGLE = 115.0
 _CHUNK = 1000
-
-
-def _check_positive(value, name, integer=False):
-    kind = numbers.Integral if integer else numbers.Real
-    if (not isinstance(value, kind) or isinstance(value, bool) or not np.isfinite(value)
-            or value <= 0):
-        what = "a positive integer" if integer else "a finite number > 0"
-        raise ValueError(f"{name} must be {what}; got {value!r}.")
 
 
 def _pixel_centres(size):
@@ -65,8 +57,8 @@ def render_ellipses(phi, theta, image_size, supersample, semi_axes, orbit_radius
 
 def _check_ellipse_params(image_size, supersample, semi_axes, orbit_radius):
     """Validate the rendering parameters of the ellipse images; returns ``(a, b)`` as floats."""
-    _check_positive(image_size, "image_size", integer=True)
-    _check_positive(supersample, "supersample", integer=True)
+    check_scalar_param(image_size, "image_size", kind="integer", low=1)
+    check_scalar_param(supersample, "supersample", kind="integer", low=1)
     try:
         a, b = (float(s) for s in semi_axes)
     except (TypeError, ValueError):
@@ -128,7 +120,7 @@ def make_torus_ellipse_images(n_samples=10000, image_size=32, supersample=2,
     >>> float(X.sum(1).mean()).__round__(0)  # area pi * 8 * 4 ~ 100.5 px
     100.0
     """
-    _check_n(n_samples)
+    check_scalar_param(n_samples, "n_samples", kind="integer", low=1)
     a, b = _check_ellipse_params(image_size, supersample, semi_axes, orbit_radius)
     rng = check_random_state(random_state)
     phi = rng.uniform(0, 2 * np.pi, n_samples)
@@ -171,10 +163,10 @@ def make_sphere_images(n_samples=10000, image_size=32, radius=10.0, blob_sigma=2
     >>> X.shape, bool(np.allclose(np.linalg.norm(V, axis=1), 1))
     ((4, 1024), True)
     """
-    _check_n(n_samples)
-    _check_positive(image_size, "image_size", integer=True)
-    _check_positive(radius, "radius")
-    _check_positive(blob_sigma, "blob_sigma")
+    check_scalar_param(n_samples, "n_samples", kind="integer", low=1)
+    check_scalar_param(image_size, "image_size", kind="integer", low=1)
+    check_scalar_param(radius, "radius", low=0, closed="neither")
+    check_scalar_param(blob_sigma, "blob_sigma", low=0, closed="neither")
     if radius >= image_size / 2:
         raise ValueError(f"radius must be < image_size / 2 = {image_size / 2:g}; got {radius!r}.")
     rng = check_random_state(random_state)
@@ -221,8 +213,8 @@ def make_klein_bottle_points(n_samples=1000, *, R=2.0, r=1.0, noise=0.0, grid=Fa
     >>> make_klein_bottle_points(100, random_state=0).shape
     (100, 4)
     """
-    _check_n(n_samples)
-    _check_noise(noise)
+    check_scalar_param(n_samples, "n_samples", kind="integer", low=1)
+    check_scalar_param(noise, "noise", low=0)
     if not (np.isfinite(R) and np.isfinite(r) and R > r > 0):
         raise ValueError(f"the radii must satisfy R > r > 0; got R={R!r}, r={r!r}.")
     rng = check_random_state(random_state)
@@ -335,7 +327,7 @@ def make_cyclooctane(n_samples=2000, random_state=None):
     ...                       - 1.52).max() < 1e-6)
     ((50, 24), True)
     """
-    _check_n(n_samples)
+    check_scalar_param(n_samples, "n_samples", kind="integer", low=1)
     rng = check_random_state(random_state)
     pairs, targets = _ring_pairs(), _ring_targets(CC_BOND, CCC_ANGLE)
     k = np.arange(8)

@@ -23,7 +23,6 @@ from sklearn.utils import check_random_state
 from .._utils import (
     check_choice,
     check_memory,
-    check_positive_integer,
     check_scalar_param,
     resolve_device,
     resolve_n_jobs,
@@ -250,7 +249,7 @@ def sample_displacement_fields(n, T, c, size=1, *, random_state=None, device="au
     T = _check_T(T)
     if np.ndim(T):
         raise ValueError(f"T must be a scalar; got an array of shape {np.shape(T)}.")
-    size = check_positive_integer(size, "size")
+    size = check_scalar_param(size, "size", kind="integer", low=1)
     n_jobs = _check_n_jobs(n_jobs)
     check_memory(size * 2 * n * n * torch.empty((), dtype=dtype).element_size(),
                  f"sample_displacement_fields(size={size}) of {n} x {n} images",
@@ -581,7 +580,7 @@ def temperature_range(n, c, method="asymptotic", n_samples=500, random_state=0):
             )
         log_c = math.log(c)
         return 1 / (math.pi * n**2 * log_c), 4 / (math.pi**3 * c**2 * log_c)
-    check_positive_integer(n_samples, "n_samples")
+    check_scalar_param(n_samples, "n_samples", kind="integer", low=1)
     z = check_random_state(random_state).standard_normal((int(n_samples), 2, c, c))
     xi = _max_xi_from_coefficients(_coefficients(z, 1.0, c), n)
     return temperature_for_delta(0.5, c, n), float(1 / np.median(xi.numpy()) ** 2)

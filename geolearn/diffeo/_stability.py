@@ -7,7 +7,7 @@ from functools import partial
 import numpy as np
 import torch
 from scipy.spatial.distance import pdist
-from sklearn.base import BaseEstimator, MetaEstimatorMixin
+from sklearn.base import BaseEstimator, MetaEstimatorMixin, _fit_context
 from sklearn.exceptions import NotFittedError
 from sklearn.utils import Bunch, check_random_state, get_tags
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -534,6 +534,7 @@ class DiffeoStability(MetaEstimatorMixin, BaseEstimator):
         return tags
 
     @fitted_on_success
+    @_fit_context(prefer_skip_nested_validation=False)  # an unfitted estimator is fitted here
     def fit(self, X, y=None, **fit_params):
         """Fit the estimator unless it is prefit; resolve the temperature and response.
 
@@ -549,7 +550,6 @@ class DiffeoStability(MetaEstimatorMixin, BaseEstimator):
         -------
         self : DiffeoStability
         """
-        self._validate_params()
         if self.estimator is None:
             raise ValueError("estimator is None: pass the model whose stability to measure.")
         images = self._images(X, self.image_shape, min_samples=2)

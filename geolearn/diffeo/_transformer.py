@@ -5,12 +5,12 @@ import warnings
 
 import numpy as np
 import torch
-from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
+from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._utils import check_images, check_positive_integer, row_seeds
+from .._utils import check_images, check_scalar_param, row_seeds
 from ._exceptions import StabilityWarning
 from ._images import check_fitted_shape, image_side, tabular_check_failures
 from ._sampler import (
@@ -217,6 +217,7 @@ class MaxEntropyDiffeo(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Validate the parameters and learn the image shape.
 
@@ -229,7 +230,6 @@ class MaxEntropyDiffeo(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         -------
         self : MaxEntropyDiffeo
         """
-        self._validate_params()
         images, _ = self._check_X(X, reset=True)
         n = images.shape[-1]
         _check_sampling(self.T, self.c, self.delta, self.delta_formula, self.p, n)
@@ -384,7 +384,7 @@ def diffeo_augment(X, y=None, n_copies=1, include_original=True, **params):
     >>> X_aug.shape, y_aug.shape
     ((150, 1, 16, 16), (150,))
     """
-    check_positive_integer(n_copies, "n_copies")
+    check_scalar_param(n_copies, "n_copies", kind="integer", low=1)
     rng = check_random_state(params.pop("random_state", None))
     params.pop("apply_on", None)
     transformer = MaxEntropyDiffeo(apply_on="always", random_state=rng, **params).fit(X)

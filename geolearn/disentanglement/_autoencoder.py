@@ -16,11 +16,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
-from .._utils import (
-    check_positive_integer,
-    resolve_device,
-    torch_threads,
-)
+from .._utils import check_scalar_param, resolve_device, torch_threads
 from .._utils.autoencoder import (
     CodecMixin,
     ReconstructionScoreMixin,
@@ -217,7 +213,27 @@ class DisentangledAttributeAutoencoder(ObjectiveTrainingMixin, CodecMixin, Recon
                  transform_output="attributes", max_epochs=1000, batch_size=64, lr=3e-4,
                  callbacks=None, warm_start=False, device="auto", random_state=None, verbose=0,
                  **net_params):
-        self._store_params(locals())
+        self.image_shape = image_shape
+        self.latent_dim = latent_dim
+        self.attribute_dims = attribute_dims
+        self.alpha_orth = alpha_orth
+        self.alpha_graph = alpha_graph
+        self.graph_lambda = graph_lambda
+        self.graph_distance_scale = graph_distance_scale
+        self.graph_space = graph_space
+        self.orth_norm = orth_norm
+        self.reconstruction = reconstruction
+        self.anneal_epochs = anneal_epochs
+        self.transform_output = transform_output
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.lr = lr
+        self.callbacks = callbacks
+        self.warm_start = warm_start
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+        self._set_net_params(net_params)
 
     # -- validation -----------------------------------------------------------------------
 
@@ -232,7 +248,7 @@ class DisentangledAttributeAutoencoder(ObjectiveTrainingMixin, CodecMixin, Recon
     def _check_architecture(self):
         dims = tuple(self.attribute_dims)
         for d in dims:
-            check_positive_integer(d, "attribute_dims entries")
+            check_scalar_param(d, "attribute_dims entries", kind="integer", low=1)
         if self.n_latent % len(dims):
             raise ValueError(f"n_latent={self.n_latent} must be divisible by the number of "
                              f"attributes, len(attribute_dims)={len(dims)}.")
@@ -325,7 +341,7 @@ class DisentangledAttributeAutoencoder(ObjectiveTrainingMixin, CodecMixin, Recon
         X : ndarray of shape (n_samples, n_features)
         """
         check_is_fitted(self)
-        check_positive_integer(n_samples, "n_samples")
+        check_scalar_param(n_samples, "n_samples", kind="integer", low=1)
         N = check_random_state(random_state).standard_normal((n_samples, self.n_latent))
         return self._apply(self.module_.decode, N.astype(np.float32))
 

@@ -20,7 +20,7 @@ from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
 from torch import nn
 
-from .._utils import check_positive_integer
+from .._utils import check_scalar_param
 
 #: added to squared distances under the square root (distance floor 1e-5; finite gradients
 #: for duplicate points)
@@ -59,7 +59,7 @@ def _check_distance_scale(distance_scale):
 
 
 def _check_k(k):
-    k = check_positive_integer(k, "k")
+    k = check_scalar_param(k, "k", kind="integer", low=1)
     if k != 1:
         raise NotImplementedError(
             f"the smoothed statistic is implemented for k=1 only; got k={k} (k > 1 needs "
@@ -344,7 +344,7 @@ def knn_graph_statistic(X0, X1, k=1):
     5
     """
     X0, X1 = _check_array_pair(X0, X1)
-    k = check_positive_integer(k, "k")
+    k = check_scalar_param(k, "k", kind="integer", low=1)
     nbrs = _knn_table(X0, X1, k)
     labels = np.r_[np.zeros(len(X0), dtype=bool), np.ones(len(X1), dtype=bool)]
     return int(np.count_nonzero(labels[nbrs] != labels[:, None]))
@@ -387,8 +387,8 @@ def knn_permutation_pvalue(X0, X1, k=1, n_permutations=1000, random_state=None):
     True
     """
     X0, X1 = _check_array_pair(X0, X1)
-    k = check_positive_integer(k, "k")
-    n_permutations = check_positive_integer(n_permutations, "n_permutations")
+    k = check_scalar_param(k, "k", kind="integer", low=1)
+    n_permutations = check_scalar_param(n_permutations, "n_permutations", kind="integer", low=1)
     rng = check_random_state(random_state)
     nbrs = _knn_table(X0, X1, k)
     n0, n = len(X0), len(X0) + len(X1)

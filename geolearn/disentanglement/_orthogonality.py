@@ -12,7 +12,7 @@ import numbers
 import torch
 from torch import nn
 
-from .._utils import check_choice
+from .._utils import check_choice, check_scalar_param
 
 _NORMS = ("fro", "fro_squared", "spectral")
 _REDUCTIONS = ("mean", "sum", "none")
@@ -21,11 +21,8 @@ _FRO_SMOOTHING = 1e-12
 
 
 def _check_block_param(value, name):
-    if value is None:
-        return None
-    if (not isinstance(value, numbers.Integral) or isinstance(value, bool)) or value < 1:
-        raise ValueError(f"{name} must be an integer >= 1 or None; got {value!r}.")
-    return int(value)
+    value = check_scalar_param(value, name, kind="integer", low=1, allow_none=True)
+    return None if value is None else int(value)
 
 
 class OrthogonalityLoss(nn.Module):

@@ -11,7 +11,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
-from .._utils import check_hidden_sizes, check_positive_integer, to_numpy
+from .._utils import check_hidden_sizes, check_scalar_param, to_numpy
 from .._utils.autoencoder import ImageOutputMixin, LatentInterpolationMixin, ReconstructionScoreMixin
 from .._utils.torch_estimator import EPOCH_CONSTRAINTS, NET_CONSTRAINTS
 from ..models import frozen
@@ -124,7 +124,7 @@ class ChartAutoencoder(ImageOutputMixin, LatentInterpolationMixin, Reconstructio
 
     _parameter_constraints = {  # noqa: RUF012
         **NET_CONSTRAINTS,
-        **EPOCH_CONSTRAINTS,
+        "max_epochs": EPOCH_CONSTRAINTS["max_epochs"],  # weight_decay is fixed at 0
         "n_charts": [Interval(numbers.Integral, 1, None, closed="left")],
         "chart_dim": [Interval(numbers.Integral, 1, None, closed="left")],
         "image_shape": ["array-like", None],
@@ -142,7 +142,22 @@ class ChartAutoencoder(ImageOutputMixin, LatentInterpolationMixin, Reconstructio
                  beta=1.0, gamma=1.0, tau=None, max_epochs=200, batch_size=128, lr=1e-3,
                  callbacks=None, warm_start=False, device="auto", random_state=None, verbose=0,
                  **net_params):
-        self._store_params(locals())
+        self.n_charts = n_charts
+        self.chart_dim = chart_dim
+        self.hidden_sizes = hidden_sizes
+        self.image_shape = image_shape
+        self.beta = beta
+        self.gamma = gamma
+        self.tau = tau
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.lr = lr
+        self.callbacks = callbacks
+        self.warm_start = warm_start
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+        self._set_net_params(net_params)
 
     @property
     def n_latent(self):
@@ -228,7 +243,7 @@ class ChartAutoencoder(ImageOutputMixin, LatentInterpolationMixin, Reconstructio
         charts : ndarray of shape (n_samples,), int64, only with ``return_charts``
         """
         check_is_fitted(self)
-        check_positive_integer(n_samples, "n_samples")
+        check_scalar_param(n_samples, "n_samples", kind="integer", low=1)
         rng = check_random_state(random_state)
         Z = rng.standard_normal((n_samples, self.n_latent)).astype(np.float32)
         logits = self._chart_logits(Z)

@@ -17,12 +17,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._utils import (
-    check_hidden_sizes,
-    check_positive_integer,
-    check_scalar_param,
-    iter_batches,
-)
+from .._utils import check_hidden_sizes, check_scalar_param, iter_batches
 from .._utils.row_noise import row_draws, row_seeds
 from .._utils.torch_estimator import NET_CONSTRAINTS, MeanScoreMixin, ObjectiveTrainingMixin
 from ..exceptions import GeolearnWarning
@@ -135,7 +130,24 @@ class DiffusionDensity(ObjectiveTrainingMixin, MeanScoreMixin, DensityMixin, Bas
                  reverse_variance="forward",
                  callbacks=None, warm_start=False, device="auto", random_state=None, verbose=0,
                  **net_params):
-        self._store_params(locals())
+        self.n_steps = n_steps
+        self.beta_schedule = beta_schedule
+        self.beta_start = beta_start
+        self.beta_end = beta_end
+        self.hidden_sizes = hidden_sizes
+        self.standardize = standardize
+        self.max_iter = max_iter
+        self.batch_size = batch_size
+        self.lr = lr
+        self.likelihood_step = likelihood_step
+        self.n_rounds = n_rounds
+        self.reverse_variance = reverse_variance
+        self.callbacks = callbacks
+        self.warm_start = warm_start
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+        self._set_net_params(net_params)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
@@ -240,8 +252,8 @@ class DiffusionDensity(ObjectiveTrainingMixin, MeanScoreMixin, DensityMixin, Bas
         """
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
-        n_rounds = check_positive_integer(self.n_rounds if n_rounds is None else n_rounds,
-                                          "n_rounds")
+        n_rounds = check_scalar_param(self.n_rounds if n_rounds is None else n_rounds,
+                                      "n_rounds", kind="integer", low=1)
         grid = self._time_grid(self.likelihood_step if step is None else step)
         rs = self.random_state if random_state is None else random_state
         seeds = row_seeds(X, rs, stream="DiffusionDensity.score_samples")
@@ -290,7 +302,7 @@ class DiffusionDensity(ObjectiveTrainingMixin, MeanScoreMixin, DensityMixin, Bas
         X : ndarray of shape (n_samples, n_features)
         """
         check_is_fitted(self)
-        check_positive_integer(n_samples, "n_samples")
+        check_scalar_param(n_samples, "n_samples", kind="integer", low=1)
         grid = self._time_grid(step)
         # a per-call generator: torch's global RNG is neither read nor advanced
         seed = int(check_random_state(random_state).randint(0, 2**31 - 1))

@@ -12,7 +12,6 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._utils import (
     check_hidden_sizes,
-    check_positive_integer,
     check_scalar_param,
     iter_batches,
     to_numpy,
@@ -118,7 +117,7 @@ class DiffusionGenerator(ObjectiveTrainingMixin, BaseEstimator):
 
     _parameter_constraints = {  # noqa: RUF012
         **NET_CONSTRAINTS,
-        **EPOCH_CONSTRAINTS,
+        "max_epochs": EPOCH_CONSTRAINTS["max_epochs"],  # no weight_decay parameter
         "n_timesteps": [Interval(numbers.Integral, 1, None, closed="left")],
         "beta_start": [Interval(numbers.Real, 0, 1, closed="neither")],
         "beta_end": [Interval(numbers.Real, 0, None, closed="neither")],
@@ -132,7 +131,23 @@ class DiffusionGenerator(ObjectiveTrainingMixin, BaseEstimator):
                  hidden_layer_sizes=(256, 256), unet_channels=(32, 64), image_shape=None,
                  standardize=True, max_epochs=200, batch_size=128, lr=1e-3, callbacks=None,
                  warm_start=False, device="auto", random_state=None, verbose=0, **net_params):
-        self._store_params(locals())
+        self.n_timesteps = n_timesteps
+        self.beta_start = beta_start
+        self.beta_end = beta_end
+        self.denoiser = denoiser
+        self.hidden_sizes = hidden_sizes
+        self.unet_channels = unet_channels
+        self.image_shape = image_shape
+        self.standardize = standardize
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.lr = lr
+        self.callbacks = callbacks
+        self.warm_start = warm_start
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+        self._set_net_params(net_params)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
@@ -217,7 +232,7 @@ class DiffusionGenerator(ObjectiveTrainingMixin, BaseEstimator):
         X : ndarray of shape (n_samples, n_features)
         """
         check_is_fitted(self)
-        check_positive_integer(n_samples, "n_samples")
+        check_scalar_param(n_samples, "n_samples", kind="integer", low=1)
         check_scalar_param(step, "step", kind="integer", low=1, high=self.n_timesteps,
                            closed="both")
         grid = time_grid(self.n_timesteps, step)

@@ -21,7 +21,7 @@ from torch import nn
 from .._utils import (
     check_dtype_range,
     check_hidden_sizes,
-    check_positive_integer,
+    check_scalar_param,
     iter_batches,
     preserved_dtype,
     to_numpy,
@@ -215,7 +215,19 @@ class FlowDensity(ObjectiveTrainingMixin, MeanScoreMixin, OneToOneFeatureMixin, 
     def __init__(self, n_layers=8, hidden_layer_sizes=(128, 128), max_epochs=100, batch_size=256,
                  lr=1e-3, weight_decay=1e-5, dequantize=0.0, callbacks=None, warm_start=False,
                  device="auto", random_state=None, verbose=0, **net_params):
-        self._store_params(locals())
+        self.n_layers = n_layers
+        self.hidden_sizes = hidden_sizes
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.lr = lr
+        self.weight_decay = weight_decay
+        self.dequantize = dequantize
+        self.callbacks = callbacks
+        self.warm_start = warm_start
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+        self._set_net_params(net_params)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
@@ -354,6 +366,6 @@ class FlowDensity(ObjectiveTrainingMixin, MeanScoreMixin, OneToOneFeatureMixin, 
         X : ndarray of shape (n_samples, n_features)
         """
         check_is_fitted(self)
-        check_positive_integer(n_samples, "n_samples")
+        check_scalar_param(n_samples, "n_samples", kind="integer", low=1)
         Z = check_random_state(random_state).standard_normal((n_samples, self.n_features_in_))
         return self.inverse_transform(Z)

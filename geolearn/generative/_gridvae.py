@@ -10,7 +10,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._utils import check_positive_integer, check_scalar_param
+from .._utils import check_scalar_param
 from .._utils.torch_estimator import MeanScoreMixin
 from ..exceptions import GeolearnWarning
 from ._base import BaseVAE, VAEObjective
@@ -167,7 +167,33 @@ class GridVAE(MeanScoreMixin, ClusterMixin, BaseVAE):
                  hidden_layer_sizes=(256, 128), conv_channels=32, image_shape=None, max_epochs=100,
                  batch_size=256, lr=1e-3, weight_decay=0.0, n_mc_score=16, callbacks=None,
                  warm_start=False, device="auto", random_state=None, verbose=0, **net_params):
-        self._store_params(locals())
+        self.n_latent = n_latent
+        self.grid_values = grid_values
+        self.prior_std = prior_std
+        self.kl_estimator = kl_estimator
+        self.kl_weight = kl_weight
+        self.kl_warmup_epochs = kl_warmup_epochs
+        self.guidance = guidance
+        self.guided_dims = guided_dims
+        self.missing_guidance = missing_guidance
+        self.likelihood = likelihood
+        self.decoder_std = decoder_std
+        self.output_activation = output_activation
+        self.architecture = architecture
+        self.hidden_sizes = hidden_sizes
+        self.conv_channels = conv_channels
+        self.image_shape = image_shape
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.lr = lr
+        self.weight_decay = weight_decay
+        self.n_mc_score = n_mc_score
+        self.callbacks = callbacks
+        self.warm_start = warm_start
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+        self._set_net_params(net_params)
 
     # -- fitting --------------------------------------------------------------------------
 
@@ -313,7 +339,7 @@ class GridVAE(MeanScoreMixin, ClusterMixin, BaseVAE):
             Flat index of each sample's cell.
         """
         check_is_fitted(self)
-        check_positive_integer(n_samples, "n_samples")
+        check_scalar_param(n_samples, "n_samples", kind="integer", low=1)
         rng = check_random_state(random_state)
         codes = np.stack([rng.randint(L, size=n_samples) for L in grid_sizes(self.grid_)], 1)
         Z = self._centres(codes) + self.prior_std * rng.standard_normal(codes.shape)

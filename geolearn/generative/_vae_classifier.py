@@ -103,7 +103,30 @@ class VAEClassifier(ClassifierMixin, BaseVAE):
                  conv_channels=32, image_shape=None, max_epochs=100, batch_size=128, lr=1e-3,
                  weight_decay=0.0, n_mc_score=16, callbacks=None, warm_start=False,
                  device="auto", random_state=None, verbose=0, **net_params):
-        self._store_params(locals())
+        self.n_latent = n_latent
+        self.classification_weight = classification_weight
+        self.prior = prior
+        self.grid_values = grid_values
+        self.prior_std = prior_std
+        self.kl_estimator = kl_estimator
+        self.likelihood = likelihood
+        self.decoder_std = decoder_std
+        self.output_activation = output_activation
+        self.architecture = architecture
+        self.hidden_sizes = hidden_sizes
+        self.conv_channels = conv_channels
+        self.image_shape = image_shape
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.lr = lr
+        self.weight_decay = weight_decay
+        self.n_mc_score = n_mc_score
+        self.callbacks = callbacks
+        self.warm_start = warm_start
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+        self._set_net_params(net_params)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):

@@ -9,7 +9,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._utils import check_hidden_sizes, check_positive_integer
+from .._utils import check_hidden_sizes, check_scalar_param
 from .._utils.autoencoder import ImageOutputMixin, LatentInterpolationMixin, ReconstructionScoreMixin
 from .._utils.torch_estimator import EPOCH_CONSTRAINTS, NET_CONSTRAINTS
 from ._base import BaseVAE, VAEObjective
@@ -84,7 +84,7 @@ class VAEGenerator(ImageOutputMixin, LatentInterpolationMixin, ReconstructionSco
 
     _parameter_constraints = {  # noqa: RUF012
         **NET_CONSTRAINTS,
-        **EPOCH_CONSTRAINTS,
+        "max_epochs": EPOCH_CONSTRAINTS["max_epochs"],  # no weight_decay parameter
         "n_latent": [Interval(numbers.Integral, 1, None, closed="left")],
         "image_shape": ["array-like", None],
         "beta": [Interval(numbers.Real, 0, None, closed="left")],
@@ -102,7 +102,21 @@ class VAEGenerator(ImageOutputMixin, LatentInterpolationMixin, ReconstructionSco
                  likelihood="gaussian", sigma=0.05, max_epochs=200, batch_size=128, lr=1e-3,
                  callbacks=None, warm_start=False, device="auto", random_state=None, verbose=0,
                  **net_params):
-        self._store_params(locals())
+        self.latent_dim = latent_dim
+        self.hidden_sizes = hidden_sizes
+        self.image_shape = image_shape
+        self.beta = beta
+        self.likelihood = likelihood
+        self.sigma = sigma
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.lr = lr
+        self.callbacks = callbacks
+        self.warm_start = warm_start
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+        self._set_net_params(net_params)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
@@ -141,6 +155,6 @@ class VAEGenerator(ImageOutputMixin, LatentInterpolationMixin, ReconstructionSco
         X : ndarray of shape (n_samples, n_features)
         """
         check_is_fitted(self)
-        check_positive_integer(n_samples, "n_samples")
+        check_scalar_param(n_samples, "n_samples", kind="integer", low=1)
         Z = check_random_state(random_state).standard_normal((n_samples, self.n_latent))
         return self._decode(Z.astype(np.float32))

@@ -14,9 +14,10 @@ from numbers import Integral, Real
 
 import numpy as np
 import torch
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, _fit_context
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_array, check_random_state
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
 from .._utils import check_numeric_array, resolve_device, to_numpy
@@ -312,6 +313,11 @@ class LocalPCAManifold(BaseEstimator):
     array([0.4472, 0.8944])
     """
 
+    _parameter_constraints = {  # noqa: RUF012
+        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "n_neighbors": [Interval(Integral, 2, None, closed="left")],
+    }
+
     def __init__(self, n_components, n_neighbors=20):
         self.n_components = n_components
         self.n_neighbors = n_neighbors
@@ -319,6 +325,7 @@ class LocalPCAManifold(BaseEstimator):
     has_chart = False
     reach = None
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Store the reference points and their neighbour index.
 
@@ -333,9 +340,9 @@ class LocalPCAManifold(BaseEstimator):
         """
         X = check_array(X, dtype=np.float64)
         d, k = self.n_components, self.n_neighbors
-        if not isinstance(d, Integral) or not 1 <= d <= X.shape[1]:
+        if d > X.shape[1]:
             raise ValueError(f"n_components must be an integer in [1, {X.shape[1]}]; got {d!r}.")
-        if not isinstance(k, Integral) or k <= d:
+        if k <= d:
             raise ValueError(f"n_neighbors must be an integer > n_components={d}; got {k!r}.")
         if len(X) < k:
             raise ValueError(f"LocalPCAManifold needs at least n_neighbors={k} reference "

@@ -6,14 +6,17 @@ anchor and its nearest neighbours) as a cross-validation splitter;
 of each training iteration.
 """
 
+from numbers import Integral
+
 import numpy as np
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, _fit_context
 from sklearn.model_selection import BaseCrossValidator
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
-from .._utils import check_choice, check_positive_integer
+from .._utils import check_scalar_param
 
 #: Strategy names of the paper's settings A, B and C, and the names geolearn uses.
 STRATEGY_ALIASES = {"A": "nearest", "B": "random", "C": "neighborhood"}
@@ -81,11 +84,18 @@ class EpisodicSampler(BaseEstimator):
     (8, 8, 0)
     """
 
+    _parameter_constraints = {  # noqa: RUF012
+        "strategy": [StrOptions(set(STRATEGIES))],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "random_state": ["random_state"],
+    }
+
     def __init__(self, strategy="neighborhood", batch_size=64, random_state=None):
         self.strategy = strategy
         self.batch_size = batch_size
         self.random_state = random_state
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Index the rows of ``X`` (the set ``S`` that episodes are drawn from).
 
@@ -98,9 +108,8 @@ class EpisodicSampler(BaseEstimator):
         -------
         self : EpisodicSampler
         """
-        strategy = check_choice(self.strategy, "strategy", STRATEGIES)
-        self.strategy_ = STRATEGY_ALIASES.get(strategy, strategy)
-        B = check_positive_integer(self.batch_size, "batch_size")
+        self.strategy_ = STRATEGY_ALIASES.get(self.strategy, self.strategy)
+        B = self.batch_size
         X = validate_data(self, _flat(X), dtype=np.float64, ensure_min_samples=2)
         if len(X) < 2 * B + 1:
             raise ValueError(f"EpisodicSampler needs at least 2 * batch_size + 1 = {2 * B + 1} "
@@ -205,7 +214,7 @@ class NeighborhoodHoldout(BaseCrossValidator):
         -------
         n_splits : int
         """
-        return check_positive_integer(self.n_splits, "n_splits")
+        return check_scalar_param(self.n_splits, "n_splits", kind="integer", low=1)
 
     def split(self, X, y=None, groups=None):
         """Yield ``(train_idx, test_idx)`` for each held-out neighbourhood.
@@ -225,7 +234,7 @@ class NeighborhoodHoldout(BaseCrossValidator):
 
     def _iter_test_indices(self, X, y=None, groups=None):
         n_splits = self.get_n_splits()
-        m = check_positive_integer(self.n_holdout, "n_holdout")
+        m = check_scalar_param(self.n_holdout, "n_holdout", kind="integer", low=1)
         X = check_array(_flat(X), dtype=np.float64)
         groups = np.zeros(len(X)) if groups is None else np.asarray(groups)
         if groups.shape != (len(X),):

@@ -24,7 +24,6 @@ from sklearn.utils.validation import check_consistent_length, check_is_fitted, c
 
 from .._utils import (
     check_hidden_sizes,
-    check_positive_integer,
     check_scalar_param,
     fitted_on_success,
     iter_batches,
@@ -248,7 +247,8 @@ default='checkerboard_alt'
     }
 
     _parameter_constraints = {  # noqa: RUF012
-        **NET_CONSTRAINTS,
+        # its denoiser is sized by hidden_dim and n_hidden_layers, and it has no warm start
+        **{k: v for k, v in NET_CONSTRAINTS.items() if k not in ("hidden_sizes", "warm_start")},
         "image_shape": ["array-like", None],
         "data_range": [StrOptions({"auto"}), "array-like"],
         "mask": [StrOptions(set(MASKS)), "array-like"],
@@ -283,7 +283,39 @@ default='checkerboard_alt'
                  max_epochs=400, batch_size=128, lr=1e-3, ema_decay=None, contamination=0.05,
                  validation_fraction=0.1, inference_batch_size=256, n_jobs=None,
                  device="auto", random_state=None, verbose=0, callbacks=None, **net_params):
-        self._store_params(locals())
+        self.image_shape = image_shape
+        self.data_range = data_range
+        self.mask = mask
+        self.n_blocks = n_blocks
+        self.patch_size = patch_size
+        self.n_reconstructions = n_reconstructions
+        self.aggregate = aggregate
+        self.distance = distance
+        self.feature_extractor = feature_extractor
+        self.lift = lift
+        self.clip_output = clip_output
+        self.diffusion_t = diffusion_t
+        self.n_timesteps = n_timesteps
+        self.beta_start = beta_start
+        self.beta_end = beta_end
+        self.n_inference_steps = n_inference_steps
+        self.denoiser = denoiser
+        self.hidden_dim = hidden_dim
+        self.n_hidden_layers = n_hidden_layers
+        self.unet_channels = unet_channels
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.lr = lr
+        self.ema_decay = ema_decay
+        self.contamination = contamination
+        self.validation_fraction = validation_fraction
+        self.inference_batch_size = inference_batch_size
+        self.n_jobs = n_jobs
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+        self.callbacks = callbacks
+        self._set_net_params(net_params)
 
     # -- validation -----------------------------------------------------------------------
 
@@ -686,7 +718,7 @@ default='checkerboard_alt'
         X : ndarray of shape (n_samples, n_features) or images, as the training X
         """
         check_is_fitted(self)
-        check_positive_integer(n_samples, "n_samples")
+        check_scalar_param(n_samples, "n_samples", kind="integer", low=1)
         gen = torch.Generator().manual_seed(
             int(check_random_state(random_state).randint(0, 2**31 - 1)))
         D, dev = self.n_features_in_, self.device_

@@ -2,6 +2,7 @@
 linear maps between the local linear functions of two networks."""
 
 import warnings
+from numbers import Integral, Real
 
 import numpy as np
 import torch
@@ -11,16 +12,15 @@ from sklearn.base import (
     ClassifierMixin,
     ClassNamePrefixFeaturesOutMixin,
     TransformerMixin,
+    _fit_context,
 )
 from sklearn.cluster import KMeans, MiniBatchKMeans
 from sklearn.metrics import accuracy_score, r2_score
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._utils import (
-    check_choice,
-    check_positive_integer,
-    check_scalar_param,
     fitted_on_success,
     iter_batches,
     resolve_device,
@@ -210,6 +210,17 @@ class LocalLinearMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
     True
     """
 
+    _parameter_constraints = {  # noqa: RUF012
+        "source": "no_validation",  # any network, or None
+        "target": "no_validation",
+        "include_bias": ["boolean"],
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "input_shape": ["array-like", None],
+        "memory_limit": [Interval(Real, 0, None, closed="left")],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "device": "no_validation",
+    }
+
     def __init__(self, source=None, target=None, *, include_bias=True, alpha=0.0,
                  image_shape=None, max_memory=2e9, batch_size=1024, device="auto"):
         self.source = source
@@ -234,6 +245,7 @@ class LocalLinearMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
                          batch_size=self.batch_size, device=self._device)
 
     @fitted_on_success
+    @_fit_context(prefer_skip_nested_validation=False)  # unfitted networks are fitted here
     def fit(self, X, y=None):
         """Fit one map per output from the local rows of both networks at ``X``.
 
@@ -248,8 +260,6 @@ class LocalLinearMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         -------
         self : LocalLinearMap
         """
-        check_scalar_param(self.alpha, "alpha", low=0)
-        check_positive_integer(self.batch_size, "batch_size")
         self._device = resolve_device(self.device)
         X_given, X = X, validate_data(self, X, dtype=np.float64)
         self.source_ = fitted_network(self.source, X_given, y, "source")
@@ -416,6 +426,18 @@ class LocalLinearClustering(ClassifierMixin, BaseEstimator):
     True
     """
 
+    _parameter_constraints = {  # noqa: RUF012
+        "network": "no_validation",  # any network, or None
+        "n_clusters": [Interval(Integral, 1, None, closed="left")],
+        "include_bias": ["boolean"],
+        "algorithm": [StrOptions({"kmeans", "minibatch"})],
+        "n_init": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
+        "random_state": ["random_state"],
+        "input_shape": ["array-like", None],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "device": "no_validation",
+    }
+
     def __init__(self, network=None, *, n_clusters=10, include_bias=True, algorithm="kmeans",
                  n_init="auto", random_state=None, image_shape=None, batch_size=1024,
                  device="auto"):
@@ -440,6 +462,7 @@ class LocalLinearClustering(ClassifierMixin, BaseEstimator):
         return _rows(W, b, self.include_bias)
 
     @fitted_on_success
+    @_fit_context(prefer_skip_nested_validation=False)  # an unfitted network is fitted here
     def fit(self, X, y=None):
         """Cluster the local rows of the network at ``X``, output by output.
 
@@ -454,9 +477,6 @@ class LocalLinearClustering(ClassifierMixin, BaseEstimator):
         -------
         self : LocalLinearClustering
         """
-        check_positive_integer(self.n_clusters, "n_clusters")
-        check_positive_integer(self.batch_size, "batch_size")
-        check_choice(self.algorithm, "algorithm", ("kmeans", "minibatch"))
         self._device = resolve_device(self.device)
         X_given, X = X, validate_data(self, X, dtype=np.float64)
         if self.n_clusters > len(X):

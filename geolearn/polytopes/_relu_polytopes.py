@@ -2,15 +2,16 @@
 
 import functools
 import warnings
+from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._utils import (
     check_choice,
-    check_positive_integer,
     check_scalar_param,
     fitted_on_success,
     progress_bar,
@@ -19,7 +20,7 @@ from .._utils import (
 )
 from ..exceptions import GeolearnWarning, PartialResultWarning
 from ._enumeration import region_neighbours, subdivide, traverse
-from ._lp import check_solver
+from ._lp import _SOLVERS, check_solver
 from ._maps import forward_bits, hrep, local_maps, unique_patterns
 from ._network import as_relu_network, fitted_network, needs_fit
 from ._polytope import Polytope
@@ -151,6 +152,21 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
     (True, True)
     """
 
+    _parameter_constraints = {  # noqa: RUF012
+        "network": "no_validation",  # any network as_relu_network reads, or None
+        "bounds": [StrOptions({"global_range"}), "array-like", None],
+        "region_stats": ["array-like"],
+        "max_lp_regions": [Interval(Integral, 1, None, closed="left")],
+        "facet_method": [StrOptions({"clarkson", "lp"})],
+        "lp_solver": [StrOptions(set(_SOLVERS))],
+        "tol": [Interval(Real, 0, None, closed="neither")],
+        "device": "no_validation",
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "n_jobs": [Integral, None],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
     def __init__(self, network=None, *, bounds="global_range", region_stats=(),
                  max_lp_regions=2000, facet_method="clarkson", lp_solver="auto", tol=1e-7,
                  device="auto", batch_size=8192, n_jobs=None, random_state=None, verbose=0):
@@ -175,16 +191,10 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
         return tags
 
     # ----------------------------------------------------------------- validation
-    def _check_params(self):
-        stats = self.region_stats
-        if isinstance(stats, str) or not all(s in _REGION_STATS for s in stats):
+    def _check_region_stats(self):
+        if not all(s in _REGION_STATS for s in self.region_stats):
             raise ValueError(f"region_stats must be a tuple of names from {_REGION_STATS}; "
-                             f"got {stats!r}.")
-        check_choice(self.facet_method, "facet_method", ("clarkson", "lp"))
-        check_solver(self.lp_solver)
-        for name in ("max_lp_regions", "batch_size"):
-            check_positive_integer(getattr(self, name), name)
-        check_scalar_param(self.tol, "tol", low=0, closed="neither")
+                             f"got {self.region_stats!r}.")
 
     def _resolve_bounds(self, bounds, X=None):
         m = self.n_features_in_
@@ -228,6 +238,7 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
 
     # ----------------------------------------------------------------------- fit
     @fitted_on_success
+    @_fit_context(prefer_skip_nested_validation=False)  # an unfitted network is fitted here
     def fit(self, X, y=None):
         """Record the region of every sample of ``X``.
 
@@ -243,7 +254,8 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
         -------
         self : ReLUPolytopes
         """
-        self._check_params()
+        self._check_region_stats()
+        check_solver(self.lp_solver)  # highspy must be installed when asked for
         # resolved first: a CUDA device that is absent is a clear error before any work
         self._device = resolve_device(self.device)
         X_given, X = X, validate_data(self, X, dtype=np.float64)
@@ -538,7 +550,7 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
         RegionEnumeration
         """
         check_is_fitted(self, "patterns_")
-        check_positive_integer(max_regions, "max_regions")
+        check_scalar_param(max_regions, "max_regions", kind="integer", low=1)
         check_scalar_param(max_time, "max_time", low=0, allow_none=True)
         box = self._method_bounds(bounds)
         lo, hi = (None, None) if box is None else box

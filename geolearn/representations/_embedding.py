@@ -124,7 +124,7 @@ class TorchEmbedder(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstim
     }
 
     _parameter_constraints = {
-        "model": [object],
+        "model": "no_validation",  # as_model reads it, with its own error
         "layer": [str, None],
         "image_shape": ["array-like", tuple, None],
         "batch_size": [Interval(Integral, 1, None, closed="left")],

@@ -14,8 +14,9 @@ from contextlib import nullcontext
 import numpy as np
 from scipy.linalg import eigh
 from scipy.special import ndtr, ndtri
-from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.base import BaseEstimator, ClusterMixin, _fit_context
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import validate_data
 from threadpoolctl import threadpool_limits
 
@@ -529,12 +530,19 @@ class FiedlerPartition(ClusterMixin, BaseEstimator):
     array([1, 1, 0, 0, 0])
     """
 
+    _parameter_constraints = {  # noqa: RUF012
+        "metric": [StrOptions({"precomputed", *METRICS})],
+        "negative_weights": [StrOptions(set(NEGATIVE_WEIGHTS))],
+        "normalized": ["boolean"],
+    }
+
     def __init__(self, metric="precomputed", negative_weights="clip", normalized=False):
         self.metric = metric
         self.negative_weights = negative_weights
         self.normalized = normalized
 
     @fitted_on_success
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Compute the Fiedler partition of the stimuli.
 
@@ -548,10 +556,6 @@ class FiedlerPartition(ClusterMixin, BaseEstimator):
         -------
         self : FiedlerPartition
         """
-        check_choice(self.metric, "metric", ("precomputed", *METRICS))
-        check_choice(self.negative_weights, "negative_weights", NEGATIVE_WEIGHTS)
-        if not isinstance(self.normalized, (bool, np.bool_)):
-            raise TypeError(f"normalized must be True or False; got {self.normalized!r}.")
         X = validate_data(self, X, dtype=np.float64, ensure_min_samples=3)
         if self.metric == "precomputed":
             R = check_rdm(X, "X")
@@ -559,7 +563,7 @@ class FiedlerPartition(ClusterMixin, BaseEstimator):
             R = compute_rdm(X, self.metric)
         with _blas_threads(len(R)):
             e2, evals, issues = _spectrum(R, self.negative_weights, bool(self.normalized))
-        _warn(issues, _MESSAGES, stacklevel=4)  # through fitted_on_success
+        _warn(issues, _MESSAGES, stacklevel=5)  # through fitted_on_success and _fit_context
         self.fiedler_vector_ = e2
         self.eigenvalues_ = evals
         self.algebraic_connectivity_ = float(evals[1])

@@ -182,7 +182,7 @@ class NetworkRDM(BaseEstimator):
     }
 
     _parameter_constraints = {
-        "module": [object],
+        "module": "no_validation",  # as_model reads it, with its own error
         "layers": [list, tuple, str, None],
         "image_shape": ["array-like", tuple, None],
         "metric": [StrOptions(set(METRICS))],

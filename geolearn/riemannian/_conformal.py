@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 import torch
 from scipy.special import logsumexp
-from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context, clone
 from sklearn.calibration import CalibratedClassifierCV
 from sklearn.exceptions import ConvergenceWarning as SVCConvergenceWarning
 from sklearn.metrics.pairwise import (
@@ -18,11 +18,12 @@ from sklearn.metrics.pairwise import (
 )
 from sklearn.model_selection import StratifiedKFold
 from sklearn.svm import SVC
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._utils import check_scalar_param, check_squares_finite, fitted_on_success
+from .._utils import check_squares_finite, fitted_on_success
 from ..exceptions import ConvergenceWarning, NumericalWarning
 from ._kernels import KernelMetric
 
@@ -163,6 +164,25 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
     (3,)
     """
 
+    _parameter_constraints = {  # noqa: RUF012
+        "C": [Interval(numbers.Real, 0, None, closed="neither")],
+        "kernel": [StrOptions(set(_KERNELS)), callable],
+        "gamma": [StrOptions({"scale", "auto"}), Interval(numbers.Real, 0, None, closed="neither")],
+        "degree": [Interval(numbers.Integral, 0, None, closed="left")],
+        "coef0": [Interval(numbers.Real, None, None, closed="neither")],
+        "tau": [StrOptions({"auto"}), Interval(numbers.Real, 0, None, closed="neither"),
+                "array-like"],
+        "n_refits": [Interval(numbers.Integral, 0, None, closed="left")],
+        "class_weight": [dict, StrOptions({"balanced"}), None],
+        "probability": ["boolean"],
+        "tol": [Interval(numbers.Real, 0, None, closed="neither")],
+        "max_iter": [Interval(numbers.Integral, -1, None, closed="left")],
+        "decision_function_shape": [StrOptions({"ovr", "ovo"})],
+        "break_ties": ["boolean"],
+        "random_state": ["random_state"],
+        "max_samples_precomputed": [Interval(numbers.Real, 0, None, closed="left")],
+    }
+
     def __init__(self, C=1.0, kernel="rbf", gamma="scale", degree=3, coef0=0.0, tau="auto",
                  n_refits=1, class_weight=None, probability=False, tol=1e-3, max_iter=-1,
                  decision_function_shape="ovr", break_ties=False, random_state=None,
@@ -184,35 +204,20 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
         self.max_samples_precomputed = max_samples_precomputed
 
     def _check_params(self, X):
-        if not (callable(self.kernel) or self.kernel in _KERNELS):
-            raise ValueError(f"kernel must be one of {_KERNELS} or a callable (X, Y) -> Gram; "
-                             f"got {self.kernel!r}.")
-        check_scalar_param(self.n_refits, "n_refits", kind="integer", low=0)
-        # what SVC itself would refuse: our kernels are computed before SVC sees them
-        check_scalar_param(self.degree, "degree", kind="integer", low=0)
-        check_scalar_param(self.coef0, "coef0")
-        check_scalar_param(self.C, "C", low=0, closed="neither")
-        if not isinstance(self.probability, (bool, np.bool_)):
-            raise ValueError(f"probability must be True or False; got {self.probability!r}.")
-        if isinstance(self.gamma, str):
-            if self.gamma == "scale":
-                var = X.var()
-                gamma = 1.0 / (X.shape[1] * var) if var > 0 else 1.0
-            elif self.gamma == "auto":
-                gamma = 1.0 / X.shape[1]
-            else:
-                raise ValueError(f"gamma must be 'scale', 'auto' or a positive float; "
-                                 f"got {self.gamma!r}.")
-        elif isinstance(self.gamma, numbers.Real) and self.gamma > 0:
-            gamma = float(self.gamma)
+        """The numeric ``gamma``, once a list ``tau`` is checked to hold one value per refit."""
+        if self.gamma == "scale":
+            var = X.var()
+            gamma = 1.0 / (X.shape[1] * var) if var > 0 else 1.0
+        elif self.gamma == "auto":
+            gamma = 1.0 / X.shape[1]
         else:
-            raise ValueError("gamma must be 'scale', 'auto' or a positive float; "
-                             f"got {self.gamma!r}.")
-        taus = self.tau if isinstance(self.tau, (list, tuple, np.ndarray)) else None
-        if taus is not None and len(taus) != self.n_refits:
+            gamma = float(self.gamma)
+        if isinstance(self.tau, (str, numbers.Real)):
+            return gamma
+        if len(self.tau) != self.n_refits:
             raise ValueError(f"a list tau needs one value per refit (n_refits={self.n_refits}); "
-                             f"got {len(taus)} values.")
-        for t in (taus if taus is not None else [self.tau]):
+                             f"got {len(self.tau)} values.")
+        for t in self.tau:
             if not (isinstance(t, str) and t == "auto") and not (
                     isinstance(t, numbers.Real) and np.isfinite(t) and t > 0):
                 raise ValueError(f"tau must be 'auto', a positive float or a list of them; "
@@ -286,6 +291,7 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
         return svc
 
     @fitted_on_success
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Fit the SVC, then ``n_refits`` conformal refits.
 

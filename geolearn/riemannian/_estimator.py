@@ -6,14 +6,14 @@ import warnings
 
 import numpy as np
 import torch
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
+from sklearn.utils._param_validation import Interval, Options, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 from torch import nn
 
 from .._utils import (
     check_choice,
     check_memory,
-    check_positive_integer,
     check_scalar_param,
     fitted_on_success,
     resolve_device,
@@ -23,7 +23,7 @@ from .._utils import (
 from ..exceptions import NumericalWarning
 from ..models import as_model, fit_or_use, frozen
 from ..models._internal import is_prefit
-from ._kernels import KernelMetric, make_kernel
+from ._kernels import KERNELS, KernelMetric, make_kernel
 from ._metrics import CURVATURE_METHODS, PullbackMetric, check_scale, scale_value
 from ._slices import GeometrySlice, grid_points, path_points, plane_points
 
@@ -166,6 +166,29 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
     (8,)
     """
 
+    _parameter_constraints = {  # noqa: RUF012
+        "feature_map": "no_validation",  # any model as_model reads, or None
+        "kernel": [StrOptions(set(KERNELS)), callable, None],
+        "kernel_params": [dict, None],
+        "layer": "no_validation",  # a layer name or index the model resolves, or None
+        "input_shape": ["array-like", None],
+        "scale": [StrOptions({"width", "none"}), Interval(numbers.Real, 0, None, closed="neither")],
+        "quantities": [StrOptions(set(QUANTITIES)), "array-like"],
+        "jacobian": [StrOptions({"auto", "fwd", "rev", "fd"})],
+        "volume_method": [StrOptions({"svd", "cholesky"})],
+        "rank": [Interval(numbers.Integral, 1, None, closed="left"), None],
+        "rtol": [Interval(numbers.Real, 0, 1, closed="left"), None],
+        "curvature_method": [StrOptions(set(CURVATURE_METHODS))],
+        "max_curvature_dim": [Interval(numbers.Integral, 1, None, closed="left")],
+        "max_condition": [Interval(numbers.Real, 1, None, closed="left")],  # a condition number
+        "allow_nonsmooth": ["boolean"],
+        "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        "max_memory": [Interval(numbers.Integral, 1, None, closed="left")],
+        "dtype": [StrOptions(set(_DTYPES)), Options(torch.dtype, set(_DTYPES.values()))],
+        "device": "no_validation",
+        "fd_step": [Interval(numbers.Real, 0, None, closed="neither"), None],
+    }
+
     def __init__(self, feature_map=None, kernel=None, kernel_params=None, layer=None,
                  image_shape=None, scale="width", quantities=("log_volume",), jacobian="auto",
                  volume_method="svd", rank=None, rtol=None, curvature_method="auto",
@@ -193,26 +216,21 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
         self.fd_step = fd_step
 
     # -- validation --------------------------------------------------------------------------
-    def _validate_params(self):
+    def _quantity_names(self):
+        """``quantities`` as a tuple of names (a single name is one column)."""
+        quantities = (self.quantities,) if isinstance(self.quantities, str) else self.quantities
+        return tuple(quantities)
+
+    def _check_params(self):
+        """What the constraints cannot say: one map, known quantities, a finite scale."""
         if (self.feature_map is None) == (self.kernel is None):
             raise ValueError("pass exactly one of feature_map and kernel; got "
                              f"{'both' if self.feature_map is not None else 'neither'}.")
         check_scale(self.scale)
-        quantities = (self.quantities,) if isinstance(self.quantities, str) else self.quantities
+        quantities = self._quantity_names()
         if not quantities or any(q not in QUANTITIES for q in quantities):
             raise ValueError(f"quantities must be a non-empty tuple of {QUANTITIES}; "
                              f"got {self.quantities!r}.")
-        check_choice(self.volume_method, "volume_method", ("svd", "cholesky"))
-        check_choice(self.jacobian, "jacobian", ("auto", "fwd", "rev", "fd"))
-        check_choice(self.curvature_method, "curvature_method", CURVATURE_METHODS)
-        check_scalar_param(self.rtol, "rtol", low=0, high=1, allow_none=True)
-        check_scalar_param(self.rank, "rank", kind="integer", low=1, allow_none=True)
-        check_scalar_param(self.max_condition, "max_condition", low=1)  # a condition number
-        if self.dtype not in _DTYPES and self.dtype not in _DTYPES.values():
-            raise ValueError(f"dtype must be 'float64' or 'float32'; got {self.dtype!r}.")
-        for name in ("batch_size", "max_memory", "max_curvature_dim"):
-            check_positive_integer(getattr(self, name), name)
-        return tuple(quantities)
 
     def _check_X(self, X, *, reset, name="X"):
         frame = X if hasattr(X, "columns") else None  # validate_data records its names
@@ -253,6 +271,7 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
 
     # -- fitting -----------------------------------------------------------------------------
     @fitted_on_success
+    @_fit_context(prefer_skip_nested_validation=False)  # an unfitted feature_map is fitted here
     def fit(self, X, y=None):
         """Validate ``X``, resolve the feature map (fitting it when it is unfitted).
 
@@ -266,7 +285,7 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
         -------
         self : RiemannianFeatureGeometry
         """
-        self._validate_params()
+        self._check_params()
         Xf = self._check_X(X, reset=True)
         self.__dict__.pop("estimator_", None)  # from an earlier fit on an unfitted skorch net
         self.dtype_ = _DTYPES.get(self.dtype, self.dtype)
@@ -491,7 +510,7 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
             ``log_metric_eigvals`` adds ``d`` columns (``-inf`` past rank ``m``).
         """
         P = self._points(X)
-        quantities = self._validate_params()
+        quantities = self._quantity_names()
         values = self._quantities(P, quantities)
         return np.column_stack([values[c] for c in self._columns(quantities)])
 
@@ -503,7 +522,7 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
         names : ndarray of str
         """
         check_is_fitted(self)
-        return np.asarray(self._columns(self._validate_params()), dtype=object)
+        return np.asarray(self._columns(self._quantity_names()), dtype=object)
 
     @_frozen_model
     def feature_jacobian(self, X):
@@ -557,7 +576,7 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
     @_frozen_model
     def _slice(self, points, quantities, **kw):
         check_is_fitted(self)
-        quantities = self._validate_params() if quantities is None else (
+        quantities = self._quantity_names() if quantities is None else (
             (quantities,) if isinstance(quantities, str) else tuple(quantities))
         P = torch.as_tensor(points, dtype=self.dtype_, device=self.device_)
         values = self._quantities(P, quantities)

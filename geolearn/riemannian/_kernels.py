@@ -9,7 +9,7 @@ import math
 import torch
 from torch.func import jacrev, vmap
 
-from .._utils import check_positive_integer, check_scalar_param
+from .._utils import check_scalar_param
 from ..models._internal import locked_jacfwd as jacfwd  # forward AD is process-global in torch
 from . import _curvature
 from ._metrics import _MetricEngine
@@ -54,7 +54,7 @@ class _Polynomial(_Kernel):
     def __init__(self, gamma, coef0, degree):
         self.gamma = _positive(gamma, "gamma")
         self.coef0 = float(coef0)
-        self.degree = int(check_positive_integer(degree, "degree"))
+        self.degree = int(check_scalar_param(degree, "degree", kind="integer", low=1))
 
     def __call__(self, x, y):
         return (self.gamma * (x @ y) + self.coef0) ** self.degree

@@ -14,7 +14,7 @@ import math
 import numpy as np
 import torch
 
-from .._utils import check_positive_integer, check_scalar_param
+from .._utils import check_scalar_param
 from ..models._internal import locked_jvp as jvp  # forward AD is process-global in torch
 
 __all__ = [
@@ -52,7 +52,7 @@ def _f_function(activation, sigma_w, sigma_b, degree):
             raise ValueError("degree applies to activation='monomial' only.")
         return lambda u: (2 * sw2 / math.pi) * (1 + 2 * sb2 + 2 * sw2 * u) ** -0.5
     if activation == "monomial":
-        k = int(check_positive_integer(degree, "degree"))
+        k = int(check_scalar_param(degree, "degree", kind="integer", low=1))
         return lambda u: sw2 * k**2 * (sb2 + sw2 * u) ** (k - 1) / (2 * k - 1)
     if activation == "sigmoid":
         if degree is not None:

@@ -208,6 +208,7 @@ class PersistenceTransformer(TransformerMixin, BaseEstimator):
         self._fit(X)
         return self
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit_transform(self, X, y=None):
         """Fit and return the features of the training clouds (diagrams computed once).
 
@@ -215,7 +216,6 @@ class PersistenceTransformer(TransformerMixin, BaseEstimator):
         -------
         features : ndarray of shape (n_clouds, n_homology_dimensions * n_bins)
         """
-        self._validate_params()
         return self._features(self._fit(X))
 
     def _fit(self, X):

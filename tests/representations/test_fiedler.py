@@ -379,7 +379,7 @@ def test_bad_inputs_estimator():
     check_bad_inputs(FiedlerPartition(), compute_rdm(X), cases=("nan", "inf", "ndim"))
     with pytest.raises(ValueError, match="constant row"):
         FiedlerPartition(metric="correlation").fit(np.r_[X, np.ones((1, 10))])
-    with pytest.raises(ValueError, match="metric must be one of"):
+    with pytest.raises(ValueError, match="The 'metric' parameter of FiedlerPartition must be"):
         FiedlerPartition(metric="manhattan").fit(X)
     with pytest.raises(ValueError, match="must be a square"):
         FiedlerPartition().fit(X)
