@@ -214,7 +214,7 @@ class DisentangledAttributeAutoencoder(ObjectiveTrainingMixin, CodecMixin, Recon
                  callbacks=None, warm_start=False, device="auto", random_state=None, verbose=0,
                  **net_params):
         self.image_shape = image_shape
-        self.latent_dim = latent_dim
+        self.n_latent = n_latent
         self.attribute_dims = attribute_dims
         self.alpha_orth = alpha_orth
         self.alpha_graph = alpha_graph

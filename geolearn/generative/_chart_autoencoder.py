@@ -144,7 +144,7 @@ class ChartAutoencoder(ImageOutputMixin, LatentInterpolationMixin, Reconstructio
                  **net_params):
         self.n_charts = n_charts
         self.chart_dim = chart_dim
-        self.hidden_sizes = hidden_sizes
+        self.hidden_layer_sizes = hidden_layer_sizes
         self.image_shape = image_shape
         self.beta = beta
         self.gamma = gamma

@@ -130,13 +130,13 @@ class DiffusionDensity(ObjectiveTrainingMixin, MeanScoreMixin, DensityMixin, Bas
                  reverse_variance="forward",
                  callbacks=None, warm_start=False, device="auto", random_state=None, verbose=0,
                  **net_params):
-        self.n_steps = n_steps
+        self.n_timesteps = n_timesteps
         self.beta_schedule = beta_schedule
         self.beta_start = beta_start
         self.beta_end = beta_end
-        self.hidden_sizes = hidden_sizes
+        self.hidden_layer_sizes = hidden_layer_sizes
         self.standardize = standardize
-        self.max_iter = max_iter
+        self.max_epochs = max_epochs
         self.batch_size = batch_size
         self.lr = lr
         self.likelihood_step = likelihood_step

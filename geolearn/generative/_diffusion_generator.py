@@ -135,7 +135,7 @@ class DiffusionGenerator(ObjectiveTrainingMixin, BaseEstimator):
         self.beta_start = beta_start
         self.beta_end = beta_end
         self.denoiser = denoiser
-        self.hidden_sizes = hidden_sizes
+        self.hidden_layer_sizes = hidden_layer_sizes
         self.unet_channels = unet_channels
         self.image_shape = image_shape
         self.standardize = standardize

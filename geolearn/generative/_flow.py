@@ -216,7 +216,7 @@ class FlowDensity(ObjectiveTrainingMixin, MeanScoreMixin, OneToOneFeatureMixin, 
                  lr=1e-3, weight_decay=1e-5, dequantize=0.0, callbacks=None, warm_start=False,
                  device="auto", random_state=None, verbose=0, **net_params):
         self.n_layers = n_layers
-        self.hidden_sizes = hidden_sizes
+        self.hidden_layer_sizes = hidden_layer_sizes
         self.max_epochs = max_epochs
         self.batch_size = batch_size
         self.lr = lr

@@ -110,10 +110,10 @@ class VAEClassifier(ClassifierMixin, BaseVAE):
         self.prior_std = prior_std
         self.kl_estimator = kl_estimator
         self.likelihood = likelihood
-        self.decoder_std = decoder_std
+        self.sigma = sigma
         self.output_activation = output_activation
         self.architecture = architecture
-        self.hidden_sizes = hidden_sizes
+        self.hidden_layer_sizes = hidden_layer_sizes
         self.conv_channels = conv_channels
         self.image_shape = image_shape
         self.max_epochs = max_epochs

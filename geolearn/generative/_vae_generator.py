@@ -102,8 +102,8 @@ class VAEGenerator(ImageOutputMixin, LatentInterpolationMixin, ReconstructionSco
                  likelihood="gaussian", sigma=0.05, max_epochs=200, batch_size=128, lr=1e-3,
                  callbacks=None, warm_start=False, device="auto", random_state=None, verbose=0,
                  **net_params):
-        self.latent_dim = latent_dim
-        self.hidden_sizes = hidden_sizes
+        self.n_latent = n_latent
+        self.hidden_layer_sizes = hidden_layer_sizes
         self.image_shape = image_shape
         self.beta = beta
         self.likelihood = likelihood

@@ -247,8 +247,8 @@ default='checkerboard_alt'
     }
 
     _parameter_constraints = {  # noqa: RUF012
-        # its denoiser is sized by hidden_dim and n_hidden_layers, and it has no warm start
-        **{k: v for k, v in NET_CONSTRAINTS.items() if k not in ("hidden_sizes", "warm_start")},
+        # it has no warm start
+        **{k: v for k, v in NET_CONSTRAINTS.items() if k != "warm_start"},
         "image_shape": ["array-like", None],
         "data_range": [StrOptions({"auto"}), "array-like"],
         "mask": [StrOptions(set(MASKS)), "array-like"],
@@ -300,8 +300,7 @@ default='checkerboard_alt'
         self.beta_end = beta_end
         self.n_inference_steps = n_inference_steps
         self.denoiser = denoiser
-        self.hidden_dim = hidden_dim
-        self.n_hidden_layers = n_hidden_layers
+        self.hidden_layer_sizes = hidden_layer_sizes
         self.unet_channels = unet_channels
         self.max_epochs = max_epochs
         self.batch_size = batch_size

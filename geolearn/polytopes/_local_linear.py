@@ -215,8 +215,8 @@ class LocalLinearMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         "target": "no_validation",
         "include_bias": ["boolean"],
         "alpha": [Interval(Real, 0, None, closed="left")],
-        "input_shape": ["array-like", None],
-        "memory_limit": [Interval(Real, 0, None, closed="left")],
+        "image_shape": ["array-like", None],
+        "max_memory": [Interval(Real, 0, None, closed="left")],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
         "device": "no_validation",
     }
@@ -433,7 +433,7 @@ class LocalLinearClustering(ClassifierMixin, BaseEstimator):
         "algorithm": [StrOptions({"kmeans", "minibatch"})],
         "n_init": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
         "random_state": ["random_state"],
-        "input_shape": ["array-like", None],
+        "image_shape": ["array-like", None],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
         "device": "no_validation",
     }

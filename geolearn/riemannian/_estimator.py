@@ -171,7 +171,7 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
         "kernel": [StrOptions(set(KERNELS)), callable, None],
         "kernel_params": [dict, None],
         "layer": "no_validation",  # a layer name or index the model resolves, or None
-        "input_shape": ["array-like", None],
+        "image_shape": ["array-like", None],
         "scale": [StrOptions({"width", "none"}), Interval(numbers.Real, 0, None, closed="neither")],
         "quantities": [StrOptions(set(QUANTITIES)), "array-like"],
         "jacobian": [StrOptions({"auto", "fwd", "rev", "fd"})],
