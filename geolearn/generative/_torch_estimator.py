@@ -97,10 +97,11 @@ class MeanScoreMixin:
 
 
 def history_records(net, parts):
-    """The epoch history as a list of dicts ``{"epoch", "loss", *parts}``."""
+    """The completed epochs' history as a list of dicts ``{"epoch", "loss", *parts}``."""
     keys = ("epoch", "train_loss", *parts)
+    # an interrupted epoch's row has no train_loss
     return [{("loss" if k == "train_loss" else k): (row[k] if k == "epoch" else float(row[k]))
-             for k in keys} for row in net.history]
+             for k in keys} for row in net.history if "train_loss" in row]
 
 
 def as_float_tensor(X):

@@ -239,18 +239,19 @@ class SVBFNetClassifier(NeuralNetClassifier):
         """Train as a transaction: a failure leaves the net unfitted, an interrupt says so.
 
         skorch swallows a KeyboardInterrupt (the net keeps the last completed epoch), so
-        it is reported by a ``TrainingInterruptedWarning``; any other failure discards
-        the fitted state, so that no half-trained net passes ``check_is_fitted``.
+        it is reported by a ``TrainingInterruptedWarning``, or raised again when no epoch
+        completed; any other failure discards the fitted state, so that no half-trained
+        net passes ``check_is_fitted``.
         """
         try:
             yield
+            warn_if_interrupted(self, self, fit_params.get("epochs") or self.max_epochs, before,
+                                stacklevel=5)
         except BaseException:
             # skorch's constructor sets these three; the rest is fitted state
             discard_fitted(self, keep=("history_", "initialized_", "virtual_params_"))
             self.initialized_, self.history_ = False, None
             raise
-        warn_if_interrupted(self, self, fit_params.get("epochs") or self.max_epochs, before,
-                            stacklevel=5)
 
     def predict_proba(self, X):
         """Softmax of ``(b^T w_j)^2 / T`` over classes.
