@@ -208,6 +208,26 @@ def check_positive_integer(value, name):
     return check_scalar_param(value, name, kind="integer", low=1)
 
 
+def check_bool_param(value, name):
+    """``value`` if it is a boolean, else a ``ValueError`` naming ``name``.
+
+    For flags whose truthy non-booleans would switch something costly on
+    (``compile="yes"`` would run ``torch.compile``).
+
+    Examples
+    --------
+    >>> check_bool_param(False, "compile")
+    False
+    >>> check_bool_param("yes", "compile")
+    Traceback (most recent call last):
+    ...
+    ValueError: compile must be True or False; got 'yes'.
+    """
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False; got {value!r}.")
+    return bool(value)
+
+
 def check_choice(value, name, choices):
     """``value`` if it is one of ``choices``, else a ``ValueError`` listing them.
 

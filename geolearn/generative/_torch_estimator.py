@@ -29,9 +29,21 @@ NET_CONSTRAINTS = {
 
 #: Constraints of the estimators trained for whole epochs (not DiffusionDensity's steps).
 EPOCH_CONSTRAINTS = {
-    "max_epochs": [Interval(numbers.Integral, 0, None, closed="left")],
+    "max_epochs": [Interval(numbers.Integral, 1, None, closed="left")],
     "weight_decay": [Interval(numbers.Real, 0, None, closed="left")],
 }
+
+
+def check_max_epochs(max_epochs, denoiser):
+    """Refuse ``max_epochs=0`` unless ``denoiser`` is a module to use as it is.
+
+    A built denoiser (``"auto"``, ``"mlp"``, ``"unet"``) trained for no epoch is
+    random: the fit would return a model that looks fitted and generates noise.
+    """
+    if max_epochs == 0 and isinstance(denoiser, str):
+        raise ValueError(f"max_epochs=0 would leave the {denoiser!r} denoiser untrained: "
+                         "max_epochs must be >= 1 (0 only with a denoiser module, used as it "
+                         "is).")
 
 
 class ObjectiveTrainingMixin(SkorchTrainingMixin):

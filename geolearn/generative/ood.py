@@ -41,7 +41,7 @@ from ..models import frozen
 from ._base import validate_rows
 from ._ood_distances import ImageDistance, lpips_model
 from ._rng import RowNoise
-from ._torch_estimator import NET_CONSTRAINTS, ObjectiveTrainingMixin
+from ._torch_estimator import NET_CONSTRAINTS, ObjectiveTrainingMixin, check_max_epochs
 from .ddpm import (
     DenoiserWrapper,
     EMAWeights,
@@ -154,6 +154,7 @@ default='checkerboard_alt'
     n_hidden_layers : int, default=3
     unet_channels : (int, int), default=(32, 64)
     max_epochs : int, default=400
+        At least 1, unless ``denoiser`` is a module (0 uses it untrained).
     batch_size : int, default=128
     lr : float, default=1e-3
         Adam learning rate.
@@ -410,6 +411,7 @@ default='checkerboard_alt'
         -------
         self : InpaintingOODDetector
         """
+        check_max_epochs(self.max_epochs, self.denoiser)
         X, self._input_ndim = self._validate_X(X, reset=True)
         if y is not None:
             y = column_or_1d(y, warn=True)

@@ -8,7 +8,13 @@ from skorch import NeuralNetClassifier
 from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
-from .._utils import check_scalar_param, discard_fitted, resolve_device, torch_seed
+from .._utils import (
+    check_bool_param,
+    check_scalar_param,
+    discard_fitted,
+    resolve_device,
+    torch_seed,
+)
 from ..models import RaiseOnNonFiniteLoss, warn_if_interrupted
 from ._node import SVBFNode, centroid_logits
 from ._validation import ZERO_SET_CHECKS, check_bases, check_labeled_bases, check_two_classes
@@ -151,6 +157,8 @@ class SVBFNetClassifier(NeuralNetClassifier):
     def initialize(self):
         if self.device is not None:
             resolve_device(self.device)  # a clear error when CUDA is asked for and absent
+        # skorch compiles on any truthy value (compile="yes": minutes of torch.compile)
+        check_bool_param(self.compile, "compile")
         return super().initialize()
 
     def _sets(self, X, reset):
