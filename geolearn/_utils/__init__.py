@@ -24,6 +24,7 @@ from .validation import (
     check_positive_integer,
     check_scalar_param,
     check_squares_finite,
+    check_tensor,
     preserved_dtype,
 )
 
@@ -47,6 +48,7 @@ __all__ = [
     "check_positive_integer",
     "check_scalar_param",
     "check_squares_finite",
+    "check_tensor",
     "discard_fitted",
     "fitted_on_success",
     "iter_batches",

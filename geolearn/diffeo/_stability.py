@@ -14,7 +14,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_array, check_is_fitted
 
-from .._utils import check_images, fitted_on_success, iter_batches, row_seeds
+from .._utils import check_images, fitted_on_success, iter_batches, row_seeds, to_tensor
 from ..models import call_flat_if_refused, fit_or_use, is_prefit
 from ._exceptions import StabilityWarning
 from ._images import check_fitted_shape, image_side, tabular_check_failures
@@ -720,7 +720,7 @@ class DiffeoStability(MetaEstimatorMixin, BaseEstimator):
         entropy = int(check_random_state(self.random_state).randint(0, 2**31 - 1))
         parts = _partial(
             partial(self._probe, layout=X_arr.shape[1:]),
-            torch.as_tensor(images, device=self._probe.device), T=self.T_, c=self.c,
+            to_tensor(images, device=self._probe.device, dtype=None), T=self.T_, c=self.c,
             interp=self.interp, average=self.average, noise_norm=self.noise_norm,
             n_diffeo=self.n_diffeo, n_repeats=self.n_repeats,
             batch_size=len(images) if self.bn_mode == "batch" else self.batch_size,
@@ -944,7 +944,7 @@ def subspace_relative_stability(model, X, parallel_dims, *, radius=1.0, average=
     eta = rng.standard_normal(X.shape)
     nu *= radius / np.linalg.norm(nu, axis=1, keepdims=True)
     eta *= radius / np.linalg.norm(eta, axis=1, keepdims=True)
-    F0, F_nu, F_eta = (probe(torch.as_tensor(A, device=probe.device), X.shape[1:])["output"]
+    F0, F_nu, F_eta = (probe(to_tensor(A, device=probe.device, dtype=None), X.shape[1:])["output"]
                        for A in (X, X + nu, X + eta))
     return Bunch(**_one_shot_ratios(F0, F_nu, F_eta, average, rng), radius=radius,
                  average=average, response=response)
