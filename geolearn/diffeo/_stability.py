@@ -14,7 +14,14 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_array, check_is_fitted
 
-from .._utils import check_images, fitted_on_success, iter_batches, row_seeds, to_tensor
+from .._utils import (
+    check_images,
+    check_numeric_array,
+    fitted_on_success,
+    iter_batches,
+    row_seeds,
+    to_tensor,
+)
 from ..models import call_flat_if_refused, fit_or_use, is_prefit
 from ._exceptions import StabilityWarning
 from ._images import check_fitted_shape, image_side, tabular_check_failures
@@ -60,7 +67,8 @@ def log_average(values, axis=None):
     >>> round(log_average([0.01, 1.0]), 6)
     0.1
     """
-    v = np.asarray(values, dtype=float)
+    v = check_numeric_array(values, "values", dtype=np.float64, ensure_2d=False,
+                            allow_nd=True)
     if np.any(v < 0):
         raise ValueError("log_average needs values >= 0.")
     with np.errstate(divide="ignore"):

@@ -11,7 +11,7 @@ import numbers
 import numpy as np
 from sklearn.utils.validation import check_array
 
-from .._utils import check_choice, check_scalar_param
+from .._utils import check_bool_param, check_choice, check_scalar_param
 
 METRICS = ("correlation", "cosine", "euclidean", "sqeuclidean_per_feature",
            "zscore_correlation")
@@ -155,13 +155,26 @@ def compute_rdm(X, metric="correlation", *, condensed=False, chunk_size=None,
     # chunked: keep X in its own float dtype; each chunk is cast to float64 on its own
     X = check_features(X, dtype=np.float64 if chunk_size is None else [np.float64, np.float32])
     m, n = X.shape
+    # values whose squares overflow the Gram product are scaled down first; the distances
+    # are scaled back (the correlation and cosine distances do not depend on the scale)
+    scale = float(np.abs(X).max())
+    if scale > np.sqrt(np.finfo(work).max / (4 * n)):
+        X = X / scale
+    else:
+        scale = 1.0
     G, sq = _gram(X, metric, chunk_size, work)
     if metric in ("euclidean", "sqeuclidean_per_feature"):
         R = squared_distances(G, sq, sq, X, X, upper=True)
-        if metric == "euclidean":
-            np.sqrt(R, out=R)
-        else:
-            R /= n
+        with np.errstate(over="ignore"):  # refused just below
+            if metric == "euclidean":
+                np.sqrt(R, out=R)
+                R *= scale
+            else:
+                R *= scale / n
+                R *= scale
+        if scale != 1.0 and not np.isfinite(R).all():
+            raise ValueError(f"X holds values up to {scale:.3g} in absolute value: its "
+                             f"{metric} distances overflow {work.name}; rescale X.")
         high = np.inf
     else:
         norms = np.sqrt(sq)
@@ -312,14 +325,14 @@ def condensed_and_size(R, name, *, allow_nan=True):
     return A[np.triu_indices(A.shape[0], 1)], A.shape[0]
 
 
-def squareform_rdm(r):
+def squareform_rdm(r, *, allow_nan=False):
     """Square ``(m, m)`` RDM of a condensed vector (scipy ``squareform`` order).
-
-    NaN entries (undefined pairs) are kept.
 
     Parameters
     ----------
     r : array-like of shape (m(m-1)/2,)
+    allow_nan : bool, default=False
+        Keep NaN entries (pairs marked undefined) instead of refusing them.
 
     Returns
     -------
@@ -335,7 +348,7 @@ def squareform_rdm(r):
     if np.ndim(r) != 1:
         raise ValueError(f"r must be a condensed (m(m-1)/2,) RDM vector; got shape "
                          f"{np.shape(r)}. Use check_rdm for square RDMs.")
-    return check_rdm(r, "r", allow_nan=True)
+    return check_rdm(r, "r", allow_nan=check_bool_param(allow_nan, "allow_nan"))
 
 
 def condense_rdm(R, check=True):
