@@ -19,6 +19,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._utils import (
     check_choice,
+    check_numeric_array,
     check_positive_integer,
     check_scalar_param,
     fitted_on_success,
@@ -136,6 +137,7 @@ def local_rows(network, X, *, input_shape=None, batch_size=1024, device="cpu"):
     ((4, 2, 3), True)
     """
     device = resolve_device(device)
+    X = check_numeric_array(X, "X", allow_nd=True)
     return _form_rows(_local_form(network, batch_size), X, input_shape=input_shape,
                      batch_size=batch_size, device=device)
 
