@@ -29,6 +29,7 @@ from .._utils import (
     resolve_device,
     resolve_n_jobs,
     thread_map,
+    to_tensor,
 )
 from ._images import image_side
 
@@ -307,8 +308,7 @@ def deform(X, fields, *, interp="bilinear", n_jobs=None):
     if Xt.ndim not in (3, 4):
         raise ValueError(f"X must have shape (N, n, n) or (N, C, n, n); got {tuple(Xt.shape)}.")
     image_side(Xt.shape)
-    fields = check_tensor(fields, "fields", dtype=torch.float64, device=Xt.device)
-    fields = fields.to(Xt.device)
+    fields = to_tensor(fields, device=Xt.device, dtype=torch.float64)  # finite: _positions
     expected = (Xt.shape[0], 2, *Xt.shape[-2:])
     if tuple(fields.shape) != expected:
         raise ValueError(

@@ -71,6 +71,11 @@ def log_average(values, axis=None):
                             allow_nd=True)
     if np.any(v < 0):
         raise ValueError("log_average needs values >= 0.")
+    return _log_average(v, axis)
+
+
+def _log_average(v, axis=None):
+    """:func:`log_average` of checked values; NaN (an undefined ratio, warned) propagates."""
     with np.errstate(divide="ignore"):
         out = np.exp(np.mean(np.log(v), axis=axis))
     return float(out) if np.ndim(out) == 0 else out
@@ -157,7 +162,7 @@ def _summary(R, D, G):
     R, D, G = (np.asarray(v, dtype=float) for v in (R, D, G))
     with np.errstate(invalid="ignore", divide="ignore"):
         std = float(np.std(np.log10(R))) if len(R) > 1 else 0.0
-    return Bunch(R=log_average(R), D=log_average(D), G=log_average(G), R_repeats=R,
+    return Bunch(R=_log_average(R), D=_log_average(D), G=_log_average(G), R_repeats=R,
                  D_repeats=D, G_repeats=G, log10_R_std=std)
 
 
