@@ -35,9 +35,10 @@ def test_max_epochs_zero_is_refused(est, kind):
 
 
 def _sets():
+    """20 planes of R^6 (orthonormal bases) and two classes."""
     rng = np.random.default_rng(0)
-    return np.stack([np.linalg.qr(rng.normal(size=(6, 2)))[0] for _ in range(20)]), \
-        np.arange(20) % 2
+    X = np.stack([np.linalg.qr(rng.normal(size=(6, 2)))[0] for _ in range(20)])
+    return X, np.arange(20) % 2
 
 
 @pytest.mark.parametrize("est, kind", TORCH_ESTIMATORS, ids=IDS)
