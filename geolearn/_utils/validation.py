@@ -60,8 +60,8 @@ def check_tensor(X, name="X", *, dtype=None, device="cpu", min_samples=0):
     name : str, default="X"
         Named in error messages.
     dtype : torch.dtype, optional
-        The tensor's type; default: float32 and float64 are kept, anything else
-        becomes float64.
+        The tensor's type; default: floating types are kept, anything else becomes
+        float64.
     device : str or torch.device, default="cpu"
         Where arrays go (tensors stay where they are).
     min_samples : int, default=0
@@ -88,7 +88,7 @@ def check_tensor(X, name="X", *, dtype=None, device="cpu", min_samples=0):
         if len(X) < min_samples:
             check_n_samples(len(X), min_samples, name=name)
         return X if dtype is None else X.to(dtype)
-    floats = ([np.float64, np.float32] if dtype is None
+    floats = ([np.float64, np.float32, np.float16] if dtype is None
               else torch.empty(0, dtype=dtype).numpy().dtype)
     X = check_numeric_array(X, name, dtype=floats, ensure_2d=False, allow_nd=True,
                             ensure_min_samples=min_samples)
