@@ -7,6 +7,7 @@ from .progress import progress_bar
 from .random import row_seeds
 from .torch import iter_batches, resolve_device, to_numpy, to_tensor, torch_seed, torch_threads
 from .validation import (
+    check_bool_param,
     check_choice,
     check_diagram,
     check_diagrams,
@@ -21,10 +22,12 @@ from .validation import (
     check_positive,
     check_scalar_param,
     check_squares_finite,
+    check_tensor,
     preserved_dtype,
 )
 
 __all__ = [
+    "check_bool_param",
     "check_choice",
     "check_diagram",
     "check_diagrams",
@@ -40,6 +43,7 @@ __all__ = [
     "check_positive",
     "check_scalar_param",
     "check_squares_finite",
+    "check_tensor",
     "discard_fitted",
     "fitted_on_success",
     "iter_batches",

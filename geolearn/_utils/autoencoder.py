@@ -72,6 +72,11 @@ def validate_rows(estimator, X, reset):
         if expected is not None and shape != tuple(expected):
             name = "image_shape" if reset else "image_shape_"
             raise ValueError(f"X holds images of shape {X.shape[1:]} but {name}={expected}.")
+        if expected is None and 1 in shape[1:]:
+            # (n, d, 1) is far more often a column of vectors than d x 1 images
+            raise ValueError(f"X has shape {X.shape}: images with a side of length 1 are "
+                             "refused unless image_shape says so; pass flat rows "
+                             "X.reshape(len(X), -1), or set image_shape.")
         X = X.reshape(len(X), -1)
     elif reset:
         shape = (check_image_shape(estimator.image_shape)

@@ -54,7 +54,12 @@ def resolve_device(device="auto", name="device"):
 
 
 def to_tensor(X, device="cpu", dtype=torch.float32):
-    """Convert an array-like (or tensor) to a tensor on ``device`` without needless copies."""
+    """Convert an array-like (or tensor) to a tensor on ``device`` without needless copies.
+
+    The one conversion of a user's array: torch cannot view negative strides (``X[::-1]``,
+    ``np.flip``, ``np.rot90``) or share a read-only buffer, so those are copied here, once.
+    ``dtype=None`` keeps the array's dtype.
+    """
     if isinstance(X, torch.Tensor):
         return X.to(device=device, dtype=dtype)
     # torch cannot view negative strides (np.rot90, flips): copy those once; numpy calls a

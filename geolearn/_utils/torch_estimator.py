@@ -31,9 +31,21 @@ NET_CONSTRAINTS = {
 
 #: Constraints of the estimators trained for whole epochs (not DiffusionDensity's steps).
 EPOCH_CONSTRAINTS = {
-    "max_epochs": [Interval(numbers.Integral, 0, None, closed="left")],
+    "max_epochs": [Interval(numbers.Integral, 1, None, closed="left")],
     "weight_decay": [Interval(numbers.Real, 0, None, closed="left")],
 }
+
+
+def check_max_epochs(max_epochs, denoiser):
+    """Refuse ``max_epochs=0`` unless ``denoiser`` is a module to use as it is.
+
+    A built denoiser (``"auto"``, ``"mlp"``, ``"unet"``) trained for no epoch is
+    random: the fit would return a model that looks fitted and generates noise.
+    """
+    if max_epochs == 0 and isinstance(denoiser, str):
+        raise ValueError(f"max_epochs=0 would leave the {denoiser!r} denoiser untrained: "
+                         "max_epochs must be >= 1 (0 only with a denoiser module, used as it "
+                         "is).")
 
 
 class ObjectiveTrainingMixin(SkorchTrainingMixin):
@@ -90,7 +102,8 @@ class MeanScoreMixin:
 
 
 def history_records(net, parts):
-    """The epoch history as a list of dicts ``{"epoch", "loss", *parts}``."""
+    """The completed epochs' history as a list of dicts ``{"epoch", "loss", *parts}``."""
     keys = ("epoch", "train_loss", *parts)
+    # an interrupted epoch's row has no train_loss
     return [{("loss" if k == "train_loss" else k): (row[k] if k == "epoch" else float(row[k]))
-             for k in keys} for row in net.history]
+             for k in keys} for row in net.history if "train_loss" in row]

@@ -8,6 +8,8 @@ import torch
 from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.validation import check_array, column_or_1d
 
+from .torch import to_tensor
+
 
 def check_numeric_array(X, name="X", **check_array_params):
     """``check_array`` whose errors for sparse and non-numeric inputs name ``name`` and the cure.
@@ -42,6 +44,56 @@ def check_numeric_array(X, name="X", **check_array_params):
         raise ValueError(f"{name} must hold numbers; it has dtype "
                          f"{getattr(X, 'dtype', 'object')} and holds {bad!r}, which is not "
                          "one.") from exc
+
+
+def check_tensor(X, name="X", *, dtype=None, device="cpu", min_samples=0):
+    """Validate an array or tensor as the estimators do and return it as a tensor.
+
+    Arrays (and DataFrames, lists) go through :func:`check_numeric_array`: numbers only,
+    no complex values, no NaN or infinity. Tensors are checked for the same and kept
+    as they are (on their device, with their autograd graph) unless ``dtype`` asks
+    for another type. Arrays are converted by :func:`~geolearn._utils.to_tensor`,
+    which copies once where torch needs it (negative strides, read-only buffers).
+
+    Parameters
+    ----------
+    X : array-like or torch.Tensor
+    name : str, default="X"
+        Named in error messages.
+    dtype : torch.dtype, optional
+        The tensor's type; default: floating types are kept, anything else becomes
+        float64.
+    device : str or torch.device, default="cpu"
+        Where arrays go (tensors stay where they are).
+    min_samples : int, default=0
+
+    Returns
+    -------
+    X : torch.Tensor
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> check_tensor(np.arange(3.0)[::-1])
+    tensor([2., 1., 0.], dtype=torch.float64)
+    >>> check_tensor(np.array([[1.0, np.nan]]))
+    Traceback (most recent call last):
+    ...
+    ValueError: Input X contains NaN.
+    """
+    if isinstance(X, torch.Tensor):
+        if X.is_complex():
+            raise ValueError(f"{name} must hold real numbers; got a complex tensor.")
+        if X.is_floating_point() and not bool(torch.isfinite(X).all()):
+            raise ValueError(f"{name} holds NaN or infinite values.")
+        if len(X) < min_samples:
+            check_n_samples(len(X), min_samples, name=name)
+        return X if dtype is None else X.to(dtype)
+    floats = ([np.float64, np.float32, np.float16] if dtype is None
+              else torch.empty(0, dtype=dtype).numpy().dtype)
+    X = check_numeric_array(X, name, dtype=floats, ensure_2d=False, allow_nd=True,
+                            ensure_min_samples=min_samples)
+    return to_tensor(X, device=device, dtype=dtype)
 
 
 def _first_non_number(X):
@@ -196,6 +248,26 @@ got -1.0.
         none = " or None" if allow_none else ""
         raise InvalidParameterError(f"{name} must be {what}{none}; got {value!r}.")
     return value
+
+
+def check_bool_param(value, name):
+    """``value`` if it is a boolean, else a ``ValueError`` naming ``name``.
+
+    For flags whose truthy non-booleans would switch something costly on
+    (``compile="yes"`` would run ``torch.compile``).
+
+    Examples
+    --------
+    >>> check_bool_param(False, "compile")
+    False
+    >>> check_bool_param("yes", "compile")
+    Traceback (most recent call last):
+    ...
+    ValueError: compile must be True or False; got 'yes'.
+    """
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False; got {value!r}.")
+    return bool(value)
 
 
 def check_choice(value, name, choices):

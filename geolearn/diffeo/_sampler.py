@@ -24,9 +24,11 @@ from .._utils import (
     check_choice,
     check_memory,
     check_scalar_param,
+    check_tensor,
     resolve_device,
     resolve_n_jobs,
     thread_map,
+    to_tensor,
 )
 from ._images import image_side
 
@@ -299,13 +301,13 @@ def deform(X, fields, *, interp="bilinear", n_jobs=None):
     check_choice(interp, "interp", _INTERPS)
     n_jobs = _check_n_jobs(n_jobs)
     is_tensor = isinstance(X, torch.Tensor)
-    Xt = X if is_tensor else torch.as_tensor(np.asarray(X))
+    Xt = check_tensor(X)
     if not Xt.is_floating_point():
         Xt = Xt.to(torch.float64)
     if Xt.ndim not in (3, 4):
         raise ValueError(f"X must have shape (N, n, n) or (N, C, n, n); got {tuple(Xt.shape)}.")
     image_side(Xt.shape)
-    fields = torch.as_tensor(fields, dtype=torch.float64, device=Xt.device)
+    fields = to_tensor(fields, device=Xt.device, dtype=torch.float64)  # finite: _positions
     expected = (Xt.shape[0], 2, *Xt.shape[-2:])
     if tuple(fields.shape) != expected:
         raise ValueError(

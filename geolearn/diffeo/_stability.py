@@ -14,7 +14,14 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_array, check_is_fitted
 
-from .._utils import check_images, fitted_on_success, iter_batches, row_seeds
+from .._utils import (
+    check_images,
+    check_numeric_array,
+    fitted_on_success,
+    iter_batches,
+    row_seeds,
+    to_tensor,
+)
 from ..models import fit_or_use
 from ..models._internal import is_prefit, tabular_input
 from ._exceptions import StabilityWarning
@@ -61,9 +68,15 @@ def log_average(values, axis=None):
     >>> round(log_average([0.01, 1.0]), 6)
     0.1
     """
-    v = np.asarray(values, dtype=float)
+    v = check_numeric_array(values, "values", dtype=np.float64, ensure_2d=False,
+                            allow_nd=True)
     if np.any(v < 0):
         raise ValueError("log_average needs values >= 0.")
+    return _log_average(v, axis)
+
+
+def _log_average(v, axis=None):
+    """:func:`log_average` of checked values; NaN (an undefined ratio, warned) propagates."""
     with np.errstate(divide="ignore"):
         out = np.exp(np.mean(np.log(v), axis=axis))
     return float(out) if np.ndim(out) == 0 else out
@@ -150,7 +163,7 @@ def _summary(R, D, G):
     R, D, G = (np.asarray(v, dtype=float) for v in (R, D, G))
     with np.errstate(invalid="ignore", divide="ignore"):
         std = float(np.std(np.log10(R))) if len(R) > 1 else 0.0
-    return Bunch(R=log_average(R), D=log_average(D), G=log_average(G), R_repeats=R,
+    return Bunch(R=_log_average(R), D=_log_average(D), G=_log_average(G), R_repeats=R,
                  D_repeats=D, G_repeats=G, log10_R_std=std)
 
 
@@ -736,7 +749,7 @@ class DiffeoStability(MetaEstimatorMixin, BaseEstimator):
         entropy = int(check_random_state(self.random_state).randint(0, 2**31 - 1))
         parts = _partial(
             partial(self._probe, layout=X_arr.shape[1:]),
-            torch.as_tensor(images, device=self._probe.device), T=self.T_, c=self.c,
+            to_tensor(images, device=self._probe.device, dtype=None), T=self.T_, c=self.c,
             interp=self.interp, average=self.average, noise_norm=self.noise_norm,
             n_diffeo=self.n_diffeo, n_repeats=self.n_repeats,
             batch_size=len(images) if self.bn_mode_ == "batch" else self.batch_size,
@@ -960,7 +973,7 @@ def subspace_relative_stability(model, X, parallel_dims, *, radius=1.0, average=
     eta = rng.standard_normal(X.shape)
     nu *= radius / np.linalg.norm(nu, axis=1, keepdims=True)
     eta *= radius / np.linalg.norm(eta, axis=1, keepdims=True)
-    F0, F_nu, F_eta = (probe(torch.as_tensor(A, device=probe.device), X.shape[1:])["output"]
+    F0, F_nu, F_eta = (probe(to_tensor(A, device=probe.device, dtype=None), X.shape[1:])["output"]
                        for A in (X, X + nu, X + eta))
     return Bunch(**_one_shot_ratios(F0, F_nu, F_eta, average, rng), radius=radius,
                  average=average, response=response)

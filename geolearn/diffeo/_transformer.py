@@ -10,7 +10,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._utils import check_images, check_scalar_param, row_seeds
+from .._utils import check_images, check_scalar_param, row_seeds, to_tensor
 from ._exceptions import StabilityWarning
 from ._images import check_fitted_shape, image_side, tabular_check_failures
 from ._sampler import (
@@ -287,7 +287,7 @@ class MaxEntropyDiffeo(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         images, X = self._check_X(X, reset=False)
         # keyed on the image's values (as float64, so float32 and float64 inputs agree)
         seeds = row_seeds(images.astype(np.float64), self.random_state, "MaxEntropyDiffeo")
-        out = _deform_rows(torch.from_numpy(np.require(images, requirements="W")),
+        out = _deform_rows(to_tensor(images, dtype=None),
                            _generators(seeds), self)
         return out.numpy().reshape(X.shape)
 

@@ -204,7 +204,7 @@ class DisentangledAttributeAutoencoder(ObjectiveTrainingMixin, CodecMixin, Recon
         "reconstruction": [StrOptions({"mse", "l2"})],
         "anneal_epochs": [Interval(numbers.Integral, 0, None, closed="left"), None],
         "transform_output": [StrOptions({"attributes", "latent"})],
-        "max_epochs": [Interval(numbers.Integral, 0, None, closed="left")],
+        "max_epochs": [Interval(numbers.Integral, 1, None, closed="left")],
     }
 
     def __init__(self, image_shape=(3, 64, 64), n_latent=96, attribute_dims=(6, 9, 5),

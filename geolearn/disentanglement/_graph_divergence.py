@@ -20,7 +20,7 @@ from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
 from torch import nn
 
-from .._utils import check_scalar_param
+from .._utils import check_scalar_param, check_squares_finite, to_tensor
 
 #: added to squared distances under the square root (distance floor 1e-5; finite gradients
 #: for duplicate points)
@@ -300,9 +300,12 @@ def smoothed_knn_statistic(X0, X1, lambda_):
     True
     """
     X0, X1 = _check_array_pair(X0, X1)
+    # the squared distances would overflow to NaN edge marginals
+    check_squares_finite(X0, "X0")
+    check_squares_finite(X1, "X1")
     lambdas = _check_lambdas(lambda_, None)
     with torch.no_grad():
-        out = _smoothed_statistic(torch.from_numpy(X0), torch.from_numpy(X1), lambdas)
+        out = _smoothed_statistic(to_tensor(X0, dtype=None), to_tensor(X1, dtype=None), lambdas)
     return tuple(float(v) for v in out)
 
 
@@ -311,6 +314,9 @@ def _knn_table(X0, X1, k):
     n = len(X)
     if k > n - 1:
         raise ValueError(f"k must be at most n0 + n1 - 1 = {n - 1}; got k={k}.")
+    scale = np.abs(X).max()
+    if scale > np.sqrt(np.finfo(np.float64).max / (4 * X.shape[1])):
+        X = X / scale  # the squared distances would overflow; the neighbours do not change
     # kneighbors() without a query excludes each point from its own neighbours (duplicates
     # included)
     return NearestNeighbors(n_neighbors=k).fit(X).kneighbors(return_distance=False)

@@ -23,6 +23,7 @@ from .._utils.torch_estimator import (
     EPOCH_CONSTRAINTS,
     NET_CONSTRAINTS,
     ObjectiveTrainingMixin,
+    check_max_epochs,
     history_records,
 )
 from ..models import frozen
@@ -76,6 +77,7 @@ class DiffusionGenerator(ObjectiveTrainingMixin, BaseEstimator):
         Centre each feature and divide by one global scale (the root mean feature
         variance), so the data has the scale of the noise and keeps its shape.
     max_epochs : int, default=200
+        At least 1, unless ``denoiser`` is a module (0 uses it untrained).
     batch_size : int, default=128
     lr : float, default=1e-3
         Adam learning rate.
@@ -117,7 +119,7 @@ class DiffusionGenerator(ObjectiveTrainingMixin, BaseEstimator):
 
     _parameter_constraints = {  # noqa: RUF012
         **NET_CONSTRAINTS,
-        "max_epochs": EPOCH_CONSTRAINTS["max_epochs"],  # no weight_decay parameter
+        "max_epochs": [Interval(numbers.Integral, 0, None, closed="left")],  # see fit
         "n_timesteps": [Interval(numbers.Integral, 1, None, closed="left")],
         "beta_start": [Interval(numbers.Real, 0, 1, closed="neither")],
         "beta_end": [Interval(numbers.Real, 0, None, closed="neither")],
@@ -162,6 +164,7 @@ class DiffusionGenerator(ObjectiveTrainingMixin, BaseEstimator):
         -------
         self : DiffusionGenerator
         """
+        check_max_epochs(self.max_epochs, self.denoiser)
         warm = self._warm()
         X = validate_rows(self, X, reset=not warm)
         if not warm:

@@ -438,11 +438,13 @@ default="neighborhood"
         return self
 
     def _history_records(self):
-        keys = [k for k in self.net_.history[-1]
+        # an interrupted block's row has no train_batch_count
+        rows = [row for row in self.net_.history if "train_batch_count" in row]
+        keys = [k for k in rows[-1]
                 if k not in ("batches", "epoch", "dur", "train_batch_count")
                 and not k.endswith("_best")]
         records, done = [], 0
-        for row in self.net_.history:
+        for row in rows:
             done += row["train_batch_count"]
             record = {"iteration": done}
             record.update({("loss" if k == "train_loss" else k): float(row[k])

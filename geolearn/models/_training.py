@@ -16,7 +16,7 @@ from skorch import NeuralNet
 from skorch.callbacks import Callback, EarlyStopping, PassthroughScoring, ProgressBar
 from skorch.utils import to_tensor
 
-from .._utils import discard_fitted, resolve_device, torch_seed
+from .._utils import check_bool_param, discard_fitted, resolve_device, torch_seed
 from ..exceptions import GeolearnWarning
 
 #: Prefixes of the skorch settings an estimator accepts as keyword arguments.
@@ -272,7 +272,9 @@ def warn_if_interrupted(estimator, net, planned, before, stacklevel=4):
 
     An epoch is complete when its history row has the duration skorch's EpochTimer
     records at its end; ``before`` rows were there before this fit. ``stacklevel`` points
-    the warning at the user's ``fit`` call. For estimators that are skorch nets themselves
+    the warning at the user's ``fit`` call. An interrupt before this fit completed an
+    epoch is raised again: there is no trained state to keep, so the caller discards the
+    fitted state as for any failed fit. For estimators that are skorch nets themselves
     (``net`` is ``estimator``); :class:`SkorchTrainingMixin` calls it for the others.
 
     Parameters
@@ -291,6 +293,11 @@ def warn_if_interrupted(estimator, net, planned, before, stacklevel=4):
     -------
     None
 
+    Raises
+    ------
+    KeyboardInterrupt
+        When training was interrupted before this fit completed an epoch.
+
     Examples
     --------
     >>> import numpy as np, torch, warnings
@@ -308,6 +315,9 @@ def warn_if_interrupted(estimator, net, planned, before, stacklevel=4):
     stopped_early = any(isinstance(cb, EarlyStopping) and cb.misses_ >= cb.patience
                         for _, cb in net.callbacks_)
     if done < planned and not stopped_early:
+        if not done:
+            raise KeyboardInterrupt(f"{type(estimator).__name__}: training was interrupted "
+                                    "during its first epoch; nothing was fitted.")
         warnings.warn(f"{type(estimator).__name__}: training was interrupted during epoch "
                       f"{done + 1} of {planned}; the estimator keeps the weights reached then "
                       "(fit again, or continue with warm_start=True).",
@@ -534,11 +544,13 @@ class SkorchTrainingMixin:
         try:
             net = self._train_net(module, X, y, seed=seed, max_epochs=max_epochs,
                                   default_callbacks=default_callbacks, **settings)
+            warn_if_interrupted(self, net, net.max_epochs if self._warm() else max_epochs,
+                                before)
         except BaseException:
-            # a fit that fails leaves no half-set fitted state behind
+            # a fit that fails (or is interrupted before an epoch completed) leaves no
+            # half-set fitted state behind
             discard_fitted(self)
             raise
-        warn_if_interrupted(self, net, net.max_epochs if self._warm() else max_epochs, before)
         self.net_ = net
         return net
 
@@ -562,6 +574,8 @@ class SkorchTrainingMixin:
             net = net_class(module, lr=self.lr, max_epochs=max_epochs,
                             batch_size=self.batch_size, callbacks=callbacks,
                             device=self.device_, verbose=int(self.verbose), **settings)
+            # skorch compiles on any truthy value (compile="yes": minutes of torch.compile)
+            check_bool_param(getattr(net, "compile", False), "compile")
             net.initialize()
             if max_epochs:
                 net.partial_fit(X, y)

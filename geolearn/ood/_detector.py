@@ -153,6 +153,7 @@ default='checkerboard_alt'
         Widths of the 'mlp' denoiser's hidden layers.
     unet_channels : (int, int), default=(32, 64)
     max_epochs : int, default=400
+        At least 1, unless ``denoiser`` is a module (0 uses it untrained).
     batch_size : int, default=128
     lr : float, default=1e-3
         Adam learning rate.
@@ -439,6 +440,7 @@ default='checkerboard_alt'
         -------
         self : InpaintingOODDetector
         """
+        check_max_epochs(self.max_epochs, self.denoiser)
         X, self._input_ndim = self._validate_X(X, reset=True)
         if y is not None:
             y = column_or_1d(y, warn=True)

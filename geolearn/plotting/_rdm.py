@@ -11,7 +11,7 @@ def _square(R):
     if R.ndim == 1:
         from geolearn.representations import squareform_rdm
 
-        R = squareform_rdm(R)
+        R = squareform_rdm(R, allow_nan=True)
     if R.ndim != 2 or R.shape[0] != R.shape[1]:
         raise ValueError(f"rdm must be a square (m, m) RDM or its condensed vector; got shape "
                          f"{R.shape}.")

@@ -21,6 +21,9 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._utils import (
+    check_choice,
+    check_numeric_array,
+    check_scalar_param,
     fitted_on_success,
     iter_batches,
     resolve_device,
@@ -138,6 +141,7 @@ def local_rows(network, X, *, image_shape=None, batch_size=1024, device="auto"):
     ((4, 2, 3), True)
     """
     device = resolve_device(device)
+    X = check_numeric_array(X, "X", allow_nd=True)
     return _form_rows(_local_form(network, batch_size), X, image_shape=image_shape,
                      batch_size=batch_size, device=device)
 

@@ -1,8 +1,9 @@
 """Statistics of bit strings: Hamming distances, summaries, nearest-neighbour agreement."""
 
 import numpy as np
+from sklearn.utils.validation import column_or_1d
 
-from .._utils import iter_batches
+from .._utils import check_numeric_array, iter_batches
 
 
 def _packed(bits):
@@ -87,10 +88,11 @@ def nn_agreement(F, y, metric="hamming"):
     """
     from scipy.spatial.distance import cdist
 
-    F, y = np.asarray(F), np.asarray(y)
-    if F.ndim != 2 or len(F) != len(y) or len(F) < 2:
-        raise ValueError(f"F must be 2-D with one row per label and at least 2 rows; got F of "
-                         f"shape {F.shape} and {len(y)} labels.")
+    F = check_numeric_array(F, "F", ensure_min_samples=2)
+    y = column_or_1d(y, warn=True)
+    if len(F) != len(y):
+        raise ValueError(f"F must have one row per label; got F of shape {F.shape} and "
+                         f"{len(y)} labels.")
     if metric == "hamming":
         D = hamming(F != 0).astype(float)
     elif metric == "euclidean":

@@ -11,12 +11,13 @@ import numbers
 import numpy as np
 from sklearn.utils.validation import check_array
 
-from .._utils import check_choice, check_scalar_param
+from .._utils import check_bool_param, check_choice, check_scalar_param
 
 METRICS = ("correlation", "cosine", "euclidean", "sqeuclidean_per_feature",
            "zscore_correlation")
 _ZSCORE_EPS = 1e-7  # Net2Brain's epsilon of its "pearson" distance
 _NEG_TOL = 1e-12    # dissimilarities below -this are invalid, above are rounding
+_BLOCK = 512        # side of the blocks that (m, m) matrices are updated by, in place
 
 
 def check_features(X, name="X", *, min_samples=3, dtype=np.float64):
@@ -94,18 +95,49 @@ def squared_distances(G, sq_a, sq_b, A, B, *, upper=False):
     (an RDM, mirrored afterwards).
     """
     D = G
-    D *= -2.0
-    D += sq_a[:, None]
-    D += sq_b[None, :]
-    close = D <= 1e-6 * (sq_a[:, None] + sq_b[None, :])
-    i, j = np.nonzero(np.triu(close, 1) if upper else close)
-    for start in range(0, i.size, 4096):
-        ii, jj = i[start:start + 4096], j[start:start + 4096]
-        diff = np.asarray(A[ii], dtype=np.float64) - np.asarray(B[jj], dtype=np.float64)
-        D[ii, jj] = np.einsum("ij,ij->i", diff, diff)
-        if upper:
-            D[jj, ii] = D[ii, jj]
+    mirrored = []  # (j, i) entries of rows not transformed yet, written at the end
+    # by blocks of rows: temporaries of _BLOCK**2 entries, not of D's size
+    for rows in _chunks(len(D), max(1, _BLOCK**2 // max(D.shape[1], 1))):
+        block = D[rows]
+        block *= -2.0
+        block += sq_a[rows, None]
+        block += sq_b[None, :]
+        close = block <= 1e-6 * (sq_a[rows, None] + sq_b[None, :])
+        i, j = np.nonzero(np.triu(close, rows.start + 1) if upper else close)
+        i += rows.start
+        for start in range(0, i.size, 4096):
+            ii, jj = i[start:start + 4096], j[start:start + 4096]
+            diff = np.asarray(A[ii], dtype=np.float64) - np.asarray(B[jj], dtype=np.float64)
+            D[ii, jj] = np.einsum("ij,ij->i", diff, diff)
+            if upper:
+                mirrored.append((jj, ii, D[ii, jj]))
+    for jj, ii, values in mirrored:
+        D[jj, ii] = values
     return np.maximum(D, 0.0, out=D)
+
+
+def _symmetrize(R):
+    """``R = (R + R.T) / 2`` in place, by blocks (no copy of ``R.T``)."""
+    for a in _chunks(len(R), _BLOCK):
+        for b in _chunks(len(R), _BLOCK):
+            if b.start < a.start:
+                continue
+            mean = R[a, b] + R[b, a].T
+            mean *= 0.5
+            R[a, b] = mean
+            R[b, a] = mean.T
+    return R
+
+
+def _upper_triangle(R):
+    """The strict upper triangle of a square ``R``, row by row, without index arrays."""
+    m = len(R)
+    out = np.empty(m * (m - 1) // 2, dtype=R.dtype)
+    start = 0
+    for i in range(m - 1):
+        out[start:start + m - 1 - i] = R[i, i + 1:]
+        start += m - 1 - i
+    return out
 
 
 def compute_rdm(X, metric="correlation", *, condensed=False, chunk_size=None,
@@ -155,13 +187,27 @@ def compute_rdm(X, metric="correlation", *, condensed=False, chunk_size=None,
     # chunked: keep X in its own float dtype; each chunk is cast to float64 on its own
     X = check_features(X, dtype=np.float64 if chunk_size is None else [np.float64, np.float32])
     m, n = X.shape
+    # values whose squares overflow the Gram product are scaled down first; the distances
+    # are scaled back (the correlation and cosine distances do not depend on the scale)
+    scale = float(np.abs(X).max())
+    if scale > np.sqrt(np.finfo(work).max / (4 * n)):
+        X = X / scale
+    else:
+        scale = 1.0
     G, sq = _gram(X, metric, chunk_size, work)
     if metric in ("euclidean", "sqeuclidean_per_feature"):
         R = squared_distances(G, sq, sq, X, X, upper=True)
-        if metric == "euclidean":
-            np.sqrt(R, out=R)
-        else:
-            R /= n
+        with np.errstate(over="ignore"):  # refused just below
+            if metric == "euclidean":
+                np.sqrt(R, out=R)
+                R *= scale
+            else:
+                R /= n
+                R *= scale
+                R *= scale
+        if scale != 1.0 and not np.isfinite(R).all():
+            raise ValueError(f"X holds values up to {scale:.3g} in absolute value: its "
+                             f"{metric} distances overflow {work.name}; rescale X.")
         high = np.inf
     else:
         norms = np.sqrt(sq)
@@ -172,12 +218,11 @@ def compute_rdm(X, metric="correlation", *, condensed=False, chunk_size=None,
         R *= inv[None, :]
         np.subtract(1.0, R, out=R)
         high = 2.0
-    R += R.T.copy()
-    R *= 0.5
+    _symmetrize(R)
     np.clip(R, 0.0, high, out=R)
     np.fill_diagonal(R, 0.0)
     R = R.astype(work, copy=False)
-    return R[np.triu_indices(m, 1)] if condensed else R
+    return _upper_triangle(R) if condensed else R
 
 
 def _row_scale(X, chunk_size):
@@ -309,17 +354,17 @@ def condensed_and_size(R, name, *, allow_nan=True):
     if A.ndim == 1:
         return check_condensed(A, name, allow_nan=allow_nan)
     A = check_rdm(A, name, allow_nan=allow_nan)
-    return A[np.triu_indices(A.shape[0], 1)], A.shape[0]
+    return _upper_triangle(A), A.shape[0]
 
 
-def squareform_rdm(r):
+def squareform_rdm(r, *, allow_nan=False):
     """Square ``(m, m)`` RDM of a condensed vector (scipy ``squareform`` order).
-
-    NaN entries (undefined pairs) are kept.
 
     Parameters
     ----------
     r : array-like of shape (m(m-1)/2,)
+    allow_nan : bool, default=False
+        Keep NaN entries (pairs marked undefined) instead of refusing them.
 
     Returns
     -------
@@ -335,7 +380,7 @@ def squareform_rdm(r):
     if np.ndim(r) != 1:
         raise ValueError(f"r must be a condensed (m(m-1)/2,) RDM vector; got shape "
                          f"{np.shape(r)}. Use check_rdm for square RDMs.")
-    return check_rdm(r, "r", allow_nan=True)
+    return check_rdm(r, "r", allow_nan=check_bool_param(allow_nan, "allow_nan"))
 
 
 def condense_rdm(R, check=True):
@@ -361,7 +406,7 @@ def condense_rdm(R, check=True):
     if check:
         return condensed_and_size(R, "R")[0]
     R = np.asarray(R, dtype=np.float64)
-    return R if R.ndim == 1 else R[np.triu_indices(R.shape[0], 1)]
+    return R if R.ndim == 1 else _upper_triangle(R)
 
 
 def _rdm_stack(rdms, name, allow_nan):

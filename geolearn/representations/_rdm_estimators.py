@@ -136,8 +136,13 @@ class RDMTransformer(TransformerMixin, BaseEstimator):
             R = self._ref_rows
             D = squared_distances(G, np.einsum("ij,ij->i", Z, Z), np.einsum("ij,ij->i", R, R),
                                   Z, R)
-            return np.sqrt(D) if self.metric == "euclidean" else D / X.shape[1]
-        return np.clip(1.0 - G, 0.0, 2.0)
+            # in place: the output is the largest array here
+            if self.metric == "euclidean":
+                return np.sqrt(D, out=D)
+            D /= X.shape[1]
+            return D
+        np.subtract(1.0, G, out=G)
+        return np.clip(G, 0.0, 2.0, out=G)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

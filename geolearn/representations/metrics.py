@@ -45,6 +45,18 @@ def embedding_mse(Y_true, Y_pred, *, reduction="elementwise"):
         raise ValueError(
             f"Y_true has {Y_true.shape[1]} columns but Y_pred has {Y_pred.shape[1]}."
         )
-    total = float(np.sum((Y_pred - Y_true) ** 2))
+    diff = Y_pred - Y_true
+    if not np.isfinite(diff).all():
+        raise ValueError("Y_pred - Y_true overflows float64 (values near 1.8e308 of opposite "
+                         "signs); rescale both.")
+    # squared after scaling, so that large differences do not overflow on the way
+    scale = float(np.abs(diff).max()) if diff.size else 0.0
     denom = Y_true.size if reduction == "elementwise" else len(Y_true)
-    return total / denom
+    if scale == 0.0:
+        return 0.0
+    diff /= scale
+    mse = scale * (scale * (float(np.sum(diff * diff)) / denom))
+    if not np.isfinite(mse):
+        raise ValueError(f"the mean squared error overflows float64 (differences up to "
+                         f"{scale:.3g}); rescale Y_true and Y_pred.")
+    return mse

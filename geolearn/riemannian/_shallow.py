@@ -5,7 +5,7 @@ import math
 import torch
 from torch import nn
 
-from .._utils import check_choice
+from .._utils import check_choice, check_tensor
 from ..models._internal import locked_jvp as jvp  # forward AD is process-global in torch
 from ._curvature import _inverse
 from ._metrics import check_scale, log_volume_from_singular_values, scale_value
@@ -155,7 +155,7 @@ class ShallowNetworkGeometry:
         return scale_value(self.scale, self.weights.shape[0])
 
     def _derivatives(self, X):
-        X = torch.as_tensor(X, dtype=torch.float64)
+        X = check_tensor(X, dtype=torch.float64, min_samples=1)
         if X.ndim != 2 or X.shape[1] != self.weights.shape[1]:
             raise ValueError(f"X must have shape (N, {self.weights.shape[1]}); "
                              f"got {tuple(X.shape)}.")

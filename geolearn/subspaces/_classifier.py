@@ -12,7 +12,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 from torch import nn
 
-from .._utils import thread_map, to_numpy
+from .._utils import thread_map, to_numpy, to_tensor
 from ..models import SkorchTrainingMixin
 from ..models._internal import FunctionalCriterion, TensorDataset, collate_batch
 from ._grassmann import METRICS
@@ -336,7 +336,7 @@ class CentroidSoftmaxClassifier(SkorchTrainingMixin, ClassifierMixin, BaseEstima
         check_two_classes(self.classes_, self)
         rng = check_random_state(self.random_state)
         omega0 = None if warm else rng.standard_normal((len(self.classes_), X.shape[1]))
-        data = TensorDataset(torch.from_numpy(X), torch.from_numpy(y_idx))
+        data = TensorDataset(to_tensor(X, dtype=None), torch.from_numpy(y_idx))
         net = self._fit_net(
             CentroidHead, data, seed=rng, max_epochs=self.max_epochs,
             criterion=FunctionalCriterion, train_split=None, iterator_train__shuffle=False,
@@ -349,7 +349,7 @@ class CentroidSoftmaxClassifier(SkorchTrainingMixin, ClassifierMixin, BaseEstima
     def _proba(self, X):
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
-        logits = centroid_logits(torch.from_numpy(X), torch.from_numpy(self.centroids_),
+        logits = centroid_logits(to_tensor(X, dtype=None), torch.from_numpy(self.centroids_),
                                  self.temperature)
         return torch.softmax(logits, dim=1).numpy()
 

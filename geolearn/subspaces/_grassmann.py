@@ -11,6 +11,7 @@ import numpy as np
 import torch
 from sklearn.utils.extmath import randomized_svd
 
+from .._utils import to_tensor
 from ._validation import check_bases
 
 METRICS = ("chordal", "geodesic", "cos2", "cos")
@@ -93,7 +94,7 @@ def _check_basis(K, n, name="K"):
 def _validated(X, K):
     bases, dims = check_bases(X)
     K = _check_basis(K, bases.shape[1])
-    return torch.from_numpy(bases), dims, torch.from_numpy(K)
+    return to_tensor(bases, dtype=None), dims, to_tensor(K, dtype=None)
 
 
 def principal_angles(X, K):

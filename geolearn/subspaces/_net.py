@@ -8,7 +8,13 @@ from skorch import NeuralNetClassifier
 from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
-from .._utils import check_scalar_param, discard_fitted, resolve_device, torch_seed
+from .._utils import (
+    check_bool_param,
+    check_scalar_param,
+    discard_fitted,
+    resolve_device,
+    torch_seed,
+)
 from ..models._internal import RaiseOnNonFiniteLoss, warn_if_interrupted
 from ._node import SVBFNode, centroid_logits
 from ._validation import ZERO_SET_CHECKS, check_bases, check_labeled_bases, check_two_classes
@@ -151,6 +157,8 @@ class SVBFNetClassifier(NeuralNetClassifier):
     def initialize(self):
         if self.device is not None:
             resolve_device(self.device)  # a clear error when CUDA is asked for and absent
+        # skorch compiles on any truthy value (compile="yes": minutes of torch.compile)
+        check_bool_param(self.compile, "compile")
         return super().initialize()
 
     def _sets(self, X, reset):
@@ -239,18 +247,19 @@ class SVBFNetClassifier(NeuralNetClassifier):
         """Train as a transaction: a failure leaves the net unfitted, an interrupt says so.
 
         skorch swallows a KeyboardInterrupt (the net keeps the last completed epoch), so
-        it is reported by a ``TrainingInterruptedWarning``; any other failure discards
-        the fitted state, so that no half-trained net passes ``check_is_fitted``.
+        it is reported by a ``TrainingInterruptedWarning``, or raised again when no epoch
+        completed; any other failure discards the fitted state, so that no half-trained
+        net passes ``check_is_fitted``.
         """
         try:
             yield
+            warn_if_interrupted(self, self, fit_params.get("epochs") or self.max_epochs, before,
+                                stacklevel=5)
         except BaseException:
             # skorch's constructor sets these three; the rest is fitted state
             discard_fitted(self, keep=("history_", "initialized_", "virtual_params_"))
             self.initialized_, self.history_ = False, None
             raise
-        warn_if_interrupted(self, self, fit_params.get("epochs") or self.max_epochs, before,
-                            stacklevel=5)
 
     def predict_proba(self, X):
         """Softmax of ``(b^T w_j)^2 / T`` over classes.

@@ -11,7 +11,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
-from .._utils import fitted_on_success, resolve_device, thread_map
+from .._utils import fitted_on_success, resolve_device, thread_map, to_tensor
 from ..exceptions import ConvergenceWarning
 from ._adam import adam_solve
 from ._grassmann import angles_kernel, check_metric, distance_from_angles, stacked_flag_mean
@@ -399,7 +399,7 @@ class SVBF(_SetsMixin, TransformerMixin, BaseEstimator):
 
     def _angles(self, bases, dims):
         """The ``c_s`` smallest angles to each step of the flag, side by side (float64)."""
-        X = torch.from_numpy(bases)
+        X = to_tensor(bases, dtype=None)
         K = torch.from_numpy(self.basis_)
         thetas, B = [], None
         for k_s, c_s in self._blocks:

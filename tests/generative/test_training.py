@@ -73,10 +73,10 @@ def test_warm_start_continues_training(unit, gauss, index):
 
 
 def test_warm_start_trains_with_the_current_epochs_and_rate(unit):
-    vae = GridVAE(**{**VAE, "max_epochs": 0}, warm_start=True).fit(unit)
-    assert vae.n_iter_ == 0
+    vae = GridVAE(**{**VAE, "max_epochs": 1}, warm_start=True).fit(unit)
+    assert vae.n_iter_ == 1
     vae.set_params(max_epochs=3, lr=0.5).fit(unit)
-    assert vae.n_iter_ == 3 and vae.net_.optimizer_.param_groups[0]["lr"] == 0.5
+    assert vae.n_iter_ == 4 and vae.net_.optimizer_.param_groups[0]["lr"] == 0.5
 
 
 def test_warm_start_keeps_what_the_first_fit_learnt(gauss):
@@ -156,12 +156,12 @@ def test_clone_and_pickle_keep_the_settings_and_the_outputs(unit):
 
 
 def test_untrained_module_is_built_under_the_seed(gauss):
-    a = FlowDensity(**{**FLOW, "max_epochs": 0}).fit(gauss)
-    b = FlowDensity(**{**FLOW, "max_epochs": 0}).fit(gauss)
+    a = FlowDensity(**{**FLOW, "max_epochs": 1}).fit(gauss)
+    b = FlowDensity(**{**FLOW, "max_epochs": 1}).fit(gauss)
     for p, q in zip(_weights(a), _weights(b)):
         torch.testing.assert_close(p, q, rtol=0, atol=0)
-    c = VAEClassifier(n_latent=2, **{**VAE, "max_epochs": 0, "random_state": 1})
-    d = VAEClassifier(n_latent=2, **{**VAE, "max_epochs": 0, "random_state": 2})
+    c = VAEClassifier(n_latent=2, **{**VAE, "max_epochs": 1, "random_state": 1})
+    d = VAEClassifier(n_latent=2, **{**VAE, "max_epochs": 1, "random_state": 2})
     y = np.arange(len(gauss)) % 2
     X = np.random.default_rng(0).random((len(gauss), 6))
     assert not torch.equal(_weights(c.fit(X, y))[0], _weights(d.fit(X, y))[0])

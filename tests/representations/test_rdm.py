@@ -239,12 +239,19 @@ def test_check_rdm_nan_must_be_symmetric_off_diagonal():
 @given(arrays(np.float64, st.sampled_from([3, 6, 10, 15]),
               elements=st.floats(0, 10) | st.just(np.nan)))
 def test_condense_squareform_round_trip(r):
-    np.testing.assert_array_equal(condense_rdm(squareform_rdm(r)), r)
+    np.testing.assert_array_equal(condense_rdm(squareform_rdm(r, allow_nan=True)), r)
 
 
 def test_squareform_rdm_needs_a_vector():
     with pytest.raises(ValueError, match="condensed"):
         squareform_rdm(np.zeros((3, 3)))
+
+
+def test_squareform_rdm_refuses_nan_unless_allowed():
+    """NaN passed through squareform_rdm silently; undefined pairs are now opt-in."""
+    with pytest.raises(ValueError, match="NaN"):
+        squareform_rdm([0.2, np.nan, 0.4])
+    assert np.isnan(squareform_rdm([0.2, np.nan, 0.4], allow_nan=True)[0, 2])
 
 
 def test_condense_rdm_unchecked_reads_the_triangle():
@@ -258,9 +265,8 @@ def test_mean_rdm_policies():
     a = np.array([0.2, 0.4, np.nan])
     b = np.array([0.4, np.nan, np.nan])
     np.testing.assert_allclose(condense_rdm(mean_rdm([a, b])), [0.3, 0.4, np.nan])
-    np.testing.assert_allclose(condense_rdm(mean_rdm(np.stack([squareform_rdm(a),
-                                                               squareform_rdm(b)]),
-                                                     nan_policy="propagate")),
+    both = np.stack([squareform_rdm(a, allow_nan=True), squareform_rdm(b, allow_nan=True)])
+    np.testing.assert_allclose(condense_rdm(mean_rdm(both, nan_policy="propagate")),
                                [0.3, np.nan, np.nan])
     with pytest.raises(ValueError, match="NaN"):
         mean_rdm([a, b], nan_policy="raise")

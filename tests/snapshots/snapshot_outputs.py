@@ -2201,7 +2201,8 @@ def _gen_flow(rec):
     rec.call("default.log_prob_components", flow.log_prob_components, X[:10])
     rec.call("default.sample", flow.sample, 7, random_state=0)
     rec.call("default.get_feature_names_out", flow.get_feature_names_out)
-    flow = FlowDensity(n_layers=3, hidden_layer_sizes=(8,), max_epochs=0, random_state=0,
+    # max_epochs >= 1; lr=1e-12 keeps the initial weights to within 1e-12
+    flow = FlowDensity(n_layers=3, hidden_layer_sizes=(8,), max_epochs=1, lr=1e-12, random_state=0,
                        device="cpu")
     rec.estimator("untrained", flow, X)
     flow = FlowDensity(n_layers=2, hidden_layer_sizes=(8,), max_epochs=2, dequantize=0.1,
