@@ -87,7 +87,7 @@ def check_tensor(X, name="X", *, dtype=None, device="cpu", min_samples=0):
         if X.is_floating_point() and not bool(torch.isfinite(X).all()):
             raise ValueError(f"{name} holds NaN or infinite values.")
         if len(X) < min_samples:
-            check_n_samples(len(X), min_samples, name=name)
+            raise ValueError(f"{name} has {len(X)} samples; at least {min_samples} are required.")
         return X if dtype is None else X.to(dtype)
     floats = ([np.float64, np.float32, np.float16] if dtype is None
               else torch.empty(0, dtype=dtype).numpy().dtype)

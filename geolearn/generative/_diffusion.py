@@ -1,8 +1,7 @@
 """DiffusionDensity: log-likelihood of a point along a diffusion chain (Eqs. 9-23).
 
 Built on the family's DDPM core, :mod:`geolearn.generative.ddpm` (schedule, noise
-predictor, denoising objective, ancestral sampler); ``make_beta_schedule``,
-``NoisePredictor`` and ``time_features`` are re-exported here.
+predictor, denoising objective, ancestral sampler).
 """
 
 import functools
@@ -28,9 +27,7 @@ from .ddpm import (
     ancestral_sample,
     denoising_objective,
     diffusion_schedule,
-    make_beta_schedule,
     reverse_variance,
-    time_features,
     time_grid,
 )
 

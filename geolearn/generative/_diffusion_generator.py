@@ -20,7 +20,6 @@ from .._utils import (
 )
 from .._utils.autoencoder import check_endpoints, interpolation_weights, validate_rows
 from .._utils.torch_estimator import (
-    EPOCH_CONSTRAINTS,
     NET_CONSTRAINTS,
     ObjectiveTrainingMixin,
     check_max_epochs,

@@ -37,7 +37,7 @@ from .._utils import (
 )
 from .._utils.autoencoder import validate_rows
 from .._utils.row_noise import RowNoise
-from .._utils.torch_estimator import NET_CONSTRAINTS, ObjectiveTrainingMixin
+from .._utils.torch_estimator import NET_CONSTRAINTS, ObjectiveTrainingMixin, check_max_epochs
 from ..exceptions import DataRangeWarning, GeolearnWarning
 from ..generative.ddpm import (
     DenoiserWrapper,

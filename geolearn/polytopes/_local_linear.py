@@ -21,9 +21,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._utils import (
-    check_choice,
     check_numeric_array,
-    check_scalar_param,
     fitted_on_success,
     iter_batches,
     resolve_device,

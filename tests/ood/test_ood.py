@@ -5,7 +5,6 @@ score with nothing inpainted, reproducibility, r = 1, signs, dropped y == -1 row
 independence, and the spec's bad inputs.
 """
 
-import math
 import warnings
 
 import numpy as np
