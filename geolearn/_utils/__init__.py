@@ -7,7 +7,6 @@ from .progress import progress_bar
 from .random import row_seeds
 from .torch import iter_batches, resolve_device, to_numpy, to_tensor, torch_seed, torch_threads
 from .validation import (
-    check_bool_param,
     check_choice,
     check_diagram,
     check_diagrams,
@@ -27,7 +26,6 @@ from .validation import (
 )
 
 __all__ = [
-    "check_bool_param",
     "check_choice",
     "check_diagram",
     "check_diagrams",

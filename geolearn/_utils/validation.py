@@ -201,8 +201,10 @@ def check_scalar_param(value, name, *, kind="real", low=None, high=None, closed=
     value : object
     name : str
         The parameter, named in the error message.
-    kind : {"real", "integer"}, default="real"
-        Booleans are never accepted; NaN and infinities never pass.
+    kind : {"real", "integer", "boolean"}, default="real"
+        Booleans pass only as ``"boolean"`` (for flags whose truthy non-booleans
+        would switch something costly on, e.g. ``compile="yes"``); NaN and
+        infinities never pass.
     low, high : float, optional
         Bounds; ``None`` leaves that side open.
     closed : {"left", "right", "both", "neither"}, default="left"
@@ -230,6 +232,11 @@ got -1.0.
     """
     if value is None and allow_none:
         return None
+    if kind == "boolean":
+        if not isinstance(value, (bool, np.bool_)):
+            none = " or None" if allow_none else ""
+            raise InvalidParameterError(f"{name} must be True or False{none}; got {value!r}.")
+        return bool(value)
     integer = kind == "integer"
     ok = (isinstance(value, numbers.Integral if integer else numbers.Real)
           and not isinstance(value, (bool, np.bool_)) and np.isfinite(value))
@@ -248,26 +255,6 @@ got -1.0.
         none = " or None" if allow_none else ""
         raise InvalidParameterError(f"{name} must be {what}{none}; got {value!r}.")
     return value
-
-
-def check_bool_param(value, name):
-    """``value`` if it is a boolean, else a ``ValueError`` naming ``name``.
-
-    For flags whose truthy non-booleans would switch something costly on
-    (``compile="yes"`` would run ``torch.compile``).
-
-    Examples
-    --------
-    >>> check_bool_param(False, "compile")
-    False
-    >>> check_bool_param("yes", "compile")
-    Traceback (most recent call last):
-    ...
-    ValueError: compile must be True or False; got 'yes'.
-    """
-    if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name} must be True or False; got {value!r}.")
-    return bool(value)
 
 
 def check_choice(value, name, choices):

@@ -16,7 +16,7 @@ from skorch import NeuralNet
 from skorch.callbacks import Callback, EarlyStopping, PassthroughScoring, ProgressBar
 from skorch.utils import to_tensor
 
-from .._utils import check_bool_param, discard_fitted, resolve_device, torch_seed
+from .._utils import check_scalar_param, discard_fitted, resolve_device, torch_seed
 from ..exceptions import GeolearnWarning
 
 #: Prefixes of the skorch settings an estimator accepts as keyword arguments.
@@ -575,7 +575,7 @@ class SkorchTrainingMixin:
                             batch_size=self.batch_size, callbacks=callbacks,
                             device=self.device_, verbose=int(self.verbose), **settings)
             # skorch compiles on any truthy value (compile="yes": minutes of torch.compile)
-            check_bool_param(getattr(net, "compile", False), "compile")
+            check_scalar_param(getattr(net, "compile", False), "compile", kind="boolean")
             net.initialize()
             if max_epochs:
                 net.partial_fit(X, y)

@@ -11,7 +11,7 @@ import numbers
 import numpy as np
 from sklearn.utils.validation import check_array
 
-from .._utils import check_bool_param, check_choice, check_scalar_param
+from .._utils import check_choice, check_scalar_param
 
 METRICS = ("correlation", "cosine", "euclidean", "sqeuclidean_per_feature",
            "zscore_correlation")
@@ -380,7 +380,7 @@ def squareform_rdm(r, *, allow_nan=False):
     if np.ndim(r) != 1:
         raise ValueError(f"r must be a condensed (m(m-1)/2,) RDM vector; got shape "
                          f"{np.shape(r)}. Use check_rdm for square RDMs.")
-    return check_rdm(r, "r", allow_nan=check_bool_param(allow_nan, "allow_nan"))
+    return check_rdm(r, "r", allow_nan=check_scalar_param(allow_nan, "allow_nan", kind="boolean"))
 
 
 def condense_rdm(R, check=True):

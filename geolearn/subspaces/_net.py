@@ -9,7 +9,6 @@ from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
 from .._utils import (
-    check_bool_param,
     check_scalar_param,
     discard_fitted,
     resolve_device,
@@ -158,7 +157,7 @@ class SVBFNetClassifier(NeuralNetClassifier):
         if self.device is not None:
             resolve_device(self.device)  # a clear error when CUDA is asked for and absent
         # skorch compiles on any truthy value (compile="yes": minutes of torch.compile)
-        check_bool_param(self.compile, "compile")
+        check_scalar_param(self.compile, "compile", kind="boolean")
         return super().initialize()
 
     def _sets(self, X, reset):
