@@ -95,7 +95,7 @@ def main():
     timed("VAEClassifier.fit (1200 x 64, 100 epochs)", lambda: clf.fit(Xtr_d, ytr_d), target=15)
     mask = rectangular_patch_mask((8, 8), 0, 0, 8, 2)
     compare("patch_attack PGD 2048 iterations on 300 x 64 vs plain torch PGD",
-            lambda: patch_attack(clf, Xte_d, yte_d, mask, n_iter=2048, batch_size=300,
+            lambda: patch_attack(clf, Xte_d, yte_d, mask, n_steps=2048, batch_size=300,
                                  random_state=0),
             lambda: plain_patch_pgd(clf, Xte_d, yte_d, mask, 2048), repeat=1, warmup=0)
     pfy = ELBOPurifier(clf, random_state=0).fit(Xtr_d)

@@ -27,7 +27,7 @@ nets = {"CNN": train_digits_net(digits_cnn, X_train, y_train, seed=0, max_epochs
 
 fig, axes = plt.subplots(2, 2, figsize=(10, 8))
 for col, (target, source) in enumerate([("CNN", "FFNN"), ("FFNN", "CNN")]):
-    res = cross_model_detection(nets, target, X_test, y_test, eps=0.2, random_state=0)
+    res = cross_model_detection(nets, target, X_test, y_test, epsilon=0.2, random_state=0)
 
     # control: the same map fitted on permuted pairs
     E, parts, det = res.embeddings, res.splits, res.detector

@@ -227,7 +227,7 @@ CASES = {
     "cross_model_detection": (
         "call", lambda: _net(6, 3),
         lambda m: cross_model_detection({"a": m, "b": _net(6, 3, seed=1)}, "a", X6, Y6,
-                                        eps=0.3, random_state=0).auroc_native),
+                                        epsilon=0.3, random_state=0).auroc_native),
     "CanonicalAdversarialDetector.fit": (
         "fit", FaultyDetector, lambda m: CanonicalAdversarialDetector(detector=m),
         (X6, Y6 % 2)),
@@ -241,12 +241,14 @@ CASES = {
         lambda m: make_rdm_scorer(X6[:30], categorical_rdm(Y6[:30]), "3")(m, X6, Y6)),
     # adversarial
     "fgsm": ("call", lambda: _net(6, 3), lambda m: fgsm(m, X6, Y6, 0.1)),
-    "pgd": ("call", lambda: _net(6, 3), lambda m: pgd(m, X6, Y6, 0.1, steps=3, random_state=0)),
+    "pgd": ("call", lambda: _net(6, 3),
+            lambda m: pgd(m, X6, Y6, 0.1, n_steps=3, random_state=0)),
     "carlini_wagner_l2": (
-        "call", lambda: _net(6, 3), lambda m: carlini_wagner_l2(m, X6[:8], Y6[:8], steps=3)[0]),
+        "call", lambda: _net(6, 3),
+        lambda m: carlini_wagner_l2(m, X6[:8], Y6[:8], n_steps=3)[0]),
     "patch_attack": (
         "call", lambda: _net(6, 3),
-        lambda m: patch_attack(m, X6, Y6, np.arange(6) < 2, n_iter=3, batch_size=16,
+        lambda m: patch_attack(m, X6, Y6, np.arange(6) < 2, n_steps=3, batch_size=16,
                                random_state=0)),
 }
 

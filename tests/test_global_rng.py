@@ -29,7 +29,7 @@ MLP64 = MLPClassifier((8,), max_iter=2000, random_state=0).fit(IMAGES, np.arange
 
 
 def _patch(batch_size=256):
-    return patch_attack(NET, (X[:12] + 1) / 2, y[:12], MASK, n_iter=3, step_size=0.01,
+    return patch_attack(NET, (X[:12] + 1) / 2, y[:12], MASK, n_steps=3, step_size=0.01,
                         random_start=True, batch_size=batch_size, random_state=0)
 
 

@@ -67,7 +67,7 @@ def run(outdir=None):
         "CNN": train_digits_net(digits_cnn, X_train, y_train, seed=0, max_epochs=10),
         "FFNN": train_digits_net(digits_ffnn, X_train, y_train, seed=0, max_epochs=10),
     }
-    res = cross_model_detection(nets, "CNN", X_test, y_test, eps=0.2, random_state=0)
+    res = cross_model_detection(nets, "CNN", X_test, y_test, epsilon=0.2, random_state=0)
     src = res.sources["FFNN"]
     print(f"  clean / FGSM accuracy: CNN {res.accuracy_clean['CNN']:.2f} / "
           f"{res.accuracy_adv['CNN']:.2f}, FFNN {res.accuracy_clean['FFNN']:.2f} / "

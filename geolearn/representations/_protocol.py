@@ -101,7 +101,7 @@ def _accuracy(adapter, head, E, y):
     return float(np.mean(to_numpy(logits.argmax(1)) == y))
 
 
-def cross_model_detection(nets, target, X, y, *, eps, attack="fgsm", attack_kwargs=None,
+def cross_model_detection(nets, target, X, y, *, epsilon, attack="fgsm", attack_kwargs=None,
                           split=(0.4, 0.3, 0.3), map_rows="org+adv", eval_rows="mapped",
                           representation="raw", detector=None, alpha=0.0, random_state=None):
     """Algorithm 1 of the linear-mapping paper: one detector, in the target's space, for all nets.
@@ -118,10 +118,10 @@ def cross_model_detection(nets, target, X, y, *, eps, attack="fgsm", attack_kwar
         The key of the canonical network in ``nets``.
     X, y : array-like of shape (n, ...) and int labels of shape (n,)
         Clean inputs in the attack's box (default [0, 1]) and true labels.
-    eps : float
+    epsilon : float
         Attack budget (ignored by ``attack="cw"``).
     attack, attack_kwargs : {"fgsm", "pgd", "cw"} or callable, default="fgsm"; dict, optional
-        A callable is called as ``attack(net, X, y, eps=eps, **attack_kwargs)``
+        A callable is called as ``attack(net, X, y, epsilon=epsilon, **attack_kwargs)``
         and returns the adversarial inputs (or a tuple starting with them).
     split : (float, float, float), default=(0.4, 0.3, 0.3)
         Fractions of the map, svm and val parts (stratified by ``y``).
@@ -152,12 +152,14 @@ def cross_model_detection(nets, target, X, y, *, eps, attack="fgsm", attack_kwar
     >>> nets = {k: torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.ReLU(),
     ...                                torch.nn.Linear(8, 2)) for k in ("a", "b")}
     >>> X = np.random.default_rng(0).random((120, 6)).astype(np.float32)
-    >>> res = cross_model_detection(nets, "a", X, (X[:, 0] > 0.5).astype(int), eps=0.1)
+    >>> res = cross_model_detection(nets, "a", X, (X[:, 0] > 0.5).astype(int),
+    ...                             epsilon=0.1)
     >>> sorted(res.sources), 0 <= res.sources["b"]["auroc_mapped"] <= 1
     (['b'], True)
     """
     options = {"map_rows": map_rows, "eval_rows": eval_rows, "representation": representation}
-    run_attack, kwargs = _check_protocol(nets, target, attack, attack_kwargs, eps, **options)
+    run_attack, kwargs = _check_protocol(nets, target, attack, attack_kwargs, epsilon,
+                                        **options)
     return _run_protocol(nets, target, X, y, run_attack, kwargs, split=split, detector=detector,
                          alpha=alpha, random_state=random_state, **options)
 
@@ -191,7 +193,7 @@ def _run_protocol(nets, target, X, y, run_attack, kwargs, *, split, map_rows, ev
                  embeddings=emb, splits=parts)
 
 
-def _check_protocol(nets, target, attack, attack_kwargs, eps, *, map_rows, eval_rows,
+def _check_protocol(nets, target, attack, attack_kwargs, epsilon, *, map_rows, eval_rows,
                     representation):
     """Validate the options of :func:`cross_model_detection`; the attack and its arguments."""
     if target not in nets:
@@ -205,7 +207,7 @@ def _check_protocol(nets, target, attack, attack_kwargs, eps, *, map_rows, eval_
         attack = _ATTACKS[check_choice(attack, "attack", tuple(_ATTACKS))]
     kwargs = dict(attack_kwargs or {})
     if attack is not carlini_wagner_l2:
-        kwargs["eps"] = eps
+        kwargs["epsilon"] = epsilon
     return attack, kwargs
 
 

@@ -28,7 +28,7 @@ from geolearn.adversarial import (
     make_pessimistic_example,
     make_risk_scorer,
     normal_attack,
-    pgd_attack,
+    pgd,
     risk_curve,
     risk_decomposition,
 )
@@ -70,12 +70,20 @@ def _checksum(module):
 
 # ---------------------------------------------------------------- attacks
 
+#: the "is there an adversarial point in the ball" search (the former pgd_attack's defaults)
+SEARCH = dict(norm="l2", n_steps=40, random_start=False, stop_on_success=True,
+              return_success=True, clip=None, batch_size=512)
+
+
+def search(model, X, y, **kwargs):
+    return pgd(model, X, y, **{**SEARCH, **kwargs})
+
 
 @pytest.mark.parametrize("norm", ["l2", "linf"])
-def test_pgd_attack_success_is_the_linear_closed_form(norm):
+def test_pgd_search_success_is_the_linear_closed_form(norm):
     model, _, X, y, m, w = _flat_case()
     eps = 0.3
-    X_adv, ok = pgd_attack(model, X, y, epsilon=eps, norm=norm)
+    X_adv, ok = search(model, X, y, epsilon=eps, norm=norm)
     reach = eps * (np.linalg.norm(w) if norm == "l2" else np.abs(w).sum())
     far = _far(m, reach)
     np.testing.assert_array_equal(ok[far], (m < reach)[far])
@@ -84,16 +92,16 @@ def test_pgd_attack_success_is_the_linear_closed_form(norm):
     assert size.max() <= eps * (1 + 1e-5)
 
 
-def test_pgd_attack_rows_are_independent_of_batch_and_order():
+def test_pgd_search_rows_are_independent_of_batch_and_order():
     """A row's result depends only on the row, the model and random_state."""
     torch.manual_seed(0)
     net = torch.nn.Sequential(torch.nn.Linear(2, 16), torch.nn.Tanh(), torch.nn.Linear(16, 3))
     X = np.random.default_rng(0).normal(size=(40, 2)).astype(np.float32)
     y = np.arange(40) % 3
-    a, ok_a = pgd_attack(net, X, y, epsilon=0.3, n_restarts=3, n_steps=5, random_state=1)
+    a, ok_a = search(net, X, y, epsilon=0.3, n_restarts=3, n_steps=5, random_state=1)
     perm = np.random.default_rng(1).permutation(40)
-    b, ok_b = pgd_attack(net, X[perm], y[perm], epsilon=0.3, n_restarts=3, n_steps=5,
-                         random_state=1, batch_size=7)
+    b, ok_b = search(net, X[perm], y[perm], epsilon=0.3, n_restarts=3, n_steps=5,
+                     random_state=1, batch_size=7)
     np.testing.assert_allclose(b, a[perm], atol=1e-6)
     np.testing.assert_array_equal(ok_b, ok_a[perm])
 
@@ -101,8 +109,8 @@ def test_pgd_attack_rows_are_independent_of_batch_and_order():
 def test_margin_loss_and_restarts_find_what_a_flat_start_misses():
     """Theorem 2's score is flat at t = 0: restart 0 has no gradient, random restarts move."""
     model, _, X, y, _ = make_pessimistic_example(n=10, epsilon=0.2, n_samples=50)
-    _, ok0 = pgd_attack(model, X, y, epsilon=0.2, loss="margin")
-    _, ok = pgd_attack(model, X, y, epsilon=0.2, loss="margin", n_restarts=5, random_state=0)
+    _, ok0 = search(model, X, y, epsilon=0.2, loss="margin")
+    _, ok = search(model, X, y, epsilon=0.2, loss="margin", n_restarts=5, random_state=0)
     assert ok0.sum() == 0 and ok.sum() > 0
 
 

@@ -30,7 +30,7 @@ def test_generative_reexports_the_same_function():
 def test_patch_attack_changes_only_the_patch_and_hurts(digits, method):
     clf, X, y = digits
     mask = rectangular_patch_mask((8, 8), 0, 0, 8, 3)
-    X_adv = patch_attack(clf, X[:60], y[:60], mask, method=method, n_iter=60, step_size=0.05,
+    X_adv = patch_attack(clf, X[:60], y[:60], mask, method=method, n_steps=60, step_size=0.05,
                          random_state=0)
     np.testing.assert_array_equal(X_adv[:, ~mask], X[:60, ~mask])
     assert X_adv.min() >= 0 and X_adv.max() <= 1
@@ -43,7 +43,7 @@ def test_patch_attack_on_a_torch_module():
     X = np.full((3, 4), 0.5)
     y = net(torch.as_tensor(X, dtype=torch.float32)).argmax(1).numpy()
     mask = np.array([True, True, False, False])
-    X_adv = patch_attack(net, X, y, mask, n_iter=100, step_size=0.05, random_start=False)
+    X_adv = patch_attack(net, X, y, mask, n_steps=100, step_size=0.05, random_start=False)
     # a linear model is driven to the box corner that most lowers the true logit's margin
     w = (net.weight[1 - y[0]] - net.weight[y[0]]).detach().numpy()
     np.testing.assert_array_equal(X_adv[0, :2], (w[:2] > 0).astype(float))
@@ -52,7 +52,7 @@ def test_patch_attack_on_a_torch_module():
 @pytest.mark.parametrize("kwargs, match", [
     (dict(mask=np.zeros(64, bool)), "all False"),
     (dict(mask=np.ones(10, bool)), "10 entries"),
-    (dict(n_iter=0), "n_iter"),
+    (dict(n_steps=0), "n_steps"),
     (dict(step_size=0.0), "step_size"),
     (dict(method="fgsm"), "method"),
     (dict(y=np.array(["seven"] * 240)), "unknown"),
@@ -92,6 +92,6 @@ def test_patch_attack_restores_every_submodule_mode_and_grad_flag(method):
     X = np.random.default_rng(0).random((6, 16))
     mask = np.zeros(16, dtype=bool)
     mask[:4] = True
-    patch_attack(net, X, [0, 1, 0, 1, 0, 1], mask, method=method, n_iter=3, random_state=0)
+    patch_attack(net, X, [0, 1, 0, 1, 0, 1], mask, method=method, n_steps=3, random_state=0)
     assert [m.training for m in net.modules()] == modes
     assert [p.requires_grad for p in net.parameters()] == flags

@@ -77,7 +77,7 @@ def test_patch_attack_beside_features_leaves_the_model_as_it_was():
     Xp = np.random.default_rng(1).random((8, 6)).astype(np.float32)
     y = np.arange(8) % 3
     mask = np.array([1, 1, 0, 0, 0, 0], bool)
-    calls = [("attack", lambda: patch_attack(net, Xp, y, mask, n_iter=20,
+    calls = [("attack", lambda: patch_attack(net, Xp, y, mask, n_steps=20,
                                                 random_start=False)),
              ("features", lambda: m.features(Xp, layer="1")),
              ("out", lambda: m.features(Xp))]

@@ -18,7 +18,7 @@ def result():
         nets[name] = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3))
     rng = np.random.default_rng(0)
     X = rng.random((90, 6)).astype(np.float32)
-    return cross_model_detection(nets, "a", X, np.arange(90) % 3, eps=0.3, random_state=0)
+    return cross_model_detection(nets, "a", X, np.arange(90) % 3, epsilon=0.3, random_state=0)
 
 
 def test_canonical_space_display(result):

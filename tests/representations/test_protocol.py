@@ -53,7 +53,7 @@ def test_a_network_mapped_onto_itself_detects_exactly_as_natively():
     """Identical embeddings give the identity map, so mapped and native AUROC coincide."""
     net = tanh_net(0)
     X, y = toy()
-    res = cross_model_detection({"a": net, "b": net}, "a", X, y, eps=0.3, random_state=0)
+    res = cross_model_detection({"a": net, "b": net}, "a", X, y, epsilon=0.3, random_state=0)
     src = res.sources["b"]
     np.testing.assert_allclose(res.detector.maps_["b"].coef_, np.eye(8), atol=1e-8)
     assert src["auroc_mapped"] == pytest.approx(res.auroc_native, abs=1e-12)
@@ -64,7 +64,7 @@ def test_a_network_mapped_onto_itself_detects_exactly_as_natively():
 def test_result_fields_and_embeddings():
     nets = {"a": tanh_net(0), "b": tanh_net(1)}
     X, y = toy()
-    res = cross_model_detection(nets, "a", X, y, eps=0.3, random_state=0)
+    res = cross_model_detection(nets, "a", X, y, epsilon=0.3, random_state=0)
     assert set(res.sources) == {"b"}
     assert set(res.sources["b"]) == {"auroc_native", "auroc_mapped", "mse_adv", "mse_all", "r2",
                                      "mapped_head_accuracy_adv", "mapped_head_accuracy_clean"}
@@ -77,8 +77,8 @@ def test_result_fields_and_embeddings():
 
 
 @pytest.mark.parametrize("kwargs", [
-    {"attack": "pgd", "attack_kwargs": {"steps": 3, "random_state": 0}},
-    {"attack": "cw", "attack_kwargs": {"steps": 3}},
+    {"attack": "pgd", "attack_kwargs": {"n_steps": 3, "random_state": 0}},
+    {"attack": "cw", "attack_kwargs": {"n_steps": 3}},
     {"map_rows": "adv", "eval_rows": "mapped_adv_vs_native_clean", "alpha": 1.0},
     {"representation": "fourier_phase"},
 ])
@@ -88,8 +88,8 @@ def test_options_run(kwargs):
     X, y = toy()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # C&W failures after 3 steps
-        res = cross_model_detection({"a": tanh_net(0), "b": tanh_net(1)}, "a", X, y, eps=0.3,
-                                    random_state=0, **kwargs)
+        res = cross_model_detection({"a": tanh_net(0), "b": tanh_net(1)}, "a", X, y,
+                                    epsilon=0.3, random_state=0, **kwargs)
     src = res.sources["b"]
     assert 0 <= src["auroc_mapped"] <= 1 and np.isfinite(src["mse_adv"])
     fourier = kwargs.get("representation", "raw") != "raw"
@@ -99,8 +99,8 @@ def test_options_run(kwargs):
 def test_callable_attack_and_errors():
     X, y = toy()
     nets = {"a": tanh_net(0), "b": tanh_net(1)}
-    res = cross_model_detection(nets, "a", X, y, eps=0.0,
-                                attack=lambda net, X, y, eps: (np.clip(X + 0.5, 0, 1), None))
+    res = cross_model_detection(nets, "a", X, y, epsilon=0.0,
+                                attack=lambda net, X, y, epsilon: (np.clip(X + 0.5, 0, 1), None))
     with torch.no_grad():
         shifted = nets["a"][:2](torch.as_tensor(np.clip(X + 0.5, 0, 1))).numpy()
     np.testing.assert_allclose(res.embeddings["a"][1], shifted, atol=1e-6)
@@ -108,13 +108,13 @@ def test_callable_attack_and_errors():
                           ({"eval_rows": "x"}, "eval_rows"), ({"representation": "fft"},
                                                               "representation")]:
         with pytest.raises(ValueError, match=match):
-            cross_model_detection(nets, "a", X, y, eps=0.1, **kwargs)
+            cross_model_detection(nets, "a", X, y, epsilon=0.1, **kwargs)
     with pytest.raises(ValueError, match="target='c'"):
-        cross_model_detection(nets, "c", X, y, eps=0.1)
+        cross_model_detection(nets, "c", X, y, epsilon=0.1)
     with pytest.raises(ValueError, match="at least one source"):
-        cross_model_detection({"a": nets["a"]}, "a", X, y, eps=0.1)
-    with pytest.raises(ValueError, match="eps"):
-        cross_model_detection(nets, "a", X, y, eps=-0.1)
+        cross_model_detection({"a": nets["a"]}, "a", X, y, epsilon=0.1)
+    with pytest.raises(ValueError, match="epsilon"):
+        cross_model_detection(nets, "a", X, y, epsilon=-0.1)
 
 
 def test_each_network_goes_through_as_model_once(monkeypatch):
@@ -132,8 +132,8 @@ def test_each_network_goes_through_as_model_once(monkeypatch):
     monkeypatch.setattr(ModelAdapter, "__init__", spy)
     nets = {"a": tanh_net(0), "b": tanh_net(1), "c": tanh_net(2)}
     X, y = toy()
-    cross_model_detection(nets, "a", X, y, eps=0.3, attack="pgd",
-                          attack_kwargs={"steps": 2, "random_state": 0}, random_state=0)
+    cross_model_detection(nets, "a", X, y, epsilon=0.3, attack="pgd",
+                          attack_kwargs={"n_steps": 2, "random_state": 0}, random_state=0)
     assert len(built) == 3 and all(any(m is net for m in built) for net in nets.values())
 
 
@@ -142,17 +142,18 @@ def test_a_callable_attack_receives_the_network_and_its_output_is_checked():
     nets = {"a": tanh_net(0), "b": tanh_net(1)}
     received = []
 
-    def attack(net, X, y, eps):
+    def attack(net, X, y, epsilon):
         received.append(net)
-        return np.clip(X + eps, 0, 1)
+        return np.clip(X + epsilon, 0, 1)
 
-    cross_model_detection(nets, "a", X, y, eps=0.2, attack=attack, random_state=0)
+    cross_model_detection(nets, "a", X, y, epsilon=0.2, attack=attack, random_state=0)
     assert received[0] is nets["a"] and received[1] is nets["b"]
     with pytest.raises(ValueError, match="shape"):
-        cross_model_detection(nets, "a", X, y, eps=0.0, attack=lambda net, X, y, eps: X[:, :5])
+        cross_model_detection(nets, "a", X, y, epsilon=0.0,
+                              attack=lambda net, X, y, epsilon: X[:, :5])
     with pytest.raises(ValueError, match="NaN"):
-        cross_model_detection(nets, "a", X, y, eps=0.0,
-                              attack=lambda net, X, y, eps: np.full_like(X, np.nan))
+        cross_model_detection(nets, "a", X, y, epsilon=0.0,
+                              attack=lambda net, X, y, epsilon: np.full_like(X, np.nan))
 
 
 def test_the_family_branches_on_no_model_type_and_imports_no_private_module():

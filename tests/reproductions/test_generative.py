@@ -164,7 +164,7 @@ def test_a4_patch_attack_and_elbo_purification():
     acc = {"clean": clean, "purified clean": clf.score(pfy.transform(Xte), yte)}
     assert clean >= 0.95 and acc["purified clean"] >= 0.70
     for method in ("pgd", "nag"):
-        X_adv = patch_attack(clf, Xte, yte, mask, method=method, n_iter=2048,
+        X_adv = patch_attack(clf, Xte, yte, mask, method=method, n_steps=2048,
                              step_size=1 / 255, random_state=0)
         X_pfy = pfy.transform(X_adv)
         acc[method] = clf.score(X_adv, yte)

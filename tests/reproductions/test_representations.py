@@ -148,14 +148,15 @@ def test_attacks_stay_in_the_box_and_the_ball(linear_softmax):
             assert X_adv.min() >= 0 and X_adv.max() <= 1
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        X_cw, _ = carlini_wagner_l2(net, X, y, steps=20)
+        X_cw, _ = carlini_wagner_l2(net, X, y, n_steps=20)
     assert X_cw.min() >= 0 and X_cw.max() <= 1
 
 
 def test_one_step_pgd_is_fgsm(linear_softmax):
     """PGD with T = 1, alpha = eps and no random start is eq. 3 exactly (spec 6.4c)."""
     net, X, y = linear_softmax
-    np.testing.assert_allclose(pgd(net, X, y, 0.2, steps=1, alpha=0.2, random_start=False),
+    np.testing.assert_allclose(pgd(net, X, y, 0.2, n_steps=1, step_size=0.2,
+                                   random_start=False),
                                fgsm(net, X, y, 0.2), rtol=0, atol=1e-7)
 
 
@@ -204,7 +205,7 @@ def test_canonical_detector_screens_mapped_networks(digits_nets):
     for seed in SEEDS:
         nets, X, y = digits_nets(seed)
         for target, source in (("CNN", "FFNN"), ("FFNN", "CNN")):
-            res = cross_model_detection(nets, target, X, y, eps=0.2, random_state=seed)
+            res = cross_model_detection(nets, target, X, y, epsilon=0.2, random_state=seed)
             src = res.sources[source]
             det = res.detector
             permuted = _auroc_of_map(det, res, source, target, (0, 1),
@@ -248,7 +249,7 @@ def test_pgd_and_cw_on_the_digits_ffnn(digits_nets):
     X_fgsm = fgsm(ffnn, X, y, 0.2)
     X_pgd = pgd(ffnn, X, y, 0.2, random_state=0)
     with pytest.warns(GeolearnWarning, match="never misclassified"):  # flagged in success
-        X_cw, success = carlini_wagner_l2(ffnn, X, y, c=1.0, steps=100)
+        X_cw, success = carlini_wagner_l2(ffnn, X, y, c=1.0, n_steps=100)
     assert module.training
     for p, g in zip(module.parameters(), grads):  # skorch leaves the last step's gradients
         assert (p.grad is None and g is None) or torch.equal(p.grad, g)

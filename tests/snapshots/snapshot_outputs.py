@@ -1908,21 +1908,21 @@ def _rep_cross_model(rec):
     rec.call("split_indices.custom", split_indices, y, (0.5, 0.25, 0.25), random_state=1)
     X, yy = _toy()
     net = _tanh_net(0)
-    rec.call("self", cross_model_detection, {"a": net, "b": net}, "a", X, yy, eps=0.3,
+    rec.call("self", cross_model_detection, {"a": net, "b": net}, "a", X, yy, epsilon=0.3,
              random_state=0)
     for key, kwargs in [
         ("fgsm", {}),
-        ("pgd", {"attack": "pgd", "attack_kwargs": {"steps": 3, "random_state": 0}}),
-        ("cw", {"attack": "cw", "attack_kwargs": {"steps": 3}}),
+        ("pgd", {"attack": "pgd", "attack_kwargs": {"n_steps": 3, "random_state": 0}}),
+        ("cw", {"attack": "cw", "attack_kwargs": {"n_steps": 3}}),
         ("adv_rows", {"map_rows": "adv", "eval_rows": "mapped_adv_vs_native_clean",
                       "alpha": 1.0}),
         ("fourier_phase", {"representation": "fourier_phase"}),
     ]:
         rec.call(key, cross_model_detection, {"a": _tanh_net(0), "b": _tanh_net(1)}, "a", X,
-                 yy, eps=0.3, random_state=0, **kwargs)
+                 yy, epsilon=0.3, random_state=0, **kwargs)
     rec.call("callable_attack", cross_model_detection, {"a": _tanh_net(0), "b": _tanh_net(1)},
-             "a", X, yy, eps=0.0, random_state=0,
-             attack=lambda net, X, y, eps: (np.clip(X + 0.5, 0, 1), None))
+             "a", X, yy, epsilon=0.0, random_state=0,
+             attack=lambda net, X, y, epsilon: (np.clip(X + 0.5, 0, 1), None))
 
 
 # =============================================================================== adversarial
@@ -1955,19 +1955,19 @@ def _adv_attacks(rec):
     rec.call("fgsm", fgsm, net, X, y, 0.1)
     rec.call("fgsm.batch7.noclip", fgsm, net, X, y, 0.1, batch_size=7, clip=None)
     rec.call("pgd", pgd, net, X, y, 0.1, random_state=0)
-    rec.call("pgd.no_random_start", pgd, net, X, y, 0.1, alpha=0.02, steps=5,
+    rec.call("pgd.no_random_start", pgd, net, X, y, 0.1, step_size=0.02, n_steps=5,
              random_start=False, batch_size=7)
-    rec.call("cw", carlini_wagner_l2, net, X, y, steps=5)
-    rec.call("cw.search", carlini_wagner_l2, net, X[:10], y[:10], c=0.5, kappa=0.1, steps=5,
+    rec.call("cw", carlini_wagner_l2, net, X, y, n_steps=5)
+    rec.call("cw.search", carlini_wagner_l2, net, X[:10], y[:10], c=0.5, kappa=0.1, n_steps=5,
              lr=0.05, binary_search_steps=2)
     torch.manual_seed(0)
     cnn = nn.Sequential(nn.Conv2d(1, 2, 3, padding=1), nn.Flatten(), nn.Linear(32, 3))
     Xi = np.random.default_rng(0).random((5, 16))
     yi = np.arange(5) % 3
     rec.call("fgsm.image_shape", fgsm, cnn, Xi, yi, 0.05, image_shape=(1, 4, 4))
-    rec.call("pgd.image_shape", pgd, cnn, Xi.reshape(5, 1, 4, 4), yi, 0.05, steps=3,
+    rec.call("pgd.image_shape", pgd, cnn, Xi.reshape(5, 1, 4, 4), yi, 0.05, n_steps=3,
              random_state=1)
-    rec.call("cw.image_shape", carlini_wagner_l2, cnn, Xi, yi, steps=3, image_shape=(1, 4, 4))
+    rec.call("cw.image_shape", carlini_wagner_l2, cnn, Xi, yi, n_steps=3, image_shape=(1, 4, 4))
 
 
 @case("adversarial.attacks.sklearn")
@@ -1986,8 +1986,8 @@ def _adv_attacks_sklearn(rec):
                                                                    random_state=0)), X, y)
     for key, model in [("mlp", mlp), ("pipeline", pipe)]:
         rec.call(f"{key}.fgsm", fgsm, model, X, y, 0.1)
-        rec.call(f"{key}.pgd", pgd, model, X, y, 0.1, steps=4, random_state=0)
-        rec.call(f"{key}.cw", carlini_wagner_l2, model, X[:10], y[:10], steps=4)
+        rec.call(f"{key}.pgd", pgd, model, X, y, 0.1, n_steps=4, random_state=0)
+        rec.call(f"{key}.cw", carlini_wagner_l2, model, X[:10], y[:10], n_steps=4)
     rf = RandomForestClassifier(n_estimators=3, random_state=0).fit(X, y)
     rec.call("random_forest.fgsm", fgsm, rf, X, y, 0.1)
 
@@ -2005,9 +2005,9 @@ def _adv_patch(rec):
     X = np.full((3, 4), 0.5)
     y = net(torch.as_tensor(X, dtype=torch.float32)).argmax(1).numpy()
     mask = np.array([True, True, False, False])
-    rec.call("linear", patch_attack, net, X, y, mask, n_iter=50, step_size=0.05,
+    rec.call("linear", patch_attack, net, X, y, mask, n_steps=50, step_size=0.05,
              random_start=False)
-    rec.call("linear.nag", patch_attack, net, X, y, mask, method="nag", n_iter=20,
+    rec.call("linear.nag", patch_attack, net, X, y, mask, method="nag", n_steps=20,
              step_size=0.05, random_state=0)
     torch.manual_seed(0)
     cnn = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(16, 8), torch.nn.Tanh(),
@@ -2015,9 +2015,9 @@ def _adv_patch(rec):
     Xi = np.random.default_rng(0).random((6, 16))
     yi = np.arange(6) % 3
     m = rectangular_patch_mask((4, 4), 1, 1, 2, 2)
-    rec.call("mlp.pgd", patch_attack, cnn, Xi, yi, m, n_iter=30, step_size=0.02,
+    rec.call("mlp.pgd", patch_attack, cnn, Xi, yi, m, n_steps=30, step_size=0.02,
              random_state=0)
-    rec.call("mlp.momentum", patch_attack, cnn, Xi, yi, m, n_iter=30, momentum=0.5,
+    rec.call("mlp.momentum", patch_attack, cnn, Xi, yi, m, n_steps=30, momentum=0.5,
              clip=(-1.0, 2.0), batch_size=4, random_state=1)
     rec.call("bad_mask", patch_attack, cnn, Xi, yi, np.zeros(16, bool))
 
@@ -2178,7 +2178,7 @@ def _gen_patch(rec):
     rec.call("mask.outside", rectangular_patch_mask, (8, 8), 0, 7, 8, 2)
     for method in ("pgd", "nag"):
         X_adv = rec.call(f"{method}", patch_attack, clf, X[:30], y[:30], mask, method=method,
-                         n_iter=15, step_size=0.05, random_state=0)
+                         n_steps=15, step_size=0.05, random_state=0)
         if X_adv is not None:
             rec.call(f"{method}.predict", clf.predict, X_adv)
 
