@@ -10,7 +10,8 @@
   wraps: prefit models are used as they are, unfitted ones are fitted.
 - :class:`SkorchTrainingMixin` is the one training route of the torch-trained
   estimators (skorch callbacks, ``module__``/``optimizer__`` settings,
-  ``warm_start``, ``net_class``).
+  ``warm_start``, ``net_class``); :class:`SkorchClassifierMixin` adds what its
+  classifiers share (input validation, ``classes_``, ``predict``).
 """
 
 from ._adapter import (
@@ -22,6 +23,7 @@ from ._adapter import (
     locked_jacfwd,
     locked_jvp,
 )
+from ._classifier import SkorchClassifierMixin, mlp_module
 from ._fitting import call_flat_if_refused, fit_or_use, is_prefit
 from ._response import RESPONSES, resolve_response, respond
 from ._sklearn import Affine, BinaryProba, affine_to_torch, mlp_to_torch
@@ -53,6 +55,7 @@ __all__ = [
     "ObjectiveNet",
     "QuietLog",
     "RaiseOnNonFiniteLoss",
+    "SkorchClassifierMixin",
     "SkorchTrainingMixin",
     "TensorDataset",
     "TrainingInterruptedWarning",
@@ -67,6 +70,7 @@ __all__ = [
     "is_prefit",
     "locked_jacfwd",
     "locked_jvp",
+    "mlp_module",
     "mlp_to_torch",
     "resolve_response",
     "respond",

@@ -415,12 +415,13 @@ def _mlp():
 def test_training_loss_is_the_mean_of_clean_and_adversarial_losses(adversary):
     X, y = make_circle_classification(40, random_state=0)
     clf = ManifoldAdversarialClassifier(_mlp(), adversary=adversary, manifold=SphereManifold(),
-                                        adv_epsilon=0.3, max_epochs=2, verbose=0).fit(X, y)
-    Xt, yt = torch.as_tensor(X), torch.as_tensor(y)
+                                        adv_epsilon=0.3, max_epochs=2).fit(X, y)
+    net = clf.net_
+    Xt, yt = torch.as_tensor(X, dtype=torch.float32), torch.as_tensor(y)
     clf.module_.train()
-    clean = clf.get_loss(clf.infer(Xt), yt, X=Xt, training=False)
-    total = clf.get_loss(clf.infer(Xt), yt, X=Xt, training=True)
-    adv = clf.history[-1, "batches", -1]["adv_loss"]
+    clean = net.get_loss(net.infer(Xt), yt, X=Xt, training=False)
+    total = net.get_loss(net.infer(Xt), yt, X=Xt, training=True)
+    adv = clf.history_[-1, "batches", -1]["adv_loss"]
     assert clf.module_.training
     assert float(total.detach()) == pytest.approx((float(clean.detach()) + adv) / 2, rel=1e-5)
     assert adv > float(clean.detach())  # the adversary raised the loss
@@ -428,7 +429,7 @@ def test_training_loss_is_the_mean_of_clean_and_adversarial_losses(adversary):
 
 def test_classifier_defaults_validation_clone_and_pickle():
     X, y = make_circle_classification(40, random_state=0)
-    clf = ManifoldAdversarialClassifier(_mlp(), max_epochs=3, verbose=0)
+    clf = ManifoldAdversarialClassifier(_mlp(), max_epochs=3)
     params = clf.get_params()
     assert (params["lr"], params["batch_size"], params["train_split"]) == (0.1, -1, None)
     assert params["optimizer"] is torch.optim.SGD

@@ -77,8 +77,7 @@ def circle(request):
     X_te = X_te.astype(np.float32)  # the examples are float32: exact zero moves stay zero
     start = time.perf_counter()
     with torch_threads(1):  # a small MLP: one thread is fastest beside other work
-        torch.manual_seed(0)
-        clf = ManifoldAdversarialClassifier(_circle_mlp, verbose=0).fit(X, y)
+        clf = ManifoldAdversarialClassifier(_circle_mlp, random_state=0).fit(X, y)
         trained = time.perf_counter()
         results = risk_curve(clf, X_te, y_te, manifold=SphereManifold(), epsilons=EPSILONS,
                              attack="auto", nnr="probe", random_state=0, return_examples=True)
