@@ -8,6 +8,7 @@ refused, DataFrames and their feature names), any labels (``classes_``), and
 """
 
 import copy
+import functools
 
 import numpy as np
 import torch
@@ -118,7 +119,8 @@ class SkorchClassifierMixin(SkorchTrainingMixin):
         """The module to train: the user's (a copy of an instance), or an MLP."""
         if self.module is None:
             sizes = check_hidden_sizes(self.hidden_layer_sizes, "hidden_layer_sizes")
-            return mlp_module(n_features, len(self.classes_), sizes)
+            # built by the net under the training seed: reproducible initial weights
+            return functools.partial(mlp_module, n_features, len(self.classes_), sizes)
         # an instance would keep its trained weights from one fit to the next
         return copy.deepcopy(self.module) if isinstance(self.module, torch.nn.Module) else self.module
 
@@ -137,7 +139,8 @@ class SkorchClassifierMixin(SkorchTrainingMixin):
         -------
         proba : ndarray of shape (n_samples, n_classes)
         """
-        return self.net_.predict_proba(self._check_X(X, reset=False))
+        X = self._check_X(X, reset=False)
+        return self.net_.predict_proba(X)
 
     def predict(self, X):
         """The most probable class of each row.
@@ -151,4 +154,5 @@ class SkorchClassifierMixin(SkorchTrainingMixin):
         y : ndarray of shape (n_samples,)
             Labels from ``classes_``.
         """
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+        proba = self.predict_proba(X)
+        return self.classes_[np.argmax(proba, axis=1)]

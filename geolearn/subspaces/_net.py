@@ -203,7 +203,7 @@ class SVBFNetClassifier(SkorchClassifierMixin, ClassifierMixin, BaseEstimator):
             check_scalar_param(getattr(self, name), name, low=0)
         check_scalar_param(self.T, "T", low=0, closed="neither")
         check_scalar_param(self.n_components, "n_components", kind="integer", low=1,
-                           high=X.shape[1])
+                           high=X.shape[1], closed="both")
         weights = {"alpha": self.alpha, "beta": self.beta, "gamma": self.gamma}
         if self._warm():
             self.net_.set_params(**weights)
