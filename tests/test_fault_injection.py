@@ -23,7 +23,13 @@ from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNetClassifier
 from torch import nn
 
-from geolearn.adversarial import carlini_wagner_l2, fgsm, patch_attack, pgd
+from geolearn.adversarial import (
+    ManifoldAdversarialClassifier,
+    carlini_wagner_l2,
+    fgsm,
+    patch_attack,
+    pgd,
+)
 from geolearn.diffeo import DiffeoStability, relative_stability, subspace_relative_stability
 from geolearn.invariance import (
     distribution_invariance,
@@ -39,6 +45,7 @@ from geolearn.polytopes import LocalLinearClustering, LocalLinearMap, ReLUPolyto
 from geolearn.representations import (
     CanonicalAdversarialDetector,
     NetworkRDM,
+    RDMRegularizedClassifier,
     TorchEmbedder,
     categorical_rdm,
     cross_model_detection,
@@ -239,7 +246,18 @@ CASES = {
     "make_rdm_scorer": (
         "call", lambda: _net(6, 3),
         lambda m: make_rdm_scorer(X6[:30], categorical_rdm(Y6[:30]), "3")(m, X6, Y6)),
+    "RDMRegularizedClassifier.fit": (
+        "fit", lambda: _net(6, 3),
+        lambda m: RDMRegularizedClassifier(m, rdm_layer="1", rdm_stimuli=X6[:12],
+                                           rdm_target=categorical_rdm(Y6[:12]), rdm_batch_size=6,
+                                           max_epochs=2, batch_size=16, random_state=0),
+        (X6, Y6)),
     # adversarial
+    "ManifoldAdversarialClassifier.fit": (
+        "fit", lambda: _net(6, 3),
+        lambda m: ManifoldAdversarialClassifier(m, adversary="ambient", adv_n_steps=2,
+                                                max_epochs=2, batch_size=16, random_state=0),
+        (X6, Y6)),
     "fgsm": ("call", lambda: _net(6, 3), lambda m: fgsm(m, X6, Y6, 0.1)),
     "pgd": ("call", lambda: _net(6, 3),
             lambda m: pgd(m, X6, Y6, 0.1, n_steps=3, random_state=0)),
