@@ -1650,14 +1650,15 @@ def _sub_svbf_net(rec):
     rec.estimator("parametrize", net, X, labels)
     if hasattr(net, "module_"):
         rec.call("parametrize.K", lambda: net.module_.node.K)
-        rec.add("parametrize.history", _history(net.history))
-        rec.call("parametrize.partial_fit", lambda: net.partial_fit(X, labels).predict_proba(X))
+        rec.add("parametrize.history", _history(net.history_))
+        rec.call("parametrize.partial_fit",
+                 lambda: net.set_params(warm_start=True).fit(X, labels).predict_proba(X))
     net = SVBFNetClassifier(n_components=2, orthogonality="penalty", detach=False,
                             objective="cos", lr=0.05, max_epochs=8, batch_size=16, verbose=0,
                             random_state=0)
     rec.estimator("penalty", net, X, y)
     if hasattr(net, "module_"):
-        rec.add("penalty.history", _history(net.history))
+        rec.add("penalty.history", _history(net.history_))
 
 
 @case("subspaces.SVBFNode")
