@@ -136,7 +136,7 @@ class RDMRegularizedNet(NeuralNetClassifier):
     """The skorch net of :class:`RDMRegularizedClassifier`: its loss adds the RDM term.
 
     The ``rdm_*`` arguments are the estimator's; the net checks them (with the
-    layer against its module) when it is initialised and before a warm
+    layer against its module) when its module is initialised and before a warm
     continuation. The subsets come from a ``numpy.random.Generator`` seeded by
     ``rdm_seed``, never from torch's generator.
     """
@@ -178,14 +178,13 @@ class RDMRegularizedNet(NeuralNetClassifier):
         as_model(unwrap_module(self.module_)).resolve_layer(self.rdm_layer)
         return stimuli, target
 
-    def initialize(self):
-        """Initialise the net (see skorch), validate the ``rdm_*`` arguments, seed the subsets."""
-        super().initialize()
-        try:
-            self._rdm_data_ = self._validated_rdm()
-        except BaseException:
-            self.initialized_ = False
-            raise
+    def initialize_module(self):
+        """Initialise the module (see skorch), check the ``rdm_*`` arguments, seed the subsets.
+
+        Here rather than in ``initialize``, which ``AccelerateMixin`` replaces.
+        """
+        super().initialize_module()
+        self._rdm_data_ = self._validated_rdm()
         self._rdm_rng_ = np.random.default_rng(self.rdm_seed)
         return self
 

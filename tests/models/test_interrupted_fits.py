@@ -144,7 +144,7 @@ class _RaiseOnCall(SVBFNet):
 
 @pytest.mark.parametrize("fault", ["callback", "module"])
 def test_svbf_net_fit_that_fails_leaves_it_unfitted(fault):
-    """SVBFNetClassifier (a skorch net itself) kept half-trained weights passing as fitted."""
+    """SVBFNetClassifier (then a skorch net itself) kept half-trained weights passing as fitted."""
     Xs, ys = _sets()
     _RaiseOnCall.calls = 0
     faulty = ({"callbacks": [RaiseAt(RuntimeError("injected fault"))]} if fault == "callback"
@@ -176,9 +176,9 @@ def test_svbf_net_interrupted_fit_keeps_its_weights_and_says_so():
         est.fit(Xs, ys)
     assert w[0].filename == __file__  # points at the user's call
     check_is_fitted(est)
-    assert len(est.history) == 2
+    assert len(est.history_) == 2
     assert est.predict_proba(Xs).shape == (20, 2)
-    dict(est.callbacks_)["RaiseAt"].epoch = 4  # interrupt the continued training too
+    dict(est.net_.callbacks_)["RaiseAt"].epoch = 4  # interrupt the continued training too
     with pytest.warns(TrainingInterruptedWarning, match="epoch 3 of 5"):
-        est.partial_fit(Xs, ys)
-    assert len(est.history) == 4
+        est.set_params(warm_start=True).fit(Xs, ys)
+    assert len(est.history_) == 4
