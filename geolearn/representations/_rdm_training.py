@@ -217,6 +217,29 @@ class RDMRegularizedNet(NeuralNetClassifier):
         super().on_train_end(net, **kwargs)
 
 
+#: scikit-learn's checks that fit tables of another width than the registered instance's
+#: 3-feature ``rdm_stimuli`` (most checks use 3 features)
+_OTHER_WIDTH_CHECKS = dict.fromkeys(
+    ["check_estimators_overwrite_params",
+     "check_estimators_fit_returns_self",
+     "check_readonly_memmap_input",
+     "check_n_features_in_after_fitting",
+     "check_positive_only_tag_during_fit",
+     "check_estimators_dtypes",
+     "check_dtype_object",
+     "check_classifier_data_not_an_array",
+     "check_classifiers_classes",
+     "check_classifiers_train",
+     "check_classifiers_train(readonly_memmap=True)",
+     "check_classifiers_train(readonly_memmap=True,X_dtype=float32)",
+     "check_fit2d_1feature",
+     "check_fit_idempotent",
+     "check_fit_check_is_fitted",
+     "check_n_features_in"],
+    "rdm_stimuli fix the width of X (they pass through the same module): fit refuses the "
+    "check's tables of another width with a ValueError naming rdm_stimuli")
+
+
 class RDMRegularizedClassifier(SkorchClassifierMixin, ClassifierMixin, BaseEstimator):
     """A classifier whose loss pulls a hidden layer's RDM towards a reference RDM.
 
@@ -304,28 +327,7 @@ class RDMRegularizedClassifier(SkorchClassifierMixin, ClassifierMixin, BaseEstim
 
     net_class = RDMRegularizedNet
 
-    # the registered instance's stimuli have 3 features, the width of most checks' tables
-    _WIDTH = ("rdm_stimuli fix the width of X (they pass through the same module): fit "
-              "refuses the check's tables of another width with a ValueError naming rdm_stimuli")
-    _expected_failed_checks = {
-        "check_estimators_overwrite_params": _WIDTH,
-        "check_estimators_fit_returns_self": _WIDTH,
-        "check_readonly_memmap_input": _WIDTH,
-        "check_n_features_in_after_fitting": _WIDTH,
-        "check_positive_only_tag_during_fit": _WIDTH,
-        "check_estimators_dtypes": _WIDTH,
-        "check_dtype_object": _WIDTH,
-        "check_classifier_data_not_an_array": _WIDTH,
-        "check_classifiers_classes": _WIDTH,
-        "check_classifiers_train": _WIDTH,
-        "check_classifiers_train(readonly_memmap=True)": _WIDTH,
-        "check_classifiers_train(readonly_memmap=True,X_dtype=float32)": _WIDTH,
-        "check_fit2d_1feature": _WIDTH,
-        "check_fit_idempotent": _WIDTH,
-        "check_fit_check_is_fitted": _WIDTH,
-        "check_n_features_in": _WIDTH,
-    }
-    del _WIDTH
+    _expected_failed_checks = _OTHER_WIDTH_CHECKS
 
     def __init__(self, module=None, *, rdm_layer, rdm_stimuli, rdm_target, rdm_weight=1.0,
                  rdm_batch_size=32, rdm_loss="pearson", hidden_layer_sizes=(16,),
