@@ -202,7 +202,7 @@ def bench_circle(n_per_sample, repeat):
 def bench_digits(n_per_sample, repeat):
     import torchattacks
 
-    from geolearn.adversarial import normal_attack, pgd_attack, risk_decomposition
+    from geolearn.adversarial import normal_attack, pgd, risk_decomposition
     from geolearn.demo.manifold_risk import digits_setup
 
     setup, t_fit = _timed(digits_setup)
@@ -220,9 +220,12 @@ def bench_digits(n_per_sample, repeat):
 
     # ambient and normal attacks, batched vs one sample at a time (same PGD, one restart)
     Xs, ys = X[:n_per_sample], y[:n_per_sample]
+    # the search for a misclassified point in each ball, from x (as the decomposition's)
+    search = dict(n_steps=40, random_start=False, stop_on_success=True, return_success=True,
+                  batch_size=512)
 
     def ours():
-        amb = pgd_attack(clf, Xs, ys, epsilon=0.5, random_state=0)[1]
+        amb = pgd(clf, Xs, ys, 0.5, norm="l2", clip=None, random_state=0, **search)[1]
         nor = normal_attack(clf, Xs, ys, manifold=manifold, epsilon=0.5, random_state=0)[1]
         std = clf.predict(Xs) != ys
         return {"std": std.mean(), "ambient": (std | amb).mean(), "normal": (std | nor).mean()}
@@ -243,13 +246,12 @@ def bench_digits(n_per_sample, repeat):
         X_peer = peer(Xt, yt)
         with torch.no_grad():
             peer_rate = float((image_net(X_peer).argmax(1) != yt).float().mean())
-        ok = pgd_attack(clf, X, y, epsilon=eps, norm=norm, clip=(0.0, 1.0), random_state=0)[1]
+        ok = pgd(clf, X, y, eps, norm=norm, random_state=0, **search)[1]
         print(f"  ambient {norm} eps {eps}: success ours {ok.mean():.3f} (any iterate), "
               f"torchattacks {peer_rate:.3f} (last iterate)", flush=True)
         compare(f"ambient PGD {norm} eps {eps}, 40 steps, {len(X)} digits vs torchattacks "
                 f"{peer_cls.__name__}",
-                lambda n=norm, e=eps: pgd_attack(clf, X, y, epsilon=e, norm=n, clip=(0.0, 1.0),
-                                                 random_state=0),
+                lambda n=norm, e=eps: pgd(clf, X, y, e, norm=n, random_state=0, **search),
                 lambda p=peer: p(Xt, yt), repeat=repeat)
     return t_dec
 

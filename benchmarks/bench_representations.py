@@ -75,7 +75,7 @@ def bench_attacks(n, repeat):
             lambda: fgsm(cnn, X, y, 0.2), lambda: peer(torchattacks.FGSM(cnn, eps=0.2)),
             repeat=repeat)
     compare(f"PGD eps=0.2, 10 steps, digits CNN ({n} images)",
-            lambda: pgd(cnn, X, y, 0.2, alpha=0.05, random_state=0),
+            lambda: pgd(cnn, X, y, 0.2, step_size=0.05, random_state=0),
             lambda: peer(torchattacks.PGD(cnn, eps=0.2, alpha=0.05, steps=10)),
             repeat=repeat)
 
@@ -119,7 +119,8 @@ def bench_protocol(repeat):
           f"{res.auroc_native:.3f}, FFNN mapped {res.sources['FFNN']['auroc_mapped']:.3f}",
           flush=True)
     compare("Algorithm 1 after training (attacks, embeddings, splits, SVM, map, scores)",
-            lambda: cross_model_detection(nets, "CNN", X_test, y_test, epsilon=0.2, random_state=0),
+            lambda: cross_model_detection(nets, "CNN", X_test, y_test, epsilon=0.2,
+                                          random_state=0),
             lambda: peer_detection(nets, "CNN", "FFNN", X_test, y_test, res.splits),
             repeat=repeat)
 

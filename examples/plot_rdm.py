@@ -87,11 +87,9 @@ def mlp():
                                torch.nn.Linear(128, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
 
 
-torch.manual_seed(0)
 clf = RDMRegularizedClassifier(
-    mlp, criterion=torch.nn.CrossEntropyLoss, optimizer=torch.optim.Adam, lr=1e-3,
-    max_epochs=20, batch_size=64, train_split=None, verbose=0,
-    rdm_layer="3", rdm_stimuli=X_ref, rdm_target=ref_rdm, rdm_random_state=0)
+    mlp, optimizer=torch.optim.Adam, lr=1e-3, max_epochs=20, batch_size=64,
+    rdm_layer="3", rdm_stimuli=X_ref, rdm_target=ref_rdm, random_state=0)
 search = GridSearchCV(clf, {"rdm_weight": [0.0, 0.3, 1.0]}, cv=2,
                       scoring=make_rdm_scorer(X_ref, ref_rdm, layer="3", method="pearson"))
 search.fit(X_train[fit_rows], y_train[fit_rows])

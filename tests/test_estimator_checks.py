@@ -20,27 +20,20 @@ def _building_blocks():
     objective function and is exercised through every estimator that uses it.
     ``MLDGNet`` is MetaManifoldAutoencoder's net: it trains on episodes that the
     estimator's sampler draws, and is exercised through that estimator.
-    ``RDMRegularizedClassifier`` is a skorch ``NeuralNetClassifier`` (so that with
-    ``rdm_weight=0`` it is exactly one): like every skorch net it passes its inputs to the
-    module as skorch does (no scikit-learn input validation, float64 rows into a float32
-    module), so most checks fail for skorch's reasons; its clone, pickle, GridSearchCV and
-    argument validation are tested in ``tests/representations/test_rdm_training.py``.
-    ``ManifoldAdversarialClassifier`` is a skorch ``NeuralNetClassifier`` for the same
-    reason. ``RiskDecomposition`` evaluates a prefit model on a manifold of fixed ambient
+    ``RiskDecomposition`` evaluates a prefit model on a manifold of fixed ambient
     dimension: the checks' tables change width and lie on no manifold. The manifold
     objects ``SphereManifold``, ``AffineManifold`` and ``LatentManifold`` describe a
     known manifold and have no ``fit``. Their clone, pickle, GridSearchCV (through
     ``make_risk_scorer``) and validation are tested in ``tests/adversarial/`` and
     ``tests/manifold/test_manifold_objects.py``.
     """
-    from geolearn.adversarial import ManifoldAdversarialClassifier, RiskDecomposition
+    from geolearn.adversarial import RiskDecomposition
     from geolearn.manifold import AffineManifold, LatentManifold, SphereManifold
     from geolearn.meta_learning import MLDGNet
     from geolearn.models import ObjectiveNet
-    from geolearn.representations import RDMRegularizedClassifier
 
-    return {ObjectiveNet, MLDGNet, RDMRegularizedClassifier, ManifoldAdversarialClassifier,
-            RiskDecomposition, AffineManifold, LatentManifold, SphereManifold}
+    return {ObjectiveNet, MLDGNet, RiskDecomposition, AffineManifold, LatentManifold,
+            SphereManifold}
 
 
 def public_estimator_classes():

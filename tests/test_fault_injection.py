@@ -23,7 +23,13 @@ from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNetClassifier
 from torch import nn
 
-from geolearn.adversarial import carlini_wagner_l2, fgsm, patch_attack, pgd
+from geolearn.adversarial import (
+    ManifoldAdversarialClassifier,
+    carlini_wagner_l2,
+    fgsm,
+    patch_attack,
+    pgd,
+)
 from geolearn.diffeo import DiffeoStability, relative_stability, subspace_relative_stability
 from geolearn.invariance import (
     distribution_invariance,
@@ -39,6 +45,7 @@ from geolearn.polytopes import LocalLinearClustering, LocalLinearMap, ReLUPolyto
 from geolearn.representations import (
     CanonicalAdversarialDetector,
     NetworkRDM,
+    RDMRegularizedClassifier,
     TorchEmbedder,
     categorical_rdm,
     cross_model_detection,
@@ -198,12 +205,12 @@ CASES = {
     # manifold
     "OnManifoldPGD.generate": (
         "method", lambda: _net(2, 2),
-        lambda m: OnManifoldPGD(m, tangent="jacobian", intrinsic_dim=1, max_iter=5,
+        lambda m: OnManifoldPGD(m, tangent="jacobian", intrinsic_dim=1, n_steps=5,
                                 cidm_params={"n_eigenpairs": 10}, random_state=0),
         (X2, Y2), lambda e: e.generate(X2[:4], y=Y2[:4]).X_adv),
     "OnManifoldPGD.fit(unfitted skorch net)": (
         "fit", lambda: _skorch(_net(2, 2)),
-        lambda m: OnManifoldPGD(m, tangent="jacobian", intrinsic_dim=1, max_iter=5,
+        lambda m: OnManifoldPGD(m, tangent="jacobian", intrinsic_dim=1, n_steps=5,
                                 cidm_params={"n_eigenpairs": 10}, random_state=0), (X2f, Y2)),
     # polytopes
     "ReLUPolytopes.fit(unfitted skorch net)": (
@@ -239,11 +246,24 @@ CASES = {
     "make_rdm_scorer": (
         "call", lambda: _net(6, 3),
         lambda m: make_rdm_scorer(X6[:30], categorical_rdm(Y6[:30]), "3")(m, X6, Y6)),
+    "RDMRegularizedClassifier.fit": (
+        "fit", lambda: _net(6, 3),
+        lambda m: RDMRegularizedClassifier(m, rdm_layer="1", rdm_stimuli=X6[:12],
+                                           rdm_target=categorical_rdm(Y6[:12]), rdm_batch_size=6,
+                                           max_epochs=2, batch_size=16, random_state=0),
+        (X6, Y6)),
     # adversarial
+    "ManifoldAdversarialClassifier.fit": (
+        "fit", lambda: _net(6, 3),
+        lambda m: ManifoldAdversarialClassifier(m, adversary="ambient", adv_n_steps=2,
+                                                max_epochs=2, batch_size=16, random_state=0),
+        (X6, Y6)),
     "fgsm": ("call", lambda: _net(6, 3), lambda m: fgsm(m, X6, Y6, 0.1)),
-    "pgd": ("call", lambda: _net(6, 3), lambda m: pgd(m, X6, Y6, 0.1, steps=3, random_state=0)),
+    "pgd": ("call", lambda: _net(6, 3),
+            lambda m: pgd(m, X6, Y6, 0.1, n_steps=3, random_state=0)),
     "carlini_wagner_l2": (
-        "call", lambda: _net(6, 3), lambda m: carlini_wagner_l2(m, X6[:8], Y6[:8], n_steps=3)[0]),
+        "call", lambda: _net(6, 3),
+        lambda m: carlini_wagner_l2(m, X6[:8], Y6[:8], n_steps=3)[0]),
     "patch_attack": (
         "call", lambda: _net(6, 3),
         lambda m: patch_attack(m, X6, Y6, np.arange(6) < 2, n_steps=3, batch_size=16,

@@ -53,7 +53,7 @@ TABULAR = [
     ("as_model.input_gradient", lambda X: as_model(MLP).input_gradient(X, targets=Y)),
     ("jacobian_sigma_max", lambda X: jacobian_sigma_max(MLP, X, reduction="none")),
     ("fgsm", lambda X: fgsm(MLP, X, Y, 0.1)),
-    ("pgd", lambda X: pgd(MLP, X, Y, 0.1, steps=2, random_start=False)),
+    ("pgd", lambda X: pgd(MLP, X, Y, 0.1, n_steps=2, random_start=False)),
     ("carlini_wagner_l2", lambda X: carlini_wagner_l2(MLP, X, Y, n_steps=2)[0]),
     ("patch_attack", lambda X: patch_attack(MLP, X, Y, MASK, n_steps=2, random_state=0)),
     ("PullbackMetric", lambda X: PullbackMetric(MLP).metric(X)),

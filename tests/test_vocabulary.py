@@ -79,13 +79,7 @@ _ATTACK_NAME = re.compile(r"attack|pgd|fgsm|carlini|purif", re.IGNORECASE)
 
 #: APIs rewritten on a parallel branch (the three NeuralNet classifiers and the PGDs);
 #: strict xfail, so the entry must go once they follow the vocabulary.
-PENDING = {
-    "fgsm": "eps, device=None: the attack rewrite settles the PGD/FGSM signatures",
-    "pgd": "eps, alpha, steps, device=None: the attack rewrite settles them",
-    "OnManifoldPGD": "max_iter: the attack rewrite settles the PGDs' step counts",
-    "RDMRegularizedClassifier": "rdm_random_state: the NeuralNet classifiers' rewrite",
-    "SVBFNetClassifier": "device='cpu': the NeuralNet classifiers' rewrite",
-}
+PENDING = {}
 
 
 def violations(obj):

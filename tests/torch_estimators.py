@@ -5,6 +5,7 @@ Shared by the accelerate tests and the GPU suite.
 
 import numpy as np
 
+from geolearn.adversarial import ManifoldAdversarialClassifier
 from geolearn.disentanglement import DisentangledAttributeAutoencoder
 from geolearn.generative import (
     ChartAutoencoder,
@@ -18,7 +19,8 @@ from geolearn.generative import (
 from geolearn.invariance import InvariantClassifier
 from geolearn.meta_learning import MetaManifoldAutoencoder
 from geolearn.ood import InpaintingOODDetector
-from geolearn.subspaces import CentroidSoftmaxClassifier
+from geolearn.representations import RDMRegularizedClassifier, compute_rdm
+from geolearn.subspaces import CentroidSoftmaxClassifier, SVBFNetClassifier
 
 
 def transforming_mnist(n=128):
@@ -30,6 +32,8 @@ def transforming_mnist(n=128):
 
 
 TINY = {"hidden_layer_sizes": (8,), "batch_size": 32, "random_state": 0}
+#: reference stimuli of RDMRegularizedClassifier, of the width of the "labelled" table
+STIMULI = np.random.default_rng(1).uniform(size=(10, 6))
 
 #: Every SkorchTrainingMixin estimator, small, with the data it fits (images or rows).
 TORCH_ESTIMATORS = [
@@ -51,21 +55,33 @@ TORCH_ESTIMATORS = [
     (InpaintingOODDetector(hidden_layer_sizes=(8,), n_timesteps=50, n_inference_steps=4,
                            n_reconstructions=2, n_blocks=2, max_epochs=2, batch_size=32,
                            random_state=0), "rows"),
+    (ManifoldAdversarialClassifier(adversary="ambient", adv_n_steps=2, max_epochs=2,
+                                   batch_size=16, random_state=0), "labelled"),
+    (RDMRegularizedClassifier(rdm_layer="1", rdm_stimuli=STIMULI,
+                              rdm_target=compute_rdm(STIMULI, metric="euclidean"),
+                              rdm_batch_size=5, max_epochs=2, batch_size=16, random_state=0),
+     "labelled"),
+    (SVBFNetClassifier(n_components=1, max_epochs=2, batch_size=16, random_state=0), "sets"),
 ]
 IDS = [type(est).__name__ for est, _ in TORCH_ESTIMATORS]
 
 
 def data(kind):
-    """``(X, y)`` of a kind: "images", their flat "rows", "lines", "table", "attributes"."""
+    """``(X, y)`` of a kind: "images", their flat "rows", "lines", unit "sets", "table",
+    "labelled" (the table with two classes), "attributes"."""
     rng = np.random.default_rng(0)
     if kind in ("images", "rows"):
         X, y = transforming_mnist()
         X, y = X[:64], y[:64]
         return (X, y) if kind == "images" else (X.reshape(len(X), -1), y)
-    if kind == "lines":  # rows of one-dimensional subspaces of R^3, two classes
+    if kind in ("lines", "sets"):  # rows of one-dimensional subspaces of R^3, two classes
         X = rng.normal(size=(40, 3))
+        if kind == "sets":  # unit rows: orthonormal bases of the lines
+            X /= np.linalg.norm(X, axis=1, keepdims=True)
         return X, (X[:, 0] ** 2 > X[:, 1] ** 2).astype(int)
     X = rng.uniform(size=(48, 6)).astype(np.float32)
+    if kind == "labelled":
+        return X, (X[:, 0] > 0.5).astype(int)
     return X, (rng.integers(0, 2, size=(48, 2)) if kind == "attributes" else None)
 
 

@@ -431,16 +431,6 @@ def check_mask(mask, n_features, name="mask"):
     return mask.ravel()
 
 
-def check_positive(value, name, *, strict=True, integer=False):
-    """:func:`check_scalar_param` with a bound of 0, for the attacks being rewritten.
-
-    Only ``adversarial/_attacks.py``, ``_pgd.py`` and ``_manifold_training.py`` still
-    call it; remove it once they call :func:`check_scalar_param`.
-    """
-    return check_scalar_param(value, name, kind="integer" if integer else "real", low=0,
-                              closed="neither" if strict else "left")
-
-
 def check_diagram(diagram, name="diagram"):
     """Return a persistence diagram as a float64 ``(m, 2)`` array of (birth, death) rows.
 

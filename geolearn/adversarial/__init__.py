@@ -4,8 +4,9 @@ Every attack works on any differentiable classifier that :func:`geolearn.models.
 accepts (torch modules, fitted skorch nets, scikit-learn MLPs, fitted estimators that train
 a torch module such as :class:`geolearn.generative.VAEClassifier`). They take inputs in a box
 ``clip=(lo, hi)``; FGSM, PGD and Carlini-Wagner return float32 arrays shaped like their
-input, :func:`patch_attack` float64 rows. :func:`pgd_attack` is the same PGD loop with L2 or
-L-infinity balls, restarts, a margin loss and a per-sample projection hook.
+input, :func:`patch_attack` float64 rows. :func:`pgd` searches L2 or L-infinity balls, with
+restarts, a margin loss, a per-sample projection hook and, with ``stop_on_success``, the
+first misclassified point of each ball; :func:`fgsm` is its one-step case.
 
 The manifold decomposition ("Manifold-driven decomposition for adversarial robustness",
 Frontiers in Computer Science, 2024): :func:`risk_decomposition` measures the standard,
@@ -19,11 +20,11 @@ Dependencies: this package imports ``geolearn.manifold`` (one way) for its manif
 objects (:class:`geolearn.manifold.SphereManifold` and friends); no other family.
 """
 
-from ._attacks import carlini_wagner_l2, fgsm, patch_attack, pgd
+from ._attacks import carlini_wagner_l2, patch_attack
 from ._manifold_attacks import in_manifold_attack, normal_attack
 from ._manifold_training import ManifoldAdversarialClassifier
 from ._pessimistic import make_pessimistic_example
-from ._pgd import pgd_attack
+from ._pgd import fgsm, pgd
 from ._risk import (
     RiskDecomposition,
     RiskDecompositionResult,
@@ -44,7 +45,6 @@ __all__ = [
     "normal_attack",
     "patch_attack",
     "pgd",
-    "pgd_attack",
     "risk_curve",
     "risk_decomposition",
 ]

@@ -1,4 +1,4 @@
-"""Gradient attacks on any differentiable classifier: FGSM, PGD, Carlini-Wagner L2, patches.
+"""Carlini-Wagner L2 and patch attacks on any differentiable classifier (FGSM, PGD: ``_pgd``).
 
 Every attack reaches its model through :func:`geolearn.models.as_model`, so it works
 on a ``torch.nn.Module``, a fitted skorch net, a converted scikit-learn MLP or a
@@ -19,19 +19,11 @@ import torch
 import torch.nn.functional as F
 from sklearn.utils import check_random_state
 
-from .._utils import check_numeric_array, iter_batches, to_numpy
+from .._utils import check_numeric_array, check_scalar_param, iter_batches, to_numpy
 from ..exceptions import GeolearnWarning
 from ..models import as_model
-from ._pgd import pgd_loop
-from ._validation import (
-    check_clip,
-    check_in_box,
-    check_labels,
-    check_logits,
-    check_mask,
-    check_model_inputs,
-    check_positive,
-)
+from ._pgd import prepare_attack
+from ._validation import check_clip, check_in_box, check_logits, check_mask
 
 
 def cross_entropy(logits, y):
@@ -44,162 +36,9 @@ def cross_entropy(logits, y):
     return F.cross_entropy(logits, y, reduction="sum")
 
 
-def signed_step(x_adv, grad, alpha, lo, hi, *, ball=None):
-    """Ascent step ``x_adv + alpha * sign(grad)``, projected back onto the constraints.
-
-    ``ball=(x, eps)`` first projects onto the L-infinity ball ``||x' - x|| <= eps``
-    (eq. 4 of the linear-mapping paper); the result is then clipped to ``[lo, hi]``.
-    """
-    if ball is None:
-        return (x_adv + alpha * grad.sign()).clamp(lo, hi)
-    x, eps = ball
-    delta = (x_adv - x + alpha * grad.sign()).clamp(-eps, eps)
-    return (x + delta).clamp(lo, hi)
-
-
-class _Attack:
-    """Validated inputs of one attack call and the batched loop that runs it."""
-
-    def __init__(self, purpose, model, X, y, clip, image_shape, batch_size, device):
-        self.model = as_model(model, device=device)
-        self.model.require_gradients(purpose)
-        self.lo, self.hi = check_clip(clip, allow_none=purpose != "carlini_wagner_l2")
-        self.shape = np.shape(X)
-        self.X = check_model_inputs(X, image_shape)
-        check_in_box(self.X, self.lo, self.hi)
-        self.y = check_labels(y, len(self.X))
-        self.batch_size = check_positive(batch_size, "batch_size", integer=True)
-        self.logits = self.model.feature_fn(None)
-        #: gradient of the summed cross-entropy with respect to the inputs, ``(x, y) -> g``
-        self.input_gradient = self.model.input_gradient_fn(cross_entropy)
-
-    def logits_of(self, x, y):
-        z = self.logits(x)
-        check_logits(z, y)
-        return z
-
-    def run(self, attack_batch, *extra):
-        """Apply ``attack_batch(x, y, *extra_batch)`` batch by batch; float32 in ``X``'s layout."""
-        out = np.empty(self.X.shape, dtype=np.float32)
-        m = self.model
-        with m.frozen(), torch.enable_grad():
-            for sl in iter_batches(len(self.X), self.batch_size):
-                x = m.to_tensor(self.X[sl])
-                y = torch.as_tensor(self.y[sl], device=m.device)
-                out[sl] = to_numpy(attack_batch(x, y, *(e[sl] for e in extra)))
-        return out.reshape(self.shape)
-
-
-def fgsm(model, X, y, eps, *, clip=(0.0, 1.0), image_shape=None, batch_size=256, device=None):
-    """Fast gradient sign method: one signed gradient step of size ``eps``.
-
-    ``x' = clip(x + eps * sign(grad_x J(x, y)), lo, hi)`` with ``J`` the
-    cross-entropy of the model's logits and the true labels (Goodfellow et
-    al., 2015; eq. 3 of the linear-mapping paper), ``sign(0) = 0``.
-
-    Parameters
-    ----------
-    model : torch.nn.Module, fitted skorch net or differentiable sklearn model
-        Outputs logits ``(n, n_classes)``; seen through :func:`geolearn.models.as_model`.
-        Any input normalisation must be part of its forward pass.
-    X : array-like of shape (n, ...)
-        Clean inputs in the box ``clip``, in the model's layout, or flat rows
-        with ``image_shape``.
-    y : array-like of int, shape (n,)
-        True labels in ``[0, n_classes)``.
-    eps : float
-        L-infinity budget, in the units of the input box (>= 0).
-    clip : (float, float) or None, default=(0.0, 1.0)
-        The input box ``(lo, hi)``; inputs outside it raise. ``None``: no box
-        (eq. 3 of the paper as printed).
-    image_shape : tuple of int, optional
-        ``(C, H, W)`` to fold flat rows into images before the forward pass.
-    batch_size : int, default=256
-    device : str or torch.device, optional
-        Checked against the model's device (a model is never moved); batches go
-        to the model's device.
-
-    Returns
-    -------
-    X_adv : ndarray of float32, shaped like ``X``
-
-    Examples
-    --------
-    >>> import numpy as np, torch
-    >>> from geolearn.adversarial import fgsm
-    >>> net = torch.nn.Linear(4, 3)
-    >>> X = np.full((2, 4), 0.5, dtype=np.float32)
-    >>> X_adv = fgsm(net, X, [0, 2], eps=0.1)
-    >>> bool(np.abs(X_adv - X).max() <= 0.1 + 1e-6)
-    True
-    """
-    check_positive(eps, "eps", strict=False)
-    a = _Attack("fgsm", model, X, y, clip, image_shape, batch_size, device)
-
-    def step(x, t):
-        return signed_step(x, a.input_gradient(x, t), eps, a.lo, a.hi)
-
-    return a.run(step)
-
-
-def pgd(model, X, y, eps, *, alpha=None, steps=10, random_start=True, clip=(0.0, 1.0),
-        image_shape=None, batch_size=256, device=None, random_state=None):
-    """Projected gradient descent in the L-infinity ball (Madry et al., 2018).
-
-    ``delta_{t+1} = P(delta_t + alpha * sign(grad_x J(x + delta_t, y)))`` where
-    ``P`` clips to ``[-eps, eps]`` and then to the box ``[lo - x, hi - x]``
-    (eq. 4 of the linear-mapping paper). With ``steps=1``, ``alpha=eps`` and
-    ``random_start=False`` it is exactly :func:`fgsm`.
-
-    Parameters
-    ----------
-    model, X, y, eps, clip, image_shape, batch_size, device
-        As in :func:`fgsm` (``clip=None``: only the eps-ball, eq. 4 as printed).
-    alpha : float, optional
-        Step size (> 0); default ``2.5 * eps / steps``.
-    steps : int, default=10
-        Number of gradient steps (>= 1).
-    random_start : bool, default=True
-        Start from ``delta_0 ~ U[-eps, eps]`` (clipped to the box) instead of 0.
-    random_state : int, RandomState instance or None, default=None
-        Seeds the random start (drawn in numpy, so results do not depend on
-        ``batch_size`` or the device).
-
-    Returns
-    -------
-    X_adv : ndarray of float32, shaped like ``X``
-
-    Examples
-    --------
-    >>> import torch
-    >>> from geolearn.adversarial import fgsm, pgd
-    >>> net = torch.nn.Linear(4, 3)
-    >>> X, y = torch.rand(2, 4).numpy(), [0, 2]
-    >>> X_adv = pgd(net, X, y, eps=0.1, steps=5, random_state=0)
-    >>> float(abs(X_adv - X).max()) <= 0.1 + 1e-6
-    True
-    >>> one_step = pgd(net, X, y, eps=0.1, alpha=0.1, steps=1, random_start=False)
-    >>> bool((one_step == fgsm(net, X, y, eps=0.1)).all())
-    True
-    """
-    check_positive(eps, "eps", strict=False)
-    check_positive(steps, "steps", integer=True)
-    alpha = 2.5 * eps / steps if alpha is None else check_positive(alpha, "alpha")
-    a = _Attack("pgd", model, X, y, clip, image_shape, batch_size, device)
-    if random_start:
-        rng = check_random_state(random_state)
-        delta0 = rng.uniform(-eps, eps, size=a.X.shape).astype(np.float32)
-    else:
-        delta0 = np.zeros(a.X.shape, dtype=np.float32)
-
-    def attack(x, t, d0):
-        # the package's one PGD loop, returning the last iterate
-        return pgd_loop(lambda x_adv, tt, _: (a.input_gradient(x_adv, tt), None), x, t,
-                        epsilon=eps, norm="linf", step_size=alpha, n_steps=steps,
-                        init=a.model.to_tensor(d0), box=(a.lo, a.hi),
-                        stop_on_success=False)[0].detach()
-
-    return a.run(attack, delta0)
+def signed_step(x_adv, grad, step_size, lo, hi):
+    """Ascent step ``x_adv + step_size * sign(grad)``, clipped to ``[lo, hi]``."""
+    return (x_adv + step_size * grad.sign()).clamp(lo, hi)
 
 
 def carlini_wagner_l2(model, X, y, *, c=1.0, kappa=0.0, n_steps=100, lr=0.01,
@@ -217,7 +56,7 @@ def carlini_wagner_l2(model, X, y, *, c=1.0, kappa=0.0, n_steps=100, lr=0.01,
     Parameters
     ----------
     model, X, y, image_shape, batch_size, device
-        As in :func:`fgsm`.
+        As in :func:`pgd`.
     clip : (float, float), default=(0.0, 1.0)
         The input box; required (the tanh change of variables needs it).
     c : float, default=1.0
@@ -252,23 +91,28 @@ def carlini_wagner_l2(model, X, y, *, c=1.0, kappa=0.0, n_steps=100, lr=0.01,
     >>> X_adv.shape, success.dtype
     ((2, 4), dtype('bool'))
     """
-    _check_cw_params(c, kappa, n_steps, lr, binary_search_steps)
-    a = _Attack("carlini_wagner_l2", model, X, y, clip, image_shape, batch_size, device)
-    success = np.zeros(len(a.X), dtype=bool)
-    X_adv = a.run(lambda x, t, rows: _cw_batch(a, x, t, rows, success, c=c, kappa=kappa,
-                                               n_steps=n_steps, lr=lr,
-                                               bisections=binary_search_steps),
-                  np.arange(len(a.X)))
+    _check_cw_params(c, kappa, n_steps, lr, binary_search_steps, batch_size)
+    clf, X, flat, t, box = prepare_attack(model, X, y, clip=clip, image_shape=image_shape,
+                                          device=device, purpose="carlini_wagner_l2",
+                                          allow_no_box=False)
+    X_adv, success = np.empty(flat.shape, dtype=np.float32), np.zeros(len(flat), dtype=bool)
+    with clf.model.frozen(), torch.enable_grad():
+        for sl in iter_batches(len(flat), batch_size):
+            x, target = clf.to_tensor(flat[sl]), torch.as_tensor(t[sl], device=clf.device)
+            X_adv[sl], success[sl] = map(to_numpy, _cw_batch(
+                clf, box, x, target, c=c, kappa=kappa, n_steps=n_steps, lr=lr,
+                bisections=binary_search_steps))
     _warn_cw_failures(success)
-    return X_adv, success
+    return X_adv.reshape(X.shape), success
 
 
-def _check_cw_params(c, kappa, n_steps, lr, binary_search_steps):
-    check_positive(c, "c")
-    check_positive(kappa, "kappa", strict=False)
-    check_positive(n_steps, "n_steps", integer=True)
-    check_positive(lr, "lr")
-    check_positive(binary_search_steps, "binary_search_steps", strict=False, integer=True)
+def _check_cw_params(c, kappa, n_steps, lr, binary_search_steps, batch_size):
+    check_scalar_param(c, "c", low=0, closed="neither")
+    check_scalar_param(kappa, "kappa", low=0)
+    check_scalar_param(n_steps, "n_steps", kind="integer", low=1)
+    check_scalar_param(lr, "lr", low=0, closed="neither")
+    check_scalar_param(binary_search_steps, "binary_search_steps", kind="integer", low=0)
+    check_scalar_param(batch_size, "batch_size", kind="integer", low=1)
 
 
 def _warn_cw_failures(success):
@@ -288,12 +132,10 @@ def _tanh_box(w, lo, hi):
     return lo + (hi - lo) * (torch.tanh(w) + 1) / 2
 
 
-def _cw_batch(a, x, t, rows, success, *, c, kappa, n_steps, lr, bisections):
-    """C&W on one batch: the best iterates after the runs and the bisection of ``c``.
-
-    Sets ``success[rows]`` to whether a misclassified iterate was found.
-    """
-    w0 = torch.atanh((2 * (x - a.lo) / (a.hi - a.lo) - 1).clamp(-1 + 1e-6, 1 - 1e-6))
+def _cw_batch(clf, box, x, t, *, c, kappa, n_steps, lr, bisections):
+    """C&W on one batch: ``(best iterates, whether a misclassified iterate was found)``."""
+    lo, hi = box
+    w0 = torch.atanh((2 * (x - lo) / (hi - lo) - 1).clamp(-1 + 1e-6, 1 - 1e-6))
     const = torch.full((len(x),), float(c), dtype=x.dtype, device=x.device)
     lower = torch.zeros_like(const)
     upper = torch.full_like(const, float("inf"))
@@ -301,19 +143,18 @@ def _cw_batch(a, x, t, rows, success, *, c, kappa, n_steps, lr, bisections):
     best = x.clone()
     found = torch.zeros(len(x), dtype=torch.bool, device=x.device)
     for _ in range(max(1, bisections)):
-        last, run_found, best_l2 = _cw_run(a, x, t, w0, const, best, best_l2, kappa=kappa,
-                                           n_steps=n_steps, lr=lr)
+        last, run_found, best_l2 = _cw_run(clf, box, x, t, w0, const, best, best_l2,
+                                           kappa=kappa, n_steps=n_steps, lr=lr)
         best[~found & ~run_found] = last[~found & ~run_found]
         found |= run_found
         # bisection of c: shrink where the run succeeded, grow where it failed
         upper = torch.where(run_found, torch.minimum(upper, const), upper)
         lower = torch.where(run_found, lower, torch.maximum(lower, const))
         const = torch.where(torch.isinf(upper), const * 10, (lower + upper) / 2)
-    success[rows] = to_numpy(found)
-    return best
+    return best, found
 
 
-def _cw_run(a, x, t, w0, const, best, best_l2, *, kappa, n_steps, lr):
+def _cw_run(clf, box, x, t, w0, const, best, best_l2, *, kappa, n_steps, lr):
     """One C&W run of ``n_steps`` Adam steps from ``w0``; updates ``best`` in place.
 
     Adam here is the attack's optimiser over the perturbation ``w`` (the model is
@@ -325,8 +166,8 @@ def _cw_run(a, x, t, w0, const, best, best_l2, *, kappa, n_steps, lr):
     optimizer = torch.optim.Adam([w], lr=lr)
     run_found = torch.zeros(len(x), dtype=torch.bool, device=x.device)
     for _ in range(n_steps):
-        x_adv = _tanh_box(w, a.lo, a.hi)
-        z = a.logits_of(x_adv, t)
+        x_adv = _tanh_box(w, *box)
+        z = clf.logits(x_adv)
         l2 = (x_adv - x).flatten(1).pow(2).sum(1)
         improved = (z.argmax(1) != t) & (l2 < best_l2)
         best_l2 = torch.where(improved, l2.detach(), best_l2)
@@ -338,7 +179,7 @@ def _cw_run(a, x, t, w0, const, best, best_l2, *, kappa, n_steps, lr):
         optimizer.zero_grad()
         w.grad = torch.autograd.grad(loss, w)[0]
         optimizer.step()
-    return _tanh_box(w, a.lo, a.hi).detach(), run_found, best_l2
+    return _tanh_box(w, *box).detach(), run_found, best_l2
 
 
 def patch_attack(estimator, X, y, mask, *, method="pgd", n_steps=2048, step_size=1 / 255,
@@ -414,8 +255,8 @@ def _check_patch_inputs(model, X, y, mask, method, n_steps, step_size, clip):
     X = model.check_input(check_numeric_array(X, dtype=np.float64))
     if method not in ("pgd", "nag"):
         raise ValueError(f"method must be 'pgd' or 'nag'; got {method!r}.")
-    check_positive(n_steps, "n_steps", integer=True)
-    check_positive(step_size, "step_size")
+    check_scalar_param(n_steps, "n_steps", kind="integer", low=1)
+    check_scalar_param(step_size, "step_size", low=0, closed="neither")
     lo, hi = check_clip(clip)
     check_in_box(X, lo, hi)
     mask = check_mask(mask, X.shape[1])

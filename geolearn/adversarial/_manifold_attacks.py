@@ -475,7 +475,7 @@ def normal_attack(model, X, y, *, epsilon, manifold=None, tangent_bases=None, me
     Parameters
     ----------
     model : torch.nn.Module, fitted skorch net or differentiable sklearn model
-        As in :func:`pgd_attack` ("grid" needs only predictions).
+        As in :func:`pgd` ("grid" needs only predictions).
     X : array-like of shape (n, D) or (n, C, H, W)
     y : array-like of shape (n,)
     epsilon : float
@@ -486,7 +486,7 @@ def normal_attack(model, X, y, *, epsilon, manifold=None, tangent_bases=None, me
         Known orthonormal tangent bases instead of a manifold.
     method : {"pgd", "grid"}, default="pgd"
     n_steps, step_size, n_restarts, loss, batch_size, device, random_state
-        As in :func:`pgd_attack`.
+        As in :func:`pgd`.
     grid_step : float, optional
         Grid resolution; default ``epsilon / 20``.
     image_shape : tuple of int, optional
@@ -568,7 +568,7 @@ def in_manifold_attack(model, X, y, *, manifold, epsilon, method="auto", n_steps
     Parameters
     ----------
     model : torch.nn.Module, fitted skorch net or differentiable sklearn model
-        As in :func:`pgd_attack` ("grid" needs only predictions).
+        As in :func:`pgd` ("grid" needs only predictions).
     X : array-like of shape (n, D) or (n, C, H, W)
     y : array-like of shape (n,)
     manifold : manifold object
@@ -577,7 +577,7 @@ def in_manifold_attack(model, X, y, *, manifold, epsilon, method="auto", n_steps
         The budget (> 0), an ambient distance.
     method : {"auto", "grid", "tangent_pgd", "project", "latent"}, default="auto"
     n_steps, step_size, n_restarts, loss, batch_size, device, random_state
-        As in :func:`pgd_attack`.
+        As in :func:`pgd`.
     grid_step : float, optional
         Ambient grid resolution; default ``epsilon / 20``.
     image_shape : tuple of int, optional

@@ -2,84 +2,30 @@
 
 import numpy as np
 import torch
+from sklearn.base import BaseEstimator, ClassifierMixin
 from skorch import NeuralNetClassifier
 from skorch.callbacks import PassthroughScoring
 from skorch.utils import to_tensor
 
-from .._utils import check_choice, check_positive, to_numpy, torch_threads
-from ..models._internal import RaiseOnNonFiniteLoss
+from .._utils import check_choice, check_scalar_param, to_numpy, torch_threads
+from ..models import SkorchClassifierMixin
 from ._manifold_attacks import in_manifold_core, is_latent, normal_projection
 from ._pgd import NORMS, SMALL_MODEL, Classifier, pgd_loop
 
 ADVERSARIES = ("none", "ambient", "normal", "in_manifold")
 
 
-class ManifoldAdversarialClassifier(NeuralNetClassifier):
-    """A skorch classifier trained on clean and adversarial examples of a chosen kind.
+class ManifoldAdversarialNet(NeuralNetClassifier):
+    """The skorch net of :class:`ManifoldAdversarialClassifier`: its loss attacks each batch.
 
-    On every training batch the module (in eval mode, parameters frozen) is
-    attacked: ``"ambient"`` by PGD in the ``adv_norm`` ball of ``adv_epsilon``
-    (last iterate, Madry et al.), ``"normal"`` by PGD in each sample's normal
-    disk (L2), ``"in_manifold"`` by in-manifold PGD at budget
-    ``adv_in_manifold_factor * adv_epsilon`` (tangent steps, or latent steps for
-    a :class:`~geolearn.manifold.LatentManifold`). The loss is the mean of the
-    clean and adversarial criteria: the mean loss over the concatenation of
-    clean and adversarial batches, as in the paper's reference code (batch-norm
-    layers see the two halves in separate passes). The objective lives in
-    ``get_loss``, so skorch's ``train_step`` (and mixins such as
-    ``AccelerateMixin``) compose with it; ``history`` records ``adv_loss``.
-
-    Defaults follow the paper's synthetic runs: plain SGD, ``lr=0.1``,
-    ``max_epochs=1000``, one full batch, no validation split. Inputs are
-    float32 ``(n, D)``, labels int64 class indices.
-
-    Parameters
-    ----------
-    module : torch.nn.Module class or instance
-        Returns logits ``(n, C)``.
-    *args
-        skorch's positional arguments.
-    adversary : {"none", "ambient", "normal", "in_manifold"}, default="none"
-    adv_epsilon : float, default=0.1
-    adv_norm : {"l2", "linf"}, default="l2"
-        Of the ambient adversary (normal and in-manifold balls are L2).
-    adv_n_steps : int, default=10
-    adv_in_manifold_factor : float, default=2.0
-        The in-manifold budget in units of ``adv_epsilon`` (the paper trains on ``2 eps``).
-    manifold : manifold object, optional
-        Needed by the normal and in-manifold adversaries.
-    criterion, optimizer, lr, max_epochs, batch_size, train_split
-        As for skorch, with the defaults above (cross-entropy on logits).
-    **kwargs
-        Any other skorch argument (``callbacks``, ``device``, ``module__*``, ...).
-
-    Attributes
-    ----------
-    module_, history, classes_ :
-        As for skorch.
-
-    Examples
-    --------
-    >>> import torch
-    >>> from geolearn.adversarial import ManifoldAdversarialClassifier
-    >>> from geolearn.datasets import make_circle_classification
-    >>> from geolearn.manifold import SphereManifold
-    >>> X, y = make_circle_classification(100, random_state=0)
-    >>> _ = torch.manual_seed(0)
-    >>> net = torch.nn.Sequential(torch.nn.Linear(2, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
-    >>> clf = ManifoldAdversarialClassifier(net, adversary="normal", manifold=SphereManifold(),
-    ...                                     max_epochs=5, verbose=0).fit(X, y)
-    >>> len(clf.history), "adv_loss" in clf.history[-1]
-    (5, True)
+    On training batches ``get_loss`` is the mean of the clean and adversarial
+    criteria; ``history`` records ``adv_loss``. The ``adv_*`` arguments and
+    ``manifold`` are those of the estimator, which validates them.
     """
 
-    def __init__(self, module, *args, adversary="none", adv_epsilon=0.1, adv_norm="l2",
-                 adv_n_steps=10, adv_in_manifold_factor=2.0, manifold=None,
-                 criterion=torch.nn.CrossEntropyLoss, optimizer=torch.optim.SGD, lr=0.1,
-                 max_epochs=1000, batch_size=-1, train_split=None, **kwargs):
-        super().__init__(module, *args, criterion=criterion, optimizer=optimizer, lr=lr,
-                         max_epochs=max_epochs, batch_size=batch_size, train_split=train_split,
-                         **kwargs)
+    def __init__(self, *args, adversary="none", adv_epsilon=0.1, adv_norm="l2", adv_n_steps=10,
+                 adv_in_manifold_factor=2.0, manifold=None, **kwargs):
+        super().__init__(*args, **kwargs)
         self.adversary = adversary
         self.adv_epsilon = adv_epsilon
         self.adv_norm = adv_norm
@@ -91,24 +37,8 @@ class ManifoldAdversarialClassifier(NeuralNetClassifier):
         callbacks = list(super().get_default_callbacks())
         at = next((i for i, (name, _) in enumerate(callbacks) if name == "print_log"),
                   len(callbacks))
-        callbacks[at:at] = [("adv_loss", PassthroughScoring(name="adv_loss", on_train=True)),
-                            ("finite_loss", RaiseOnNonFiniteLoss())]
+        callbacks.insert(at, ("adv_loss", PassthroughScoring(name="adv_loss", on_train=True)))
         return callbacks
-
-    def _check_adversary(self):
-        check_choice(self.adversary, "adversary", ADVERSARIES)
-        check_positive(self.adv_epsilon, "adv_epsilon")
-        check_choice(self.adv_norm, "adv_norm", NORMS)
-        check_positive(self.adv_n_steps, "adv_n_steps", integer=True)
-        check_positive(self.adv_in_manifold_factor, "adv_in_manifold_factor")
-        if self.adversary in ("normal", "in_manifold") and self.manifold is None:
-            raise ValueError(f"adversary={self.adversary!r} needs a manifold (e.g. "
-                             "geolearn.manifold.SphereManifold()).")
-
-    def initialize(self):
-        """Validate the ``adv_*`` parameters, then initialise the net (see skorch)."""
-        self._check_adversary()
-        return super().initialize()
 
     def partial_fit(self, X, y=None, classes=None, **fit_params):
         """Train (see skorch); small CPU modules train on one torch thread (many tiny ops)."""
@@ -160,3 +90,157 @@ class ManifoldAdversarialClassifier(NeuralNetClassifier):
                               norm=norm, step_size=2.5 * eps / steps, n_steps=steps,
                               projection=projection, stop_on_success=False)
         return out.detach().reshape(x.shape)
+
+
+class ManifoldAdversarialClassifier(SkorchClassifierMixin, ClassifierMixin, BaseEstimator):
+    """A classifier trained on clean and adversarial examples of a chosen kind.
+
+    On every training batch the module (in eval mode, parameters frozen) is
+    attacked: ``"ambient"`` by PGD in the ``adv_norm`` ball of ``adv_epsilon``
+    (last iterate, Madry et al.), ``"normal"`` by PGD in each sample's normal
+    disk (L2), ``"in_manifold"`` by in-manifold PGD at budget
+    ``adv_in_manifold_factor * adv_epsilon`` (tangent steps, or latent steps for
+    a :class:`~geolearn.manifold.LatentManifold`). The loss is the mean of the
+    clean and adversarial criteria: the mean loss over the concatenation of
+    clean and adversarial batches, as in the paper's reference code (batch-norm
+    layers see the two halves in separate passes). The objective lives in the
+    ``get_loss`` of its skorch net (:attr:`net_class`, a
+    ``ManifoldAdversarialNet``), so skorch's ``train_step`` (and mixins such as
+    ``AccelerateMixin``) compose with it; ``history_`` records ``adv_loss``.
+    Training runs through geolearn's one route for torch estimators
+    (:class:`geolearn.models.SkorchClassifierMixin`).
+
+    Defaults follow the paper's synthetic runs: plain SGD, ``lr=0.1``,
+    ``max_epochs=1000``, one full batch, no validation split.
+
+    Parameters
+    ----------
+    module : torch.nn.Module class or instance, default=None
+        Returns logits ``(n, C)`` of flat rows. ``None``: a ReLU MLP of
+        ``hidden_layer_sizes``. An instance is copied at every fit.
+    adversary : {"none", "ambient", "normal", "in_manifold"}, default="none"
+    adv_epsilon : float, default=0.1
+    adv_norm : {"l2", "linf"}, default="l2"
+        Of the ambient adversary (normal and in-manifold balls are L2).
+    adv_n_steps : int, default=10
+    adv_in_manifold_factor : float, default=2.0
+        The in-manifold budget in units of ``adv_epsilon`` (the paper trains on ``2 eps``).
+    manifold : manifold object, optional
+        Needed by the normal and in-manifold adversaries.
+    hidden_layer_sizes : tuple of int, default=(16,)
+        Of the MLP built when ``module=None``.
+    criterion, optimizer : torch class, default=CrossEntropyLoss, SGD
+        As for skorch (cross-entropy on logits).
+    lr : float, default=0.1
+    max_epochs : int, default=1000
+    batch_size : int, default=-1
+        ``-1``: one full batch.
+    train_split : callable or None, default=None
+        skorch's validation split.
+    callbacks : list of skorch callbacks, optional
+    warm_start : bool, default=False
+        A second ``fit`` continues training the fitted net.
+    device : str, torch.device or None, default="auto"
+    verbose : int, default=0
+    random_state : int, RandomState instance or None, default=None
+        Seeds the initial weights (of a module class or the MLP) and the batch order.
+    **net_params
+        skorch's prefixed settings (``module__*``, ``optimizer__*``, ...) and
+        ``net_class``.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    n_features_in_ : int
+    history_ : skorch.History
+        Per epoch ``train_loss`` and ``adv_loss``.
+    net_, module_, device_
+        The fitted skorch net, its module and device.
+
+    Examples
+    --------
+    >>> from geolearn.adversarial import ManifoldAdversarialClassifier
+    >>> from geolearn.datasets import make_circle_classification
+    >>> from geolearn.manifold import SphereManifold
+    >>> X, y = make_circle_classification(100, random_state=0)
+    >>> clf = ManifoldAdversarialClassifier(adversary="normal", manifold=SphereManifold(),
+    ...                                     max_epochs=5, random_state=0).fit(X, y)
+    >>> len(clf.history_), "adv_loss" in clf.history_[-1]
+    (5, True)
+    """
+
+    net_class = ManifoldAdversarialNet
+
+    def __init__(self, module=None, *, adversary="none", adv_epsilon=0.1, adv_norm="l2",
+                 adv_n_steps=10, adv_in_manifold_factor=2.0, manifold=None,
+                 hidden_layer_sizes=(16,), criterion=torch.nn.CrossEntropyLoss,
+                 optimizer=torch.optim.SGD, lr=0.1, max_epochs=1000, batch_size=-1,
+                 train_split=None, callbacks=None, warm_start=False, device="auto", verbose=0,
+                 random_state=None, **net_params):
+        self.module = module
+        self.adversary = adversary
+        self.adv_epsilon = adv_epsilon
+        self.adv_norm = adv_norm
+        self.adv_n_steps = adv_n_steps
+        self.adv_in_manifold_factor = adv_in_manifold_factor
+        self.manifold = manifold
+        self.hidden_layer_sizes = hidden_layer_sizes
+        self.criterion = criterion
+        self.optimizer = optimizer
+        self.lr = lr
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.train_split = train_split
+        self.callbacks = callbacks
+        self.warm_start = warm_start
+        self.device = device
+        self.verbose = verbose
+        self.random_state = random_state
+        self._set_net_params(net_params)
+
+    def _check_adversary(self, n_features):
+        check_choice(self.adversary, "adversary", ADVERSARIES)
+        check_scalar_param(self.adv_epsilon, "adv_epsilon", low=0, closed="neither")
+        check_choice(self.adv_norm, "adv_norm", NORMS)
+        check_scalar_param(self.adv_n_steps, "adv_n_steps", kind="integer", low=1)
+        check_scalar_param(self.adv_in_manifold_factor, "adv_in_manifold_factor", low=0, closed="neither")
+        if self.adversary in ("normal", "in_manifold"):
+            if self.manifold is None:
+                raise ValueError(f"adversary={self.adversary!r} needs a manifold (e.g. "
+                                 "geolearn.manifold.SphereManifold()).")
+            if self.manifold.ambient_dim != n_features:
+                raise ValueError(f"manifold.ambient_dim={self.manifold.ambient_dim} but X has "
+                                 f"{n_features} features.")
+
+    def fit(self, X, y):
+        """Train on clean and adversarial examples of ``X``.
+
+        With ``warm_start=True`` and a fitted net, training continues for
+        ``max_epochs`` more epochs.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self : ManifoldAdversarialClassifier
+        """
+        X, y = self._fit_data(X, y)
+        self._check_adversary(X.shape[1])
+        adversary = {name: getattr(self, name) for name in (
+            "adversary", "adv_epsilon", "adv_norm", "adv_n_steps", "adv_in_manifold_factor",
+            "manifold")}
+        if self._warm():  # the adv_* settings may have changed since
+            self.net_.set_params(**adversary)
+        self._fit_net(self._module(X.shape[1]), X, y, seed=self.random_state,
+                      max_epochs=self.max_epochs, criterion=self.criterion,
+                      optimizer=self.optimizer, train_split=self.train_split,
+                      **adversary)
+        return self._after_fit()
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = self.random_state is None
+        return tags

@@ -1,8 +1,8 @@
 """The package's one PGD loop: L2 or L-infinity balls, restarts, a per-sample projection hook.
 
-:func:`pgd_attack` (the "exists an adversarial point" attack of the manifold
-risk decomposition) and :func:`geolearn.adversarial.pgd` (Madry et al.'s last
-iterate) both run :func:`pgd_loop`. The normal attack is this loop with a
+:func:`pgd` (Madry et al.'s last iterate or, with ``stop_on_success``, the "exists
+an adversarial point" attack of the manifold risk decomposition), :func:`fgsm` (one
+step of it) and the manifold attacks all run :func:`pgd_loop`. The normal attack is this loop with a
 projection onto each sample's normal space; the classifier is seen through
 :class:`Classifier`, which wraps :func:`geolearn.models.as_model`.
 """
@@ -13,18 +13,21 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from sklearn.utils import check_random_state
+
 from .._utils import (
     check_choice,
     check_image_shape,
+    check_images,
     check_numeric_array,
-    check_positive,
+    check_scalar_param,
     iter_batches,
     row_seeds,
     to_numpy,
     torch_threads,
 )
 from ..models import as_model
-from ._validation import check_clip
+from ._validation import check_clip, check_in_box
 
 NORMS = ("l2", "linf")
 LOSSES = ("ce", "margin")
@@ -76,6 +79,10 @@ class Classifier:
             z = torch.as_tensor(self.model.forward(to_numpy(x).reshape(len(x), *self.shape)))
         else:
             z = self._f(x.reshape(len(x), *self.shape))
+        if z.ndim == 0 or len(z) != len(x):
+            raise ValueError("the model must output logits of shape (n_samples, n_classes) or "
+                             f"scores of shape (n_samples,); got output of shape "
+                             f"{tuple(z.shape)} for {len(x)} samples.")
         z = z.reshape(len(x), -1) if z.ndim > 2 or z.ndim == 1 else z
         if z.shape[1] == 1:
             z = torch.cat([torch.zeros_like(z), z], dim=1)
@@ -156,16 +163,18 @@ def pgd_loop(grad_wrong, x, t, *, epsilon, norm="l2", step_size, n_steps, starts
 
     ``grad_wrong(x, t, need_grad) -> (gradient of the summed loss, wrong)``
     gives both from one forward pass. Restart 0 starts at ``delta = init``
-    (default 0); ``starts`` holds the random starts of the
-    later restarts as ``(directions, radii)`` batch tensors. L2 step:
+    (default 0; a ``(directions, radii)`` pair is a random start as below);
+    ``starts`` holds the random starts of the later restarts as
+    ``(directions, radii)`` batch tensors. L2 step:
     ``delta += step g / ||g||`` (rows with ``g = 0`` skip it), then the
     projection hook, then ``delta *= min(1, eps / ||delta||)``; L-infinity:
     ``clip(delta + step sign(g), -eps, eps)``. Inputs stay in ``box``.
 
     ``stop_on_success``: a row succeeds when any iterate of any restart is
     wrong (with ``require_move``: and differs from ``x``); it keeps that first
-    point and is masked out of further steps. Otherwise the last iterate is
-    returned (Madry et al.'s PGD).
+    point and is masked out of further steps. Otherwise a row succeeds when the
+    last iterate of a restart is wrong, and keeps the last iterate of its
+    first successful restart, else of the last restart (Madry et al.'s PGD).
 
     ``projection(v, rows) -> v`` is applied to gradients before normalisation
     and to ``delta`` after each step (``rows``: the batch's global row indices);
@@ -184,21 +193,26 @@ def pgd_loop(grad_wrong, x, t, *, epsilon, norm="l2", step_size, n_steps, starts
     found = torch.zeros(B, dtype=torch.bool, device=x.device)
     out = x.clone()
     k = D if ball_dim is None else ball_dim
+    def random_start(d, u):
+        """A uniform start in the ball (L2: projected direction, radius ``u^(1/k)``)."""
+        if norm == "linf":
+            return d * epsilon
+        d = d if projection is None else projection(d, rows[idx.cpu()])
+        scale = radius * u ** (1 / k)
+        return d / _row_norm(d).clamp_min(1e-30) * scale.view(_row_norm(d).shape)
+
     for r in range(1 + len(starts)):
-        idx = (~found).nonzero()[:, 0] if stop_on_success else torch.arange(B, device=x.device)
+        idx = (~found).nonzero()[:, 0]
         if len(idx) == 0:
             break
         xs, ts = x[idx], t[idx]
-        if r == 0:
-            delta = torch.zeros_like(xs) if init is None else init[idx]
+        if r == 0 and init is None:
+            delta = torch.zeros_like(xs)
+        elif r == 0 and isinstance(init, torch.Tensor):
+            delta = init[idx]
         else:
-            d, u = starts[r - 1][0][idx], starts[r - 1][1][idx]
-            if norm == "l2":
-                d = d if projection is None else projection(d, rows[idx.cpu()])
-                scale = radius * u ** (1 / k)
-                delta = d / _row_norm(d).clamp_min(1e-30) * scale.view(_row_norm(d).shape)
-            else:
-                delta = d * epsilon
+            d, u = init if r == 0 else starts[r - 1]
+            delta = random_start(d[idx], u[idx])
         x_adv = (xs + delta).clamp(lo, hi)
         for step in range(n_steps + 1 if stop_on_success else n_steps):
             g, bad = grad_wrong(x_adv, ts, step < n_steps)
@@ -227,21 +241,26 @@ def pgd_loop(grad_wrong, x, t, *, epsilon, norm="l2", step_size, n_steps, starts
                 delta = projection(delta, sub)
             x_adv = (xs + project_l2(delta, radius)).clamp(lo, hi)
         out[idx] = x_adv
+        if not stop_on_success and len(idx):
+            found[idx[grad_wrong(x_adv, ts, False)[1]]] = True
     return out, found
 
 
-def check_attack_params(epsilon, norm, n_steps, step_size, n_restarts, loss, batch_size):
+def check_attack_params(epsilon, norm, n_steps, step_size, n_restarts, loss, batch_size, *,
+                        allow_zero=False):
     """Validate the common attack parameters; return the step size."""
     if not isinstance(epsilon, (int, float, np.floating, np.integer)) or isinstance(
-            epsilon, bool) or not np.isfinite(epsilon) or epsilon <= 0:
-        raise ValueError(f"epsilon must be a finite number > 0; got {epsilon!r}.")
+            epsilon, bool) or not np.isfinite(epsilon) or epsilon < 0 or (
+            epsilon == 0 and not allow_zero):
+        raise ValueError(f"epsilon must be a finite number {'>=' if allow_zero else '>'} 0; "
+                         f"got {epsilon!r}.")
     check_choice(norm, "norm", NORMS)
-    check_positive(n_steps, "n_steps", integer=True)
-    check_positive(n_restarts, "n_restarts", integer=True)
+    check_scalar_param(n_steps, "n_steps", kind="integer", low=1)
+    check_scalar_param(n_restarts, "n_restarts", kind="integer", low=1)
     check_choice(loss, "loss", LOSSES)
-    check_positive(batch_size, "batch_size", integer=True)
-    return 2.5 * epsilon / n_steps if step_size is None else check_positive(step_size,
-                                                                            "step_size")
+    check_scalar_param(batch_size, "batch_size", kind="integer", low=1)
+    return 2.5 * epsilon / n_steps if step_size is None else check_scalar_param(
+        step_size, "step_size", low=0, closed="neither")
 
 
 def flat_inputs(X, image_shape=None, name="X"):
@@ -289,92 +308,217 @@ def label_indices(estimator, y, n, n_classes):
     return y.astype(np.int64)
 
 
-def pgd_attack(model, X, y, *, epsilon, norm="l2", n_steps=40, step_size=None, n_restarts=1,
-               loss="ce", clip=None, projection=None, batch_size=512, device="auto",
-               random_state=None):
-    """Untargeted PGD that reports whether each sample has an adversarial point in its ball.
+def pgd(model, X, y, epsilon, *, norm="linf", n_steps=10, step_size=None, n_restarts=1,
+        random_start=True, loss="ce", stop_on_success=False, return_success=False,
+        clip=(0.0, 1.0), projection=None, image_shape=None, batch_size=256, device="auto",
+        random_state=None):
+    """Projected gradient descent in an L-infinity or L2 ball (Madry et al., 2018).
 
-    Searches ``B_eps(x)`` (open L2 ball, or L-infinity box) for a point the
-    model misclassifies (ties count). Restart 0 starts at ``x``, later
-    restarts uniformly in the ball; a sample succeeds when any iterate of any
-    restart is misclassified, keeps its first such point and leaves the batch
-    (so a row's result depends only on the row, the model and
-    ``random_state``). Step: ``L2: delta += eta g / ||g||`` then
-    ``delta *= min(1, eps / ||delta||)``; ``L-infinity: clip(delta + eta sign(g))``.
+    Each step ascends the loss of the true label and projects back:
+    L-infinity ``delta <- clip(delta + step_size * sign(g), -epsilon, epsilon)``
+    (eq. 4 of the linear-mapping paper), L2 ``delta <- delta + step_size * g / ||g||``
+    then ``delta *= min(1, epsilon / ||delta||)`` (the open ball); inputs stay in
+    the box ``clip``. Restart 0 starts at ``x`` or, with ``random_start``, uniformly
+    in the ball; later restarts start uniformly in the ball. By default a row
+    returns the last iterate (of its first restart that misclassifies it, else
+    of the last restart); with ``stop_on_success`` it returns the first
+    misclassified iterate of any restart, the "is there an adversarial point in
+    the ball" search of the manifold risk decomposition. A row is misclassified
+    when ``z_y <= max_{j != y} z_j`` (ties count). With ``n_steps=1``,
+    ``step_size=epsilon`` and ``random_start=False`` it is exactly :func:`fgsm`.
 
     Parameters
     ----------
-    model : torch.nn.Module, fitted skorch net or differentiable sklearn model
-        Returns logits ``(n, C)`` or binary scores ``(n,)``/``(n, 1)`` (read as
-        logits ``(0, z)``); seen through :func:`geolearn.models.as_model`.
-    X : array-like of shape (n, D) or (n, C, H, W)
+    model : torch.nn.Module, fitted skorch net or estimator, or differentiable sklearn model
+        Outputs logits ``(n, n_classes)`` or binary scores ``(n,)``/``(n, 1)`` (read
+        as logits ``(0, z)``); seen through :func:`geolearn.models.as_model`. Any
+        input normalisation must be part of its forward pass.
+    X : array-like of shape (n, ...)
+        Clean inputs in the box ``clip``, in the model's layout, or flat rows with
+        ``image_shape``.
     y : array-like of shape (n,)
-        Labels: the model's ``classes_`` if it has them, else class indices.
+        True labels: the model's ``classes_`` when it has them, else class indices.
     epsilon : float
-        The budget (> 0).
-    norm : {"l2", "linf"}, default="l2"
-    n_steps : int, default=40
+        The budget (>= 0), in the units of the input box.
+    norm : {"linf", "l2"}, default="linf"
+    n_steps : int, default=10
+        Gradient steps per restart (>= 1).
     step_size : float, optional
         Default ``2.5 * epsilon / n_steps``.
     n_restarts : int, default=1
+    random_start : bool, default=True
+        Start restart 0 uniformly in the ball (clipped to the box) instead of at ``x``.
     loss : {"ce", "margin"}, default="ce"
-        Cross-entropy or ``max_{j != y} z_j - z_y`` (better against saturated scores).
-    clip : (float, float), optional
-        An input box.
+        Cross-entropy, or ``max_{j != y} z_j - z_y`` (better against saturated scores).
+    stop_on_success : bool, default=False
+        Return each row's first misclassified iterate instead of its last one.
+    return_success : bool, default=False
+        Also return whether each row was misclassified.
+    clip : (float, float) or None, default=(0.0, 1.0)
+        The input box ``(lo, hi)``; inputs outside it raise. ``None``: no box.
     projection : callable, optional
-        ``projection(v, rows) -> v`` on ``(b, D)`` tensors, ``rows`` the batch's
-        row indices into ``X``: applied to the gradient before normalisation and
-        to ``delta`` after each step (L2 only). :func:`normal_attack` is PGD with
-        the projection onto each sample's normal space.
-    batch_size : int, default=512
-    device : str, default="auto"
-        Checked against the model's device (a model is never moved).
-    random_state : int, RandomState instance or None
-        Seeds the random restarts, per row.
+        ``projection(v, rows) -> v`` on flat ``(b, D)`` tensors, ``rows`` the batch's
+        row indices into ``X``: applied to the gradient before normalisation, to
+        random starts and to ``delta`` after each step (L2 only).
+        :func:`normal_attack` is this PGD with the projection onto each sample's
+        normal space.
+    image_shape : tuple of int, optional
+        ``(C, H, W)`` to fold flat rows into images before the forward pass.
+    batch_size : int, default=256
+    device : str or torch.device, default="auto"
+        Checked against the model's device (a model is never moved); batches go
+        to the model's device.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the random start of restart 0 (drawn in numpy for all rows at once,
+        so results do not depend on ``batch_size`` or the device) and, per row,
+        those of the later restarts.
 
     Returns
     -------
-    X_adv : ndarray of float32, shape (n, D)
-        The first misclassified point found, else the last iterate.
+    X_adv : ndarray of float32, shaped like ``X``
     success : ndarray of bool, shape (n,)
+        Only with ``return_success``: whether ``X_adv`` is misclassified.
+
+    See Also
+    --------
+    fgsm : one signed gradient step.
+    normal_attack, in_manifold_attack : PGD restricted to the normal space or the manifold.
 
     Examples
     --------
     >>> import torch
-    >>> from geolearn.adversarial import pgd_attack
-    >>> net = torch.nn.Linear(2, 1, bias=False)
+    >>> from geolearn.adversarial import fgsm, pgd
+    >>> net = torch.nn.Linear(4, 3)
+    >>> X, y = torch.rand(2, 4).numpy(), [0, 2]
+    >>> X_adv = pgd(net, X, y, epsilon=0.1, n_steps=5, random_state=0)
+    >>> float(abs(X_adv - X).max()) <= 0.1 + 1e-6
+    True
+    >>> one_step = pgd(net, X, y, epsilon=0.1, step_size=0.1, n_steps=1, random_start=False)
+    >>> bool((one_step == fgsm(net, X, y, epsilon=0.1)).all())
+    True
+
+    Is there a misclassified point within L2 distance 0.1 of each row?
+
+    >>> lin = torch.nn.Linear(2, 1, bias=False)
     >>> with torch.no_grad():
-    ...     _ = net.weight.copy_(torch.tensor([[1.0, 0.0]]))
-    >>> X_adv, ok = pgd_attack(net, [[0.05, 0.0], [0.5, 0.0]], [1, 1], epsilon=0.1)
+    ...     _ = lin.weight.copy_(torch.tensor([[1.0, 0.0]]))
+    >>> X_adv, ok = pgd(lin, [[0.05, 0.0], [0.5, 0.0]], [1, 1], epsilon=0.1, norm="l2",
+    ...                 n_steps=40, random_start=False, stop_on_success=True,
+    ...                 return_success=True, clip=None)
     >>> ok.tolist(), bool(X_adv[0, 0] <= 0)
     ([True, False], True)
     """
-    step = check_attack_params(epsilon, norm, n_steps, step_size, n_restarts, loss, batch_size)
-    lo, hi = check_clip(clip, allow_none=True)
+    step = check_attack_params(epsilon, norm, n_steps, step_size, n_restarts, loss, batch_size,
+                               allow_zero=True)
     if projection is not None and norm != "l2":
         raise ValueError("projection needs norm='l2' (a projected L-infinity box is no box).")
-    X, shape = flat_inputs(X)
-    clf = Classifier(model, X.shape[1], shape, device)
-    clf.require_gradients("pgd_attack")
-    t = label_indices(getattr(clf.model, "estimator", model), y, len(X), clf.n_classes())
-    return run_attack(clf, X, t, epsilon=epsilon, norm=norm, step_size=step, n_steps=n_steps,
-                      n_restarts=n_restarts, loss=loss, box=(lo, hi), projection=projection,
-                      batch_size=batch_size, random_state=random_state, stream="pgd")
+    return _pgd(model, X, y, epsilon=epsilon, norm=norm, n_steps=n_steps, step_size=step,
+                n_restarts=n_restarts, random_start=random_start, loss=loss,
+                stop_on_success=stop_on_success, return_success=return_success, clip=clip,
+                projection=projection, image_shape=image_shape, batch_size=batch_size,
+                device=device, random_state=random_state, purpose="pgd")
+
+
+def fgsm(model, X, y, epsilon, *, clip=(0.0, 1.0), image_shape=None, batch_size=256,
+         device="auto"):
+    """Fast gradient sign method: one signed gradient step of size ``epsilon``.
+
+    ``x' = clip(x + epsilon * sign(grad_x J(x, y)), lo, hi)`` with ``J`` the
+    cross-entropy of the model's logits and the true labels (Goodfellow et
+    al., 2015; eq. 3 of the linear-mapping paper), ``sign(0) = 0``: :func:`pgd`
+    with ``n_steps=1``, ``step_size=epsilon`` and ``random_start=False``.
+
+    Parameters
+    ----------
+    model, X, y, clip, image_shape, batch_size, device
+        As in :func:`pgd` (``clip=None``: no box, eq. 3 of the paper as printed).
+    epsilon : float
+        L-infinity budget, in the units of the input box (>= 0).
+
+    Returns
+    -------
+    X_adv : ndarray of float32, shaped like ``X``
+
+    Examples
+    --------
+    >>> import numpy as np, torch
+    >>> from geolearn.adversarial import fgsm
+    >>> net = torch.nn.Linear(4, 3)
+    >>> X = np.full((2, 4), 0.5, dtype=np.float32)
+    >>> X_adv = fgsm(net, X, [0, 2], epsilon=0.1)
+    >>> bool(np.abs(X_adv - X).max() <= 0.1 + 1e-6)
+    True
+    """
+    check_attack_params(epsilon, "linf", 1, None, 1, "ce", batch_size, allow_zero=True)
+    return _pgd(model, X, y, epsilon=epsilon, norm="linf", n_steps=1, step_size=epsilon,
+                n_restarts=1, random_start=False, loss="ce", stop_on_success=False,
+                return_success=False, clip=clip, projection=None, image_shape=image_shape,
+                batch_size=batch_size, device=device, random_state=None, purpose="fgsm")
+
+
+def prepare_attack(model, X, y, *, clip, image_shape, device, purpose, allow_no_box=True):
+    """The validated inputs of an attack: ``(classifier, X, flat rows, labels, (lo, hi))``.
+
+    ``X`` is float64 in its own layout (the per-row seeds of random restarts hash
+    the values as given); the flat rows ``(n, D)`` are folded into the model's
+    per-sample shape (``X``'s, or ``image_shape``) by the :class:`Classifier`.
+    Labels are class indices (mapped through the model's ``classes_``).
+    """
+    lo, hi = check_clip(clip, allow_none=allow_no_box)
+    X = check_numeric_array(X, dtype=np.float64, allow_nd=True)
+    check_in_box(X, lo, hi)
+    shape = X.shape[1:] if image_shape is None else check_images(X[:1], image_shape).shape[1:]
+    flat = X.reshape(len(X), -1)
+    clf = Classifier(model, flat.shape[1], shape, device)
+    clf.model.require_gradients(purpose)
+    t = label_indices(getattr(clf.model, "estimator", model), y, len(flat), clf.n_classes())
+    return clf, X, flat, t, (lo, hi)
+
+
+def _pgd(model, X, y, *, epsilon, norm, n_steps, step_size, n_restarts, random_start, loss,
+         stop_on_success, return_success, clip, projection, image_shape, batch_size, device,
+         random_state, purpose):
+    """:func:`pgd` with validated attack parameters."""
+    clf, X, flat, t, (lo, hi) = prepare_attack(model, X, y, clip=clip, image_shape=image_shape,
+                                               device=device, purpose=purpose)
+    init = None
+    if random_start:
+        rng = check_random_state(random_state)
+        if norm == "linf":
+            init = rng.uniform(-epsilon, epsilon, size=flat.shape).astype(np.float32)
+        else:
+            init = (rng.standard_normal(flat.shape).astype(np.float32),
+                    rng.uniform(size=len(flat)).astype(np.float32))
+    X_adv, success = run_attack(clf, flat, t, epsilon=epsilon, norm=norm, step_size=step_size,
+                                n_steps=n_steps, n_restarts=n_restarts, loss=loss,
+                                batch_size=batch_size, random_state=random_state, stream="pgd",
+                                box=(lo, hi), projection=projection, init=init,
+                                stop_on_success=stop_on_success)
+    X_adv = X_adv.reshape(X.shape)
+    return (X_adv, success) if return_success else X_adv
 
 
 def run_attack(clf, X, t, *, epsilon, norm, step_size, n_steps, n_restarts, loss, batch_size,
                random_state, stream, box=(-np.inf, np.inf), projection=None, open_ball=True,
-               require_move=False, ball_dim=None):
-    """:func:`pgd_loop` over batches of validated rows; ``(X_adv float32, success)``."""
+               require_move=False, ball_dim=None, init=None, stop_on_success=True):
+    """:func:`pgd_loop` over batches of validated rows; ``(X_adv float32, success)``.
+
+    ``init``: restart 0's start for all rows, a ``(n, D)`` delta or a
+    ``(directions, radii)`` pair of arrays (default: ``X`` itself).
+    """
     dirs, radii = random_directions(X, n_restarts, random_state, stream, norm)
     X_adv, success = np.empty(X.shape, np.float32), np.zeros(len(X), bool)
     with clf.model.frozen(), torch_threads(clf.threads):
         for sl in iter_batches(len(X), batch_size):
             starts = [(clf.to_tensor(d[sl]), clf.to_tensor(r[sl])) for d, r in zip(dirs, radii)]
-            out, ok = pgd_loop(partial(clf.grad_wrong, loss=loss), clf.to_tensor(X[sl]), torch.as_tensor(t[sl], device=clf.device),
+            first = (None if init is None else clf.to_tensor(init[sl])
+                     if isinstance(init, np.ndarray) else tuple(clf.to_tensor(v[sl]) for v in init))
+            out, ok = pgd_loop(partial(clf.grad_wrong, loss=loss), clf.to_tensor(X[sl]),
+                               torch.as_tensor(t[sl], device=clf.device),
                                epsilon=epsilon, norm=norm, step_size=step_size, n_steps=n_steps,
-                               starts=starts, projection=projection,
+                               starts=starts, init=first, projection=projection,
                                rows=torch.arange(sl.start, sl.stop), box=box,
-                               open_ball=open_ball, require_move=require_move, ball_dim=ball_dim)
+                               open_ball=open_ball, stop_on_success=stop_on_success,
+                               require_move=require_move, ball_dim=ball_dim)
             X_adv[sl], success[sl] = to_numpy(out), to_numpy(ok)
     return X_adv, success

@@ -7,7 +7,6 @@ from .._utils.validation import (  # noqa: F401  (re-exported for the family)
     check_labels,
     check_mask,
     check_model_inputs,
-    check_positive,
 )
 
 

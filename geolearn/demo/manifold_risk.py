@@ -24,7 +24,6 @@ def circle_classifier(boundary="double", *, n_samples=1000, max_epochs=1000, see
     drawn with ``random_state=seed + 1`` (float32, as the model sees it).
     """
     import numpy as np
-    import torch
 
     from geolearn._utils import torch_threads
     from geolearn.adversarial import ManifoldAdversarialClassifier
@@ -33,9 +32,8 @@ def circle_classifier(boundary="double", *, n_samples=1000, max_epochs=1000, see
     X, y = make_circle_classification(n_samples, boundary=boundary, random_state=seed)
     X_te, y_te = make_circle_classification(n_samples, boundary=boundary, random_state=seed + 1)
     with torch_threads(1):  # a small MLP: one thread is fastest
-        torch.manual_seed(seed)
-        clf = ManifoldAdversarialClassifier(circle_mlp, max_epochs=max_epochs, verbose=0,
-                                            **params).fit(X, y)
+        clf = ManifoldAdversarialClassifier(circle_mlp, max_epochs=max_epochs,
+                                            random_state=seed, **params).fit(X, y)
     return clf, X_te.astype(np.float32), y_te
 
 

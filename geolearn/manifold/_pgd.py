@@ -65,7 +65,7 @@ class OnManifoldPGD(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     step_size : "auto", float or sequence of float, default="auto"
         Step lengths tried in increasing order; per sample the first that
         succeeds is kept. "auto" is ``median(rho_c) * 2^j``, j = 0..5.
-    max_iter : int, default=100
+    n_steps : int, default=100
         Steps per step size.
     normalize_gradient : bool, default=True
         Normalise the projected gradient to unit length, so ``step_size`` is in
@@ -153,15 +153,13 @@ class OnManifoldPGD(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         "check_estimators_overwrite_params": "fit fits an unfitted wrapped estimator in place "
                                              "(fit_or_use), which the check sees as a mutated "
                                              "parameter",
-        "check_transformer_n_iter": "max_iter bounds the attack run by transform, not fit, so "
-                                    "there is no n_iter_ after fit",
     }
 
     _parameter_constraints = {
         "estimator": "no_validation",
         "step_size": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither"),
                       "array-like"],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "n_steps": [Interval(Integral, 1, None, closed="left")],
         "normalize_gradient": ["boolean"],
         "direction": [StrOptions({"tangent", "pullback"})],
         "tangent": [StrOptions({"sec", "jacobian", "local_pca"})],
@@ -181,7 +179,7 @@ class OnManifoldPGD(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         "random_state": ["random_state"],
     }
 
-    def __init__(self, estimator, step_size="auto", max_iter=100, normalize_gradient=True,
+    def __init__(self, estimator, step_size="auto", n_steps=100, normalize_gradient=True,
                  direction="tangent", tangent="sec", intrinsic_dim=None, n_vector_fields=None,
                  update_tangent=False, project_start=True, n_projection_iter=1,
                  cidm_params=None, sec_params=None, local_patch=None, image_shape=None,
@@ -189,7 +187,7 @@ class OnManifoldPGD(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                  random_state=None):
         self.estimator = estimator
         self.step_size = step_size
-        self.max_iter = max_iter
+        self.n_steps = n_steps
         self.normalize_gradient = normalize_gradient
         self.direction = direction
         self.tangent = tangent
@@ -472,7 +470,7 @@ class OnManifoldPGD(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             x, B, t = start[todo].copy(), basis[todo], target[todo]
             running = np.ones(len(todo), bool)
             steps = np.zeros(len(todo), int)
-            for _ in range(self.max_iter):
+            for _ in range(self.n_steps):
                 r = np.flatnonzero(running)
                 if r.size == 0:
                     break

@@ -8,12 +8,14 @@
   wraps: prefit models are used as they are, unfitted ones are fitted.
 - :class:`SkorchTrainingMixin` is the one training route of the torch-trained
   estimators (skorch callbacks, ``module__``/``optimizer__`` settings,
-  ``warm_start``, ``net_class``).
+  ``warm_start``, ``net_class``); :class:`SkorchClassifierMixin` adds what its
+  classifiers share (input validation, ``classes_``, ``predict``).
 - :func:`forward_ad_lock` serialises torch's process-global forward-mode AD
   between geolearn and a user's own threads.
 """
 
 from ._adapter import GradientsUnavailableError, ModelAdapter, as_model
+from ._classifier import SkorchClassifierMixin
 from ._fitting import fit_or_use
 from ._forward_ad import forward_ad_lock
 from ._freezing import frozen
@@ -25,6 +27,7 @@ __all__ = [
     "GradientsUnavailableError",
     "ModelAdapter",
     "ObjectiveNet",
+    "SkorchClassifierMixin",
     "SkorchTrainingMixin",
     "TrainingInterruptedWarning",
     "affine_to_torch",

@@ -121,7 +121,7 @@ def cross_model_detection(nets, target, X, y, *, epsilon, attack="fgsm", attack_
     epsilon : float
         Attack budget (ignored by ``attack="cw"``).
     attack, attack_kwargs : {"fgsm", "pgd", "cw"} or callable, default="fgsm"; dict, optional
-        A callable is called as ``attack(net, X, y, eps=epsilon, **attack_kwargs)``
+        A callable is called as ``attack(net, X, y, epsilon=epsilon, **attack_kwargs)``
         and returns the adversarial inputs (or a tuple starting with them).
     split : (float, float, float), default=(0.4, 0.3, 0.3)
         Fractions of the map, svm and val parts (stratified by ``y``).
@@ -152,12 +152,14 @@ def cross_model_detection(nets, target, X, y, *, epsilon, attack="fgsm", attack_
     >>> nets = {k: torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.ReLU(),
     ...                                torch.nn.Linear(8, 2)) for k in ("a", "b")}
     >>> X = np.random.default_rng(0).random((120, 6)).astype(np.float32)
-    >>> res = cross_model_detection(nets, "a", X, (X[:, 0] > 0.5).astype(int), epsilon=0.1)
+    >>> res = cross_model_detection(nets, "a", X, (X[:, 0] > 0.5).astype(int),
+    ...                             epsilon=0.1)
     >>> sorted(res.sources), 0 <= res.sources["b"]["auroc_mapped"] <= 1
     (['b'], True)
     """
     options = {"map_rows": map_rows, "eval_rows": eval_rows, "representation": representation}
-    run_attack, kwargs = _check_protocol(nets, target, attack, attack_kwargs, epsilon, **options)
+    run_attack, kwargs = _check_protocol(nets, target, attack, attack_kwargs, epsilon,
+                                        **options)
     return _run_protocol(nets, target, X, y, run_attack, kwargs, split=split, detector=detector,
                          alpha=alpha, random_state=random_state, **options)
 
@@ -205,7 +207,7 @@ def _check_protocol(nets, target, attack, attack_kwargs, epsilon, *, map_rows, e
         attack = _ATTACKS[check_choice(attack, "attack", tuple(_ATTACKS))]
     kwargs = dict(attack_kwargs or {})
     if attack is not carlini_wagner_l2:
-        kwargs["eps"] = epsilon
+        kwargs["epsilon"] = epsilon
     return attack, kwargs
 
 

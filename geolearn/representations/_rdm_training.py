@@ -5,17 +5,19 @@ RDMs" proposes for its brain RDMs: the task loss plus ``rdm_weight`` times a dis
 between a hidden layer's RDM and a reference RDM, both on a random subset of reference stimuli.
 """
 
-import warnings
+import numbers
 
 import numpy as np
 import torch
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_array
 from skorch import NeuralNetClassifier
-from skorch.callbacks import EarlyStopping, PassthroughScoring
+from skorch.callbacks import PassthroughScoring
 
 from .._utils import check_choice, check_scalar_param
-from ..models import TrainingInterruptedWarning, as_model
-from ..models._internal import RaiseOnNonFiniteLoss, floats_in_history, unwrap_module
+from ..models import SkorchClassifierMixin, as_model
+from ..models._internal import floats_in_history, unwrap_module
 from ._rdm import check_rdm
 
 RDM_LOSSES = ("pearson", "atanh_mse")
@@ -131,95 +133,33 @@ class RDMLoss(torch.nn.Module):
         return ((s_model - s_target) ** 2).mean()
 
 
-class RDMRegularizedClassifier(NeuralNetClassifier):
-    """A skorch classifier whose loss pulls a hidden layer's RDM towards a reference RDM.
+class RDMRegularizedNet(NeuralNetClassifier):
+    """The skorch net of :class:`RDMRegularizedClassifier`: its loss adds the RDM term.
 
-    On every training batch the loss is ``criterion(f(X_batch), y_batch) +
-    rdm_weight * RDMLoss(rdm_loss)(h(S), rdm_target[S][:, S])``, where ``S`` is a
-    subset of ``rdm_batch_size`` reference stimuli drawn without replacement,
-    and ``h`` the output of ``rdm_layer`` (read through
-    :func:`geolearn.models.as_model`, in training mode, with gradients). The
-    validation loss is the plain criterion. The paper proposes this use of its
-    fMRI RDMs; the regulariser is that of "Learning from brains how to
-    regularize machines".
-
-    It subclasses :class:`skorch.NeuralNetClassifier` directly (not geolearn's
-    ``SkorchTrainingMixin`` estimators) so that it *is* a skorch net: every skorch
-    argument, callback and method works unchanged, and ``rdm_weight=0``
-    reproduces a plain ``NeuralNetClassifier`` with the same arguments and torch
-    seed exactly. The subsets come from a separate ``numpy.random.Generator``
-    seeded by ``rdm_random_state`` (never from torch's generator), and the RDM
-    branch is skipped when ``rdm_weight == 0``. Like any skorch net it trains
-    under torch's global seed (``torch.manual_seed``). Layers with batch norm also
-    update their running statistics on the reference stimuli.
-
-    Parameters
-    ----------
-    module : torch.nn.Module class or instance
-        As for skorch; for logits use ``criterion=torch.nn.CrossEntropyLoss``
-        (skorch's default ``NLLLoss`` expects probabilities).
-    *args
-        skorch's positional arguments.
-    rdm_layer : str
-        Name of the hidden layer (``module_.named_modules()``) whose RDM is regularised.
-    rdm_stimuli : array-like of shape (m, ...)
-        Reference stimuli, in the same feature layout as ``X`` (cast to float32).
-    rdm_target : array-like of shape (m, m)
-        Reference RDM of those stimuli (e.g. a brain RDM or :func:`categorical_rdm`).
-    rdm_weight : float, default=1.0
-        ``lam >= 0``; 0 gives plain training.
-    rdm_batch_size : int, default=32
-        Stimuli per subset, ``2 <= rdm_batch_size <= m``.
-    rdm_loss : {"pearson", "atanh_mse"}, default="pearson"
-        See :class:`RDMLoss`.
-    rdm_random_state : int, numpy Generator or None
-        Seeds the subset draws (restarted by every fresh ``fit``).
-    **kwargs
-        skorch's keyword arguments (``criterion``, ``optimizer``, ``lr``,
-        ``max_epochs``, ``batch_size``, ``train_split``, ``callbacks``,
-        ``device``, ``module__*``, ...).
-
-    Attributes
-    ----------
-    module_, history, classes_ :
-        As for skorch. ``history`` records ``rdm_loss`` for every training batch
-        (and its epoch mean) when ``rdm_weight > 0``.
-
-    Examples
-    --------
-    >>> import numpy as np, torch
-    >>> from geolearn.representations import RDMRegularizedClassifier, categorical_rdm
-    >>> rng = np.random.default_rng(0)
-    >>> X = rng.normal(size=(60, 4)).astype(np.float32)
-    >>> y = (X[:, 0] > 0).astype(np.int64)
-    >>> _ = torch.manual_seed(0)
-    >>> net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
-    >>> clf = RDMRegularizedClassifier(
-    ...     net, criterion=torch.nn.CrossEntropyLoss, rdm_layer="1", rdm_stimuli=X[:20],
-    ...     rdm_target=categorical_rdm(y[:20]), rdm_batch_size=10, rdm_random_state=0,
-    ...     max_epochs=2, train_split=None, verbose=0).fit(X, y)
-    >>> len(clf.history[-1, "batches"]), "rdm_loss" in clf.history[-1, "batches", 0]
-    (1, True)
+    The ``rdm_*`` arguments are the estimator's; the net checks them (with the
+    layer against its module) when its module is initialised and before a warm
+    continuation. The subsets come from a ``numpy.random.Generator`` seeded by
+    ``rdm_seed``, never from torch's generator.
     """
 
-    def __init__(self, module, *args, rdm_layer, rdm_stimuli, rdm_target, rdm_weight=1.0,
-                 rdm_batch_size=32, rdm_loss="pearson", rdm_random_state=None, **kwargs):
-        super().__init__(module, *args, **kwargs)
+    def __init__(self, *args, rdm_layer=None, rdm_stimuli=None, rdm_target=None,
+                 rdm_weight=1.0, rdm_batch_size=32, rdm_loss="pearson", rdm_seed=None,
+                 **kwargs):
+        super().__init__(*args, **kwargs)
         self.rdm_layer = rdm_layer
         self.rdm_stimuli = rdm_stimuli
         self.rdm_target = rdm_target
         self.rdm_weight = rdm_weight
         self.rdm_batch_size = rdm_batch_size
         self.rdm_loss = rdm_loss
-        self.rdm_random_state = rdm_random_state
+        self.rdm_seed = rdm_seed
 
     def get_default_callbacks(self):
-        # the epoch mean of rdm_loss and the non-finite-loss stop, before the printed log
+        # the epoch mean of rdm_loss, before the printed log
         callbacks = list(super().get_default_callbacks())
         at = next((i for i, (name, _) in enumerate(callbacks) if name == "print_log"),
                   len(callbacks))
-        callbacks[at:at] = [("rdm_loss", PassthroughScoring(name="rdm_loss", on_train=True)),
-                            ("finite_loss", RaiseOnNonFiniteLoss())]
+        callbacks.insert(at, ("rdm_loss", PassthroughScoring(name="rdm_loss", on_train=True)))
         return callbacks
 
     def _validated_rdm(self):
@@ -239,36 +179,21 @@ class RDMRegularizedClassifier(NeuralNetClassifier):
         as_model(unwrap_module(self.module_)).resolve_layer(self.rdm_layer)
         return stimuli, target
 
-    def initialize(self):
-        """Initialise the net (see skorch), validate the ``rdm_*`` arguments, seed the subsets."""
-        super().initialize()
-        try:
-            self._rdm_data_ = self._validated_rdm()
-        except BaseException:
-            self.initialized_ = False
-            raise
-        self._rdm_rng_ = np.random.default_rng(self.rdm_random_state)
+    def initialize_module(self):
+        """Initialise the module (see skorch), check the ``rdm_*`` arguments, seed the subsets.
+
+        Here rather than in ``initialize``, which ``AccelerateMixin`` replaces.
+        """
+        super().initialize_module()
+        self._rdm_data_ = self._validated_rdm()
+        self._rdm_rng_ = np.random.default_rng(self.rdm_seed)
         return self
 
     def partial_fit(self, X, y=None, classes=None, **fit_params):
-        """Train (see skorch); warn with ``TrainingInterruptedWarning`` after a Ctrl-C."""
-        if not self.initialized_:
-            self.initialize()
-        else:  # warm start: the rdm_* arguments may have been set since
+        """Train (see skorch); a warm continuation first checks the ``rdm_*`` arguments again."""
+        if self.initialized_:
             self._rdm_data_ = self._validated_rdm()
-        before = len(self.history)
-        planned = fit_params.get("epochs") or self.max_epochs
-        super().partial_fit(X, y, classes=classes, **fit_params)
-        # skorch swallows a KeyboardInterrupt (also EarlyStopping's): tell the user about Ctrl-C
-        done = sum("dur" in row for row in self.history.to_list()[before:])
-        stopped = any(isinstance(cb, EarlyStopping) and cb.misses_ >= cb.patience
-                      for _, cb in self.callbacks_)
-        if done < planned and not stopped:
-            warnings.warn(f"{type(self).__name__}: training was interrupted during epoch "
-                          f"{done + 1} of {planned}; the net keeps the weights reached then "
-                          "(continue with partial_fit).", TrainingInterruptedWarning,
-                          stacklevel=2)
-        return self
+        return super().partial_fit(X, y, classes=classes, **fit_params)
 
     def get_loss(self, y_pred, y_true, X=None, training=False):
         """The criterion, plus ``rdm_weight`` times the RDM loss on training batches."""
@@ -291,3 +216,181 @@ class RDMRegularizedClassifier(NeuralNetClassifier):
     def on_train_end(self, net, **kwargs):
         floats_in_history(self.history)
         super().on_train_end(net, **kwargs)
+
+
+#: scikit-learn's checks that fit tables of another width than the registered instance's
+#: 3-feature ``rdm_stimuli`` (most checks use 3 features)
+_OTHER_WIDTH_CHECKS = dict.fromkeys(
+    ["check_estimators_overwrite_params",
+     "check_estimators_fit_returns_self",
+     "check_readonly_memmap_input",
+     "check_n_features_in_after_fitting",
+     "check_positive_only_tag_during_fit",
+     "check_estimators_dtypes",
+     "check_dtype_object",
+     "check_classifier_data_not_an_array",
+     "check_classifiers_classes",
+     "check_classifiers_train",
+     "check_classifiers_train(readonly_memmap=True)",
+     "check_classifiers_train(readonly_memmap=True,X_dtype=float32)",
+     "check_fit2d_1feature",
+     "check_fit_idempotent",
+     "check_fit_check_is_fitted",
+     "check_n_features_in"],
+    "rdm_stimuli fix the width of X (they pass through the same module): fit refuses the "
+    "check's tables of another width with a ValueError naming rdm_stimuli")
+
+
+class RDMRegularizedClassifier(SkorchClassifierMixin, ClassifierMixin, BaseEstimator):
+    """A classifier whose loss pulls a hidden layer's RDM towards a reference RDM.
+
+    On every training batch the loss is ``criterion(f(X_batch), y_batch) +
+    rdm_weight * RDMLoss(rdm_loss)(h(S), rdm_target[S][:, S])``, where ``S`` is a
+    subset of ``rdm_batch_size`` reference stimuli drawn without replacement,
+    and ``h`` the output of ``rdm_layer`` (read through
+    :func:`geolearn.models.as_model`, in training mode, with gradients). The
+    validation loss is the plain criterion. The paper proposes this use of its
+    fMRI RDMs; the regulariser is that of "Learning from brains how to
+    regularize machines".
+
+    Training runs through geolearn's one route for torch estimators
+    (:class:`geolearn.models.SkorchClassifierMixin`), with a skorch
+    ``NeuralNetClassifier`` subclass as :attr:`net_class` whose ``get_loss``
+    adds the RDM term: skorch's callbacks, ``module__*``/``optimizer__*``
+    settings and ``warm_start`` work as for every geolearn estimator, and
+    ``rdm_weight=0`` trains exactly as a plain ``NeuralNetClassifier`` under the
+    same torch seed. The subsets come from a ``numpy.random.Generator`` seeded
+    from ``random_state`` (never from torch's generator), and the RDM branch is
+    skipped when ``rdm_weight == 0``. Layers with batch norm also update their
+    running statistics on the reference stimuli.
+
+    Parameters
+    ----------
+    module : torch.nn.Module class or instance, default=None
+        Returns logits (the default criterion is the cross-entropy). ``None``: a
+        ReLU MLP of ``hidden_layer_sizes``, whose hidden activations are layer
+        ``"1"``. An instance is copied at every fit.
+    rdm_layer : str
+        Name of the hidden layer (``module_.named_modules()``) whose RDM is regularised.
+    rdm_stimuli : array-like of shape (m, n_features)
+        Reference stimuli, in the same feature layout as ``X`` (cast to float32).
+    rdm_target : array-like of shape (m, m)
+        Reference RDM of those stimuli (e.g. a brain RDM or :func:`categorical_rdm`).
+    rdm_weight : float, default=1.0
+        ``lam >= 0``; 0 gives plain training.
+    rdm_batch_size : int, default=32
+        Stimuli per subset, ``2 <= rdm_batch_size <= m``.
+    rdm_loss : {"pearson", "atanh_mse"}, default="pearson"
+        See :class:`RDMLoss`.
+    hidden_layer_sizes : tuple of int, default=(16,)
+        Of the MLP built when ``module=None``.
+    criterion, optimizer : torch class, default=CrossEntropyLoss, SGD
+    lr : float, default=0.01
+    max_epochs : int, default=10
+    batch_size : int, default=128
+    train_split : callable or None, default=None
+        skorch's validation split (e.g. ``skorch.dataset.ValidSplit(5)``).
+    callbacks : list of skorch callbacks, optional
+    warm_start : bool, default=False
+        A second ``fit`` continues training the fitted net (and its subsets).
+    device : str, torch.device or None, default="auto"
+    verbose : int, default=0
+    random_state : int, RandomState instance or None, default=None
+        Seeds the initial weights, the batch order and the subset draws (an int
+        seeds the subsets' ``numpy.random.default_rng`` directly).
+    **net_params
+        skorch's prefixed settings (``module__*``, ``optimizer__*``, ...) and
+        ``net_class``.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    n_features_in_ : int
+    history_ : skorch.History
+        Records ``rdm_loss`` for every training batch (and its epoch mean) when
+        ``rdm_weight > 0``.
+    net_, module_, device_
+        The fitted skorch net, its module and device.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geolearn.representations import RDMRegularizedClassifier, categorical_rdm
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(60, 4))
+    >>> y = (X[:, 0] > 0).astype(np.int64)
+    >>> clf = RDMRegularizedClassifier(
+    ...     rdm_layer="1", rdm_stimuli=X[:20], rdm_target=categorical_rdm(y[:20]),
+    ...     rdm_batch_size=10, max_epochs=2, random_state=0).fit(X, y)
+    >>> len(clf.history_[-1, "batches"]), "rdm_loss" in clf.history_[-1, "batches", 0]
+    (1, True)
+    """
+
+    net_class = RDMRegularizedNet
+
+    _expected_failed_checks = _OTHER_WIDTH_CHECKS
+
+    def __init__(self, module=None, *, rdm_layer, rdm_stimuli, rdm_target, rdm_weight=1.0,
+                 rdm_batch_size=32, rdm_loss="pearson", hidden_layer_sizes=(16,),
+                 criterion=torch.nn.CrossEntropyLoss, optimizer=torch.optim.SGD, lr=0.01,
+                 max_epochs=10, batch_size=128, train_split=None, callbacks=None,
+                 warm_start=False, device="auto", verbose=0, random_state=None, **net_params):
+        self.module = module
+        self.rdm_layer = rdm_layer
+        self.rdm_stimuli = rdm_stimuli
+        self.rdm_target = rdm_target
+        self.rdm_weight = rdm_weight
+        self.rdm_batch_size = rdm_batch_size
+        self.rdm_loss = rdm_loss
+        self.hidden_layer_sizes = hidden_layer_sizes
+        self.criterion = criterion
+        self.optimizer = optimizer
+        self.lr = lr
+        self.max_epochs = max_epochs
+        self.batch_size = batch_size
+        self.train_split = train_split
+        self.callbacks = callbacks
+        self.warm_start = warm_start
+        self.device = device
+        self.verbose = verbose
+        self.random_state = random_state
+        self._set_net_params(net_params)
+
+    def fit(self, X, y):
+        """Train with the RDM regulariser.
+
+        With ``warm_start=True`` and a fitted net, training continues for
+        ``max_epochs`` more epochs (the ``rdm_*`` arguments may have changed).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self : RDMRegularizedClassifier
+        """
+        X, y = self._fit_data(X, y)
+        rdm = {name: getattr(self, name) for name in (
+            "rdm_layer", "rdm_stimuli", "rdm_target", "rdm_weight", "rdm_batch_size",
+            "rdm_loss")}
+        stimuli_shape = np.shape(self.rdm_stimuli)[1:]
+        if stimuli_shape != X.shape[1:]:
+            raise ValueError(f"rdm_stimuli have rows of shape {stimuli_shape} but X has rows "
+                             f"of shape {X.shape[1:]}: the stimuli go through the same module.")
+        if self._warm():
+            self.net_.set_params(**rdm)
+        # an int seeds the subsets directly; a generator (or None) gives them one draw
+        subsets = (self.random_state if isinstance(self.random_state, numbers.Integral)
+                   else int(check_random_state(self.random_state).randint(2**31 - 1)))
+        self._fit_net(self._module(X.shape[1]), X, y, seed=self.random_state,
+                      max_epochs=self.max_epochs, criterion=self.criterion,
+                      optimizer=self.optimizer, train_split=self.train_split,
+                      rdm_seed=subsets, **rdm)
+        return self._after_fit()
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = self.random_state is None
+        return tags

@@ -2,20 +2,23 @@
 
 The basis ``K`` and the per-set coefficients ``beta`` (and ``alpha`` for
 ``"cos"``) are the parameters of :class:`PenalisedVariety`; an
-:class:`~geolearn.models.ObjectiveNet` minimises the penalised loss with Adam.
-The solver cycles over fixed-order batches of sets: :class:`CyclingBatches`
-feeds all ``max_iter`` steps to skorch as one epoch (skorch's per-epoch work is
-paid once), and :class:`StopWhenFlat` is the early stop, checked every 1,000
-steps. The loss and objective curves are the batch records of ``net.history``.
+:class:`~geolearn.models.ObjectiveNet` minimises the penalised loss with Adam,
+trained by :class:`PenalisedAdam` through the one training route
+(:class:`~geolearn.models.SkorchTrainingMixin`). The solver cycles over
+fixed-order batches of sets: :class:`CyclingBatches` feeds all ``max_iter``
+steps to skorch as one epoch (skorch's per-epoch work is paid once), and
+:class:`StopWhenFlat` is the early stop, checked every 1,000 steps. The loss and
+objective curves are the batch records of ``net.history``.
 """
+
+import threading
 
 import torch
 from skorch.callbacks import Callback
 from torch import nn
 
 from .._utils import iter_batches
-from ..models import ObjectiveNet
-from ..models._internal import RaiseOnNonFiniteLoss
+from ..models import ObjectiveNet, SkorchTrainingMixin
 
 
 class PenalisedVariety(nn.Module):
@@ -67,15 +70,19 @@ class CyclingBatches:
     """skorch ``iterator_train``: ``n_steps`` batches of consecutive sets, cycled in order.
 
     The batches are ``iter_batches(len(dataset), batch_size)``; step ``t``
-    takes batch ``t % n_batches``. All steps form one skorch epoch.
+    takes batch ``t % n_batches``. All steps form one skorch epoch, which ends
+    early once ``stop`` (a ``threading.Event``) is set.
     """
 
-    def __init__(self, dataset, batch_size, n_steps):
+    def __init__(self, dataset, batch_size, n_steps, stop=None):
         self.batches = [dataset.batch(sl) for sl in iter_batches(len(dataset), batch_size)]
         self.n_steps = n_steps
+        self.stop = stop
 
     def __iter__(self):
         for t in range(self.n_steps):
+            if self.stop is not None and self.stop.is_set():
+                return
             yield self.batches[t % len(self.batches)]
 
 
@@ -84,11 +91,13 @@ class StopWhenFlat(Callback):
 
     Checked after steps ``2 * period``, ``3 * period``, ... only (the paper's
     solver kept its loop free of syncs); on a stop the epoch records
-    ``converged=True`` and training ends (skorch's ``KeyboardInterrupt``).
+    ``converged=True`` and sets ``stop``, which ends :class:`CyclingBatches`'s epoch:
+    training ends as a completed epoch, not as an interrupt.
     """
 
-    def __init__(self, tol, period=1000):
+    def __init__(self, tol, stop, period=1000):
         self.tol = tol
+        self.stop = stop
         self.period = period
 
     def on_batch_end(self, net, training=False, **kwargs):
@@ -100,7 +109,7 @@ class StopWhenFlat(Callback):
         new = batches[-1]["train_loss"]
         if abs(new - old) <= self.tol * max(1.0, abs(old)):
             net.history.record("converged", True)
-            raise KeyboardInterrupt
+            self.stop.set()
 
 
 def penalised_loss(w, orth_penalty, k):
@@ -121,30 +130,55 @@ def penalised_loss(w, orth_penalty, k):
     return objective
 
 
+class PenalisedAdam(SkorchTrainingMixin):
+    """One run of the paper's solver, trained through the one route of the torch estimators.
+
+    Not a user-facing estimator: :class:`~geolearn.subspaces.SVBF` makes one per
+    restart, so that the solver validates its net settings, seeds, stops on a
+    non-finite loss and reports interruptions as every torch estimator does.
+
+    Parameters
+    ----------
+    lr : float
+    batch_size : int
+        ``-1``: every set in one batch.
+    device : str or torch.device
+    """
+
+    net_class = ObjectiveNet
+
+    def __init__(self, *, lr, batch_size, device, callbacks=None, verbose=0):
+        self.lr = lr
+        self.batch_size = batch_size
+        self.device = device
+        self.callbacks = callbacks
+        self.verbose = verbose
+
+
 def adam_solve(XT, w, K0, beta0, alpha0, objective, *, orth_penalty, learning_rate, max_iter,
-               tol, batch_size=None):
+               tol, batch_size=None, seed=0):
     """The paper's penalised Adam iteration (Eq. 5-6), ``c = 1``, through skorch.
 
     ``loss = -sum_i w_i b_i^T K^T X_i X_i^T K b_i + orth_penalty ||K^T K - I||_F^2`` with
     ``b_i = beta_i / ||beta_i||`` (``cos``: ``-sum_i w_i a_i^T X_i^T K b_i``); ``w_i = 1``
     for unweighted data, as in the paper. Early stop (only when ``tol`` is not
     None): relative change of the loss over the last 1,000 iterations below ``tol``.
+    ``seed`` seeds torch during the run (the iteration itself draws nothing).
 
     Returns ``K, loss_curve, objective_curve, converged`` where the objective is
     the normalised data term at the current ``b_i`` (``a_i``).
     """
-    callbacks = [("finite_loss", RaiseOnNonFiniteLoss())]
-    if tol is not None:
-        callbacks.append(("stop_when_flat", StopWhenFlat(tol)))
-    net = ObjectiveNet(
-        PenalisedVariety, module__K0=K0, module__beta0=beta0,
+    stop = threading.Event()
+    callbacks = [] if tol is None else [("stop_when_flat", StopWhenFlat(tol, stop))]
+    run = PenalisedAdam(lr=learning_rate, batch_size=-1 if batch_size is None else batch_size,
+                        device=XT.device)
+    net = run._fit_net(
+        PenalisedVariety, SetsDataset(XT), None, seed=seed, max_epochs=1,
+        default_callbacks=callbacks, module__K0=K0, module__beta0=beta0,
         module__alpha0=alpha0 if objective == "cos" else None,
         objective=penalised_loss(w, orth_penalty, K0.shape[1]), parts=("objective",),
-        optimizer=torch.optim.Adam, lr=learning_rate, max_epochs=1,
-        batch_size=-1 if batch_size is None else batch_size, iterator_train=CyclingBatches,
-        iterator_train__n_steps=max_iter, train_split=None, callbacks=callbacks,
-        device=XT.device, verbose=0)
-    net.fit(SetsDataset(XT))
+        iterator_train=CyclingBatches, iterator_train__n_steps=max_iter,
+        iterator_train__stop=stop, train_split=None)
     epoch = net.history[-1]
     losses = [batch["train_loss"] for batch in epoch["batches"]]
     objectives = [batch["objective"] for batch in epoch["batches"]]

@@ -383,7 +383,7 @@ class SVBF(_SetsMixin, TransformerMixin, BaseEstimator):
             K, losses, curve, converged = adam_solve(
                 XT, w, K0, beta0, alpha0, self.objective, orth_penalty=self.orth_penalty,
                 learning_rate=self.lr, max_iter=max_iter, tol=self.tol,
-                batch_size=self.batch_size)
+                batch_size=self.batch_size, seed=seed)
             eye = torch.eye(K.shape[1], dtype=K.dtype, device=K.device)
             out = {"K": polar(K), "curve": curve, "loss_curve": losses,
                    "converged": converged, "n_iter": len(losses),

@@ -100,7 +100,8 @@ def test_pgd_loss_increases_with_steps_on_a_linear_model():
     torch.manual_seed(2)
     net = nn.Linear(12, 3)
     X, y = data()
-    losses = [cross_entropy(net, pgd(net, X, y, 0.2, steps=s, alpha=0.05, random_start=False), y)
+    losses = [cross_entropy(net, pgd(net, X, y, 0.2, n_steps=s, step_size=0.05,
+                                     random_start=False), y)
               for s in (1, 2, 4, 8)]
     assert np.all(np.diff(losses) >= -1e-6) and losses[-1] > losses[0]
 
@@ -225,18 +226,22 @@ def test_black_box_models_need_gradients():
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        ({"eps": -0.1}, "eps"),
-        ({"eps": float("nan")}, "eps"),
-        ({"steps": 0}, "steps"),
-        ({"steps": 1.5}, "steps"),
-        ({"alpha": 0.0}, "alpha"),
+        ({"epsilon": -0.1}, "epsilon"),
+        ({"epsilon": float("nan")}, "epsilon"),
+        ({"n_steps": 0}, "n_steps"),
+        ({"n_steps": 1.5}, "n_steps"),
+        ({"step_size": 0.0}, "step_size"),
+        ({"n_restarts": 0}, "n_restarts"),
+        ({"norm": "l1"}, "norm"),
+        ({"loss": "hinge"}, "loss"),
+        ({"norm": "linf", "projection": lambda v, rows: v}, "projection"),
         ({"clip": (1.0, 0.0)}, "clip"),
         ({"clip": (0.0,)}, "clip"),
     ],
 )
 def test_pgd_parameter_errors(kwargs, match):
     X, y = data()
-    kwargs = {"eps": 0.1, **kwargs}
+    kwargs = {"epsilon": 0.1, **kwargs}
     with pytest.raises(ValueError, match=match):
         pgd(small_net(), X, y, **kwargs)
 
@@ -259,9 +264,9 @@ def test_input_and_label_errors():
         fgsm(net, X, y + 3, 0.1)
     with pytest.raises(ValueError, match="labels must lie in"):
         fgsm(net, X, y - 1, 0.1)
-    with pytest.raises(ValueError, match="integer class labels"):
+    with pytest.raises(ValueError, match="integer class indices"):
         fgsm(net, X, y + 0.5, 0.1)
-    with pytest.raises(ValueError, match="labels but X has"):
+    with pytest.raises(ValueError, match="one label per row"):
         fgsm(net, X, y[:-1], 0.1)
     with pytest.raises(ValueError, match="image_shape"):
         fgsm(net, X, y, 0.1, image_shape=(1, 3, 3))
@@ -276,3 +281,96 @@ def test_non_finite_inputs_raise(pos, value):
     X.flat[pos] = value
     with pytest.raises(ValueError, match="(?i)nan|infinity"):
         fgsm(small_net(), X, y, 0.1)
+
+
+# ------------------------------------------- one PGD: the two former attacks are its settings
+
+
+def _input_gradient(net, x, t):
+    x = x.detach().requires_grad_(True)
+    return torch.autograd.grad(F.cross_entropy(net(x), t, reduction="sum"), x)[0]
+
+
+def _reference_madry_pgd(net, X, y, *, epsilon, step_size, n_steps, seed, clip=(0.0, 1.0)):
+    """Madry et al.'s PGD written out: uniform start, signed steps, last iterate."""
+    x, t = torch.as_tensor(X), torch.as_tensor(y)
+    delta0 = np.random.RandomState(seed).uniform(-epsilon, epsilon, X.shape).astype(np.float32)
+    x_adv = (x + torch.as_tensor(delta0)).clamp(*clip)
+    for _ in range(n_steps):
+        step = step_size * _input_gradient(net, x_adv, t).sign()
+        x_adv = (x + (x_adv - x + step).clamp(-epsilon, epsilon)).clamp(*clip)
+    return x_adv.detach().numpy()
+
+
+def _reference_l2_search(net, X, y, *, epsilon, step_size, n_steps):
+    """Row by row: L2 steps from x, the first misclassified iterate (ties count) or the last."""
+    radius = epsilon * (1 - 1e-7)  # the open ball
+    out, found = X.copy(), np.zeros(len(X), bool)
+    for i in range(len(X)):
+        x, t = torch.as_tensor(X[i:i + 1]), torch.as_tensor(y[i:i + 1])
+        x_adv = x.clone()
+        for step in range(n_steps + 1):
+            with torch.no_grad():
+                z = net(x_adv)[0]
+            if z[t[0]] <= torch.cat([z[:t[0]], z[t[0] + 1:]]).max():
+                found[i] = True
+                break
+            if step == n_steps:
+                break
+            g = _input_gradient(net, x_adv, t)
+            delta = x_adv - x + step_size * g / g.norm() if g.norm() > 0 else x_adv - x
+            x_adv = x + delta * min(1.0, radius / max(float(delta.norm()), 1e-30))
+        out[i] = x_adv.detach().numpy()[0]
+    return out, found
+
+
+def test_pgd_is_madry_pgd_written_out():
+    """The former ``pgd(eps, alpha, steps)``: ``pgd(epsilon, step_size, n_steps)``, same output."""
+    net, (X, y) = small_net(), data()
+    X_adv = pgd(net, X, y, 0.1, step_size=0.03, n_steps=7, random_state=3)
+    expected = _reference_madry_pgd(net, X, y, epsilon=0.1, step_size=0.03, n_steps=7, seed=3)
+    np.testing.assert_allclose(X_adv, expected, rtol=0, atol=1e-6)
+
+
+def test_pgd_search_is_the_row_by_row_search_written_out():
+    """The former ``pgd_attack(epsilon=...)``: ``pgd`` with its defaults spelled out."""
+    net, (X, y) = small_net(), data()
+    X_adv, success = pgd(net, X, y, 0.3, norm="l2", n_steps=40, random_start=False,
+                         stop_on_success=True, return_success=True, clip=None)
+    expected, found = _reference_l2_search(net, X, y, epsilon=0.3, step_size=2.5 * 0.3 / 40,
+                                           n_steps=40)
+    assert 0 < success.sum() < len(X)
+    np.testing.assert_array_equal(success, found)
+    np.testing.assert_allclose(X_adv, expected, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("norm", ["linf", "l2"])
+def test_pgd_restarts_only_add_successes_and_stay_in_the_ball(norm):
+    net, (X, y) = small_net(), data()
+    kw = dict(norm=norm, n_steps=5, return_success=True, random_state=0)
+    X_one, ok_one = pgd(net, X, y, 0.05, **kw)
+    X_many, ok_many = pgd(net, X, y, 0.05, n_restarts=4, **kw)
+    assert np.all(ok_many >= ok_one)
+    # a row that the first restart already misclassifies keeps that restart's iterate; the
+    # others come from a later restart (L-infinity iterates often reach the same corner)
+    np.testing.assert_array_equal(X_many[ok_one], X_one[ok_one])
+    assert np.any(X_many[~ok_one] != X_one[~ok_one])
+    d = (X_many - X).astype(np.float64)
+    size = np.abs(d).max(1) if norm == "linf" else np.linalg.norm(d, axis=1)
+    assert size.max() <= 0.05 * (1 + 1e-5)
+    with torch.no_grad():
+        z = net(torch.as_tensor(X_many))
+    wrong = z.gather(1, torch.as_tensor(y)[:, None])[:, 0] <= z.scatter(
+        1, torch.as_tensor(y)[:, None], float("-inf")).amax(1)
+    np.testing.assert_array_equal(ok_many, wrong.numpy())
+
+
+def test_pgd_takes_labels_of_an_estimator_with_classes():
+    """Labels are the model's ``classes_`` when it has them (the former pgd_attack's rule)."""
+    X, y = data(60, d=4)
+    mlp = MLPClassifier((8,), max_iter=300, random_state=0).fit(X, np.array(["a", "b", "c"])[y])
+    labels = mlp.predict(X)
+    X_adv = pgd(mlp, X, labels, 0.2, random_state=0)
+    assert (mlp.predict(X_adv) != labels).mean() > (mlp.predict(X) != labels).mean()
+    with pytest.raises(ValueError, match="unseen by the classifier"):
+        pgd(mlp, X, np.full(len(X), "z"), 0.2)

@@ -28,7 +28,7 @@ from geolearn.adversarial import (
     make_pessimistic_example,
     make_risk_scorer,
     normal_attack,
-    pgd_attack,
+    pgd,
     risk_curve,
     risk_decomposition,
 )
@@ -70,12 +70,20 @@ def _checksum(module):
 
 # ---------------------------------------------------------------- attacks
 
+#: the "is there an adversarial point in the ball" search (the former pgd_attack's defaults)
+SEARCH = dict(norm="l2", n_steps=40, random_start=False, stop_on_success=True,
+              return_success=True, clip=None, batch_size=512)
+
+
+def search(model, X, y, **kwargs):
+    return pgd(model, X, y, **{**SEARCH, **kwargs})
+
 
 @pytest.mark.parametrize("norm", ["l2", "linf"])
-def test_pgd_attack_success_is_the_linear_closed_form(norm):
+def test_pgd_search_success_is_the_linear_closed_form(norm):
     model, _, X, y, m, w = _flat_case()
     eps = 0.3
-    X_adv, ok = pgd_attack(model, X, y, epsilon=eps, norm=norm)
+    X_adv, ok = search(model, X, y, epsilon=eps, norm=norm)
     reach = eps * (np.linalg.norm(w) if norm == "l2" else np.abs(w).sum())
     far = _far(m, reach)
     np.testing.assert_array_equal(ok[far], (m < reach)[far])
@@ -84,16 +92,16 @@ def test_pgd_attack_success_is_the_linear_closed_form(norm):
     assert size.max() <= eps * (1 + 1e-5)
 
 
-def test_pgd_attack_rows_are_independent_of_batch_and_order():
+def test_pgd_search_rows_are_independent_of_batch_and_order():
     """A row's result depends only on the row, the model and random_state."""
     torch.manual_seed(0)
     net = torch.nn.Sequential(torch.nn.Linear(2, 16), torch.nn.Tanh(), torch.nn.Linear(16, 3))
     X = np.random.default_rng(0).normal(size=(40, 2)).astype(np.float32)
     y = np.arange(40) % 3
-    a, ok_a = pgd_attack(net, X, y, epsilon=0.3, n_restarts=3, n_steps=5, random_state=1)
+    a, ok_a = search(net, X, y, epsilon=0.3, n_restarts=3, n_steps=5, random_state=1)
     perm = np.random.default_rng(1).permutation(40)
-    b, ok_b = pgd_attack(net, X[perm], y[perm], epsilon=0.3, n_restarts=3, n_steps=5,
-                         random_state=1, batch_size=7)
+    b, ok_b = search(net, X[perm], y[perm], epsilon=0.3, n_restarts=3, n_steps=5,
+                     random_state=1, batch_size=7)
     np.testing.assert_allclose(b, a[perm], atol=1e-6)
     np.testing.assert_array_equal(ok_b, ok_a[perm])
 
@@ -101,8 +109,8 @@ def test_pgd_attack_rows_are_independent_of_batch_and_order():
 def test_margin_loss_and_restarts_find_what_a_flat_start_misses():
     """Theorem 2's score is flat at t = 0: restart 0 has no gradient, random restarts move."""
     model, _, X, y, _ = make_pessimistic_example(n=10, epsilon=0.2, n_samples=50)
-    _, ok0 = pgd_attack(model, X, y, epsilon=0.2, loss="margin")
-    _, ok = pgd_attack(model, X, y, epsilon=0.2, loss="margin", n_restarts=5, random_state=0)
+    _, ok0 = search(model, X, y, epsilon=0.2, loss="margin")
+    _, ok = search(model, X, y, epsilon=0.2, loss="margin", n_restarts=5, random_state=0)
     assert ok0.sum() == 0 and ok.sum() > 0
 
 
@@ -407,12 +415,13 @@ def _mlp():
 def test_training_loss_is_the_mean_of_clean_and_adversarial_losses(adversary):
     X, y = make_circle_classification(40, random_state=0)
     clf = ManifoldAdversarialClassifier(_mlp(), adversary=adversary, manifold=SphereManifold(),
-                                        adv_epsilon=0.3, max_epochs=2, verbose=0).fit(X, y)
-    Xt, yt = torch.as_tensor(X), torch.as_tensor(y)
+                                        adv_epsilon=0.3, max_epochs=2).fit(X, y)
+    net = clf.net_
+    Xt, yt = torch.as_tensor(X, dtype=torch.float32), torch.as_tensor(y)
     clf.module_.train()
-    clean = clf.get_loss(clf.infer(Xt), yt, X=Xt, training=False)
-    total = clf.get_loss(clf.infer(Xt), yt, X=Xt, training=True)
-    adv = clf.history[-1, "batches", -1]["adv_loss"]
+    clean = net.get_loss(net.infer(Xt), yt, X=Xt, training=False)
+    total = net.get_loss(net.infer(Xt), yt, X=Xt, training=True)
+    adv = clf.history_[-1, "batches", -1]["adv_loss"]
     assert clf.module_.training
     assert float(total.detach()) == pytest.approx((float(clean.detach()) + adv) / 2, rel=1e-5)
     assert adv > float(clean.detach())  # the adversary raised the loss
@@ -420,7 +429,7 @@ def test_training_loss_is_the_mean_of_clean_and_adversarial_losses(adversary):
 
 def test_classifier_defaults_validation_clone_and_pickle():
     X, y = make_circle_classification(40, random_state=0)
-    clf = ManifoldAdversarialClassifier(_mlp(), max_epochs=3, verbose=0)
+    clf = ManifoldAdversarialClassifier(_mlp(), max_epochs=3)
     params = clf.get_params()
     assert (params["lr"], params["batch_size"], params["train_split"]) == (0.1, -1, None)
     assert params["optimizer"] is torch.optim.SGD

@@ -72,7 +72,7 @@ def test_fixed_tangent_limits_the_reach(rings):
     """With the tangent fixed at the start, motion stops a quarter turn away (sticky point)."""
     X, y, _ = rings
     start = np.array([[-1.0, 0.0]])  # boundary at +-1.05 rad from x0 = 0.5, 2.09 rad away
-    fixed = OnManifoldPGD(_cut_net(), tangent="jacobian", intrinsic_dim=1, max_iter=60,
+    fixed = OnManifoldPGD(_cut_net(), tangent="jacobian", intrinsic_dim=1, n_steps=60,
                           **FAST).fit(X, y)
     res = fixed.generate(start, y=[0])
     assert not res.success[0] and res.n_steps[0] < 60  # stalled, reported, not raised
@@ -127,7 +127,7 @@ def test_skorch_and_mlp_through_the_adapter(rings, starts):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         mlp = MLPClassifier((8,), max_iter=200, random_state=0).fit(X, labels)
-    attack = OnManifoldPGD(mlp, loss="nll", tangent="jacobian", intrinsic_dim=1, max_iter=30,
+    attack = OnManifoldPGD(mlp, loss="nll", tangent="jacobian", intrinsic_dim=1, n_steps=30,
                            **FAST)
     res = attack.fit(X, y).generate(starts[:2], y=[0, 0])
     assert np.all(res.y_pred == mlp.predict(res.X_adv))
@@ -136,7 +136,7 @@ def test_skorch_and_mlp_through_the_adapter(rings, starts):
 
 def test_sklearn_integration(rings):
     X, y, _ = rings
-    est = OnManifoldPGD(_cut_net(), step_size=0.2, max_iter=5, tangent="jacobian",
+    est = OnManifoldPGD(_cut_net(), step_size=0.2, n_steps=5, tangent="jacobian",
                         intrinsic_dim=1, cidm_params={"n_eigenpairs": 10}, random_state=0)
     idx = np.random.default_rng(0).permutation(len(X))[:80]
     search = check_pipeline_gridsearch_pickle(est, X[idx], y[idx],
@@ -223,7 +223,7 @@ def test_any_mixed_state_is_restored_property(rings, starts, modes, flags, rows,
     if "attack" not in _FITTED:
         X, y, _ = rings
         _FITTED["attack"] = OnManifoldPGD(_mixed_state_net(), tangent="jacobian",
-                                          intrinsic_dim=1, max_iter=10, **FAST).fit(X, y)
+                                          intrinsic_dim=1, n_steps=10, **FAST).fit(X, y)
     attack = _FITTED["attack"].set_params(direction="pullback" if pullback else "tangent")
     net = attack.estimator
     for m, training in zip(net.modules(), modes):
@@ -263,7 +263,7 @@ def test_an_unfitted_estimator_is_fitted_by_fit(rings, starts):
     estimator stays unfitted."""
     X, y, _ = rings
     mlp = MLPClassifier((8,), max_iter=300, random_state=0)
-    attack = OnManifoldPGD(mlp, loss="nll", tangent="jacobian", intrinsic_dim=1, max_iter=10,
+    attack = OnManifoldPGD(mlp, loss="nll", tangent="jacobian", intrinsic_dim=1, n_steps=10,
                            **FAST)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the MLP's convergence warning
@@ -290,7 +290,7 @@ def test_an_unfitted_skorch_net_is_fitted_and_a_frozen_estimator_used_as_is(ring
         mlp = MLPClassifier((8,), max_iter=200, random_state=0).fit(X, (X[:, 0] > 0.5))
     frozen = FrozenEstimator(mlp)
     attack = OnManifoldPGD(frozen, loss="nll", tangent="jacobian", intrinsic_dim=1,
-                           max_iter=10, **FAST)
+                           n_steps=10, **FAST)
     fitted = clone(attack).fit(X, y)  # FrozenEstimator survives clone: never refitted
     assert fitted.estimator_ is frozen and fitted.model_.estimator is mlp
     attack.fit(X, y)

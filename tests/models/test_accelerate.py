@@ -23,7 +23,7 @@ from skorch.hf import AccelerateMixin
 
 from geolearn.generative import GridVAE
 from geolearn.invariance import InvariantClassifier
-from geolearn.models import SkorchTrainingMixin
+from geolearn.models import SkorchClassifierMixin, SkorchTrainingMixin
 
 from ..torch_estimators import IDS, TINY, TORCH_ESTIMATORS
 from ..torch_estimators import data as _data
@@ -61,7 +61,7 @@ def test_every_torch_estimator_is_listed():
         for name in getattr(module, "__all__", ()):
             obj = getattr(module, name)
             if (isinstance(obj, type) and issubclass(obj, SkorchTrainingMixin)
-                    and obj is not SkorchTrainingMixin):
+                    and obj not in (SkorchTrainingMixin, SkorchClassifierMixin)):
                 found.add(obj.__name__)
     assert found == set(IDS), sorted(found ^ set(IDS))
 
@@ -239,17 +239,15 @@ def test_rdm_regularizer_reaches_its_layer_inside_a_wrapper():
     X = rng.normal(size=(60, 4)).astype(np.float32)
     y = (X[:, 0] > 0).astype(np.int64)
 
-    def fit(cls):
-        torch.manual_seed(0)
-        module = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(),
-                                     torch.nn.Linear(8, 2))
-        return cls(module, criterion=torch.nn.CrossEntropyLoss, rdm_layer="1",
-                   rdm_stimuli=X[:20], rdm_target=categorical_rdm(y[:20]), rdm_batch_size=10,
-                   rdm_random_state=0, max_epochs=3, train_split=None, verbose=0).fit(X, y)
+    def fit(**kw):
+        return RDMRegularizedClassifier(
+            rdm_layer="1", rdm_stimuli=X[:20], rdm_target=categorical_rdm(y[:20]),
+            rdm_batch_size=10, random_state=0, max_epochs=3, device="cpu", **kw).fit(X, y)
 
-    plain, wrapped = fit(RDMRegularizedClassifier), fit(_wrapped(RDMRegularizedClassifier))
-    assert wrapped.wrapped_
-    np.testing.assert_allclose(wrapped.history[:, "rdm_loss"], plain.history[:, "rdm_loss"],
+    plain = fit()
+    wrapped = fit(net_class=_wrapped(RDMRegularizedClassifier.net_class))
+    assert wrapped.net_.wrapped_
+    np.testing.assert_allclose(wrapped.history_[:, "rdm_loss"], plain.history_[:, "rdm_loss"],
                                rtol=1e-6)
     np.testing.assert_allclose(_losses(wrapped), _losses(plain), rtol=1e-6)
 

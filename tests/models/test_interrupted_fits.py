@@ -142,7 +142,7 @@ class _RaiseOnCall(SVBFNet):
 
 @pytest.mark.parametrize("fault", ["callback", "module"])
 def test_svbf_net_fit_that_fails_leaves_it_unfitted(fault):
-    """SVBFNetClassifier (a skorch net itself) kept half-trained weights passing as fitted."""
+    """SVBFNetClassifier (then a skorch net itself) kept half-trained weights passing as fitted."""
     Xs, ys = _sets()
     _RaiseOnCall.calls = 0
     faulty = ({"callbacks": [RaiseAt(RuntimeError("injected fault"))]} if fault == "callback"
@@ -174,12 +174,12 @@ def test_svbf_net_interrupted_fit_keeps_its_weights_and_says_so():
         est.fit(Xs, ys)
     assert w[0].filename == __file__  # points at the user's call
     check_is_fitted(est)
-    assert len(est.history) == 2
+    assert len(est.history_) == 2
     assert est.predict_proba(Xs).shape == (20, 2)
-    dict(est.callbacks_)["RaiseAt"].epoch = 4  # interrupt the continued training too
+    dict(est.net_.callbacks_)["RaiseAt"].epoch = 4  # interrupt the continued training too
     with pytest.warns(TrainingInterruptedWarning, match="epoch 3 of 5"):
-        est.partial_fit(Xs, ys)
-    assert len(est.history) == 4
+        est.set_params(warm_start=True).fit(Xs, ys)
+    assert len(est.history_) == 4
 
 
 class InterruptAt(Callback):
@@ -198,11 +198,7 @@ class InterruptAt(Callback):
 
 def _trainable():
     """Every trainable estimator (a SkorchTrainingMixin or a skorch net), with its data."""
-    rng = np.random.default_rng(0)
-    sets = np.stack([np.linalg.qr(rng.normal(size=(6, 2)))[0] for _ in range(20)])
-    cases = [(est, data(kind)) for est, kind in TORCH_ESTIMATORS]
-    cases.append((_svbf_net(), (sets, np.arange(20) % 2)))
-    return cases
+    return [(est, data(kind)) for est, kind in TORCH_ESTIMATORS]
 
 
 TRAINABLE = _trainable()
@@ -229,7 +225,7 @@ def test_ctrl_c_in_any_estimator_keeps_completed_epochs_or_fits_nothing(est, Xy)
     with pytest.warns(TrainingInterruptedWarning, match="interrupted during epoch 2 of"):
         second.fit(X, y)
     check_is_fitted(second)
-    if hasattr(second, "history_") and not isinstance(second, SVBFNetClassifier):
+    if hasattr(second, "history_"):
         assert len(second.history_) == 1  # the completed epoch only
     for method in ("predict", "transform", "score_samples"):
         if hasattr(second, method):

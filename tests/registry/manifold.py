@@ -24,6 +24,6 @@ ESTIMATORS = [
     CIDM(n_eigenpairs=5, k_bandwidth=3),
     SECVectorFields(cidm=CIDM(n_eigenpairs=8, k_bandwidth=3), n_frame=3, n_products=8),
     OnManifoldPGD(MeanLogits(), cidm_params={"n_eigenpairs": 5, "n_components": 3},
-                  tangent="jacobian", intrinsic_dim=1, max_iter=5),
+                  tangent="jacobian", intrinsic_dim=1, n_steps=5),
     LocalPCAManifold(1, n_neighbors=2),
 ]

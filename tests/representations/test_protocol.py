@@ -77,7 +77,7 @@ def test_result_fields_and_embeddings():
 
 
 @pytest.mark.parametrize("kwargs", [
-    {"attack": "pgd", "attack_kwargs": {"steps": 3, "random_state": 0}},
+    {"attack": "pgd", "attack_kwargs": {"n_steps": 3, "random_state": 0}},
     {"attack": "cw", "attack_kwargs": {"n_steps": 3}},
     {"map_rows": "adv", "eval_rows": "mapped_adv_vs_native_clean", "alpha": 1.0},
     {"representation": "fourier_phase"},
@@ -88,8 +88,8 @@ def test_options_run(kwargs):
     X, y = toy()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # C&W failures after 3 steps
-        res = cross_model_detection({"a": tanh_net(0), "b": tanh_net(1)}, "a", X, y, epsilon=0.3,
-                                    random_state=0, **kwargs)
+        res = cross_model_detection({"a": tanh_net(0), "b": tanh_net(1)}, "a", X, y,
+                                    epsilon=0.3, random_state=0, **kwargs)
     src = res.sources["b"]
     assert 0 <= src["auroc_mapped"] <= 1 and np.isfinite(src["mse_adv"])
     fourier = kwargs.get("representation", "raw") != "raw"
@@ -100,7 +100,7 @@ def test_callable_attack_and_errors():
     X, y = toy()
     nets = {"a": tanh_net(0), "b": tanh_net(1)}
     res = cross_model_detection(nets, "a", X, y, epsilon=0.0,
-                                attack=lambda net, X, y, eps: (np.clip(X + 0.5, 0, 1), None))
+                                attack=lambda net, X, y, epsilon: (np.clip(X + 0.5, 0, 1), None))
     with torch.no_grad():
         shifted = nets["a"][:2](torch.as_tensor(np.clip(X + 0.5, 0, 1))).numpy()
     np.testing.assert_allclose(res.embeddings["a"][1], shifted, atol=1e-6)
@@ -113,7 +113,7 @@ def test_callable_attack_and_errors():
         cross_model_detection(nets, "c", X, y, epsilon=0.1)
     with pytest.raises(ValueError, match="at least one source"):
         cross_model_detection({"a": nets["a"]}, "a", X, y, epsilon=0.1)
-    with pytest.raises(ValueError, match="eps"):
+    with pytest.raises(ValueError, match="epsilon"):
         cross_model_detection(nets, "a", X, y, epsilon=-0.1)
 
 
@@ -133,7 +133,7 @@ def test_each_network_goes_through_as_model_once(monkeypatch):
     nets = {"a": tanh_net(0), "b": tanh_net(1), "c": tanh_net(2)}
     X, y = toy()
     cross_model_detection(nets, "a", X, y, epsilon=0.3, attack="pgd",
-                          attack_kwargs={"steps": 2, "random_state": 0}, random_state=0)
+                          attack_kwargs={"n_steps": 2, "random_state": 0}, random_state=0)
     assert len(built) == 3 and all(any(m is net for m in built) for net in nets.values())
 
 
@@ -142,17 +142,18 @@ def test_a_callable_attack_receives_the_network_and_its_output_is_checked():
     nets = {"a": tanh_net(0), "b": tanh_net(1)}
     received = []
 
-    def attack(net, X, y, eps):
+    def attack(net, X, y, epsilon):
         received.append(net)
-        return np.clip(X + eps, 0, 1)
+        return np.clip(X + epsilon, 0, 1)
 
     cross_model_detection(nets, "a", X, y, epsilon=0.2, attack=attack, random_state=0)
     assert received[0] is nets["a"] and received[1] is nets["b"]
     with pytest.raises(ValueError, match="shape"):
-        cross_model_detection(nets, "a", X, y, epsilon=0.0, attack=lambda net, X, y, eps: X[:, :5])
+        cross_model_detection(nets, "a", X, y, epsilon=0.0,
+                              attack=lambda net, X, y, epsilon: X[:, :5])
     with pytest.raises(ValueError, match="NaN"):
         cross_model_detection(nets, "a", X, y, epsilon=0.0,
-                              attack=lambda net, X, y, eps: np.full_like(X, np.nan))
+                              attack=lambda net, X, y, epsilon: np.full_like(X, np.nan))
 
 
 def test_the_family_branches_on_no_model_type_and_imports_no_private_module():

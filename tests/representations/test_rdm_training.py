@@ -8,11 +8,13 @@ import pytest
 import scipy.stats
 import torch
 from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import GridSearchCV
+from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNetClassifier
 from skorch.callbacks import Callback, EarlyStopping
 
-from geolearn._utils import torch_threads
+from geolearn._utils import torch_seed, torch_threads
 from geolearn.models import TrainingInterruptedWarning
 from geolearn.representations import (
     RDMLoss,
@@ -127,7 +129,7 @@ _NET = dict(criterion=torch.nn.CrossEntropyLoss, optimizer=torch.optim.Adam, lr=
 
 def _clf(X_ref, y_ref, module=_module, **kw):
     params = dict(_NET, rdm_layer="1", rdm_stimuli=X_ref, rdm_target=categorical_rdm(y_ref),
-                  rdm_batch_size=10, rdm_random_state=0)
+                  rdm_batch_size=10, random_state=0)
     params.update(kw)
     return RDMRegularizedClassifier(module, **params)
 
@@ -138,45 +140,39 @@ def _weights(net):
 
 def test_zero_weight_reproduces_a_plain_neural_net_classifier():
     X, y = _data()
-    torch.manual_seed(5)
-    plain = NeuralNetClassifier(_module, **_NET).fit(X, y)
-    torch.manual_seed(5)
-    reg = _clf(X[:30], y[:30], rdm_weight=0).fit(X, y)
+    with torch_seed(5):  # the estimator trains under the torch seed its random_state gives
+        plain = NeuralNetClassifier(_module, **_NET).fit(X, y)
+    reg = _clf(X[:30], y[:30], rdm_weight=0, random_state=5).fit(X, y)
     for a, b in zip(_weights(plain), _weights(reg)):
         assert torch.allclose(a, b, atol=1e-6, rtol=0)
-    assert "rdm_loss" not in reg.history[-1, "batches", 0]  # the branch never ran
-    torch.manual_seed(5)
-    regularised = _clf(X[:30], y[:30], rdm_weight=1.0).fit(X, y)
+    assert "rdm_loss" not in reg.history_[-1, "batches", 0]  # the branch never ran
+    regularised = _clf(X[:30], y[:30], rdm_weight=1.0, random_state=5).fit(X, y)
     assert not all(torch.allclose(a, b, atol=1e-3)
                    for a, b in zip(_weights(plain), _weights(regularised)))
 
 
-def test_history_records_rdm_loss_and_subsets_follow_rdm_random_state():
+def test_history_records_rdm_loss_and_subsets_follow_random_state():
     X, y = _data()
-    torch.manual_seed(0)
     a = _clf(X[:30], y[:30]).fit(X, y)
-    batches = a.history[-1, "batches"]
+    batches = a.history_[-1, "batches"]
     assert len(batches) == 8 and all(0 <= b["rdm_loss"] <= 2 for b in batches)
     # its epoch mean is weighted by the batch sizes, like train_loss (which includes it)
     expected = np.average([b["rdm_loss"] for b in batches],
                           weights=[b["train_batch_size"] for b in batches])
-    assert np.isclose(a.history[-1, "rdm_loss"], expected)
-    torch.manual_seed(0)
+    assert np.isclose(a.history_[-1, "rdm_loss"], expected)
     b = _clf(X[:30], y[:30]).fit(X, y)
-    torch.manual_seed(0)
-    c = _clf(X[:30], y[:30], rdm_random_state=1).fit(X, y)
+    c = _clf(X[:30], y[:30], random_state=1).fit(X, y)
     assert all(torch.equal(p, q) for p, q in zip(_weights(a), _weights(b)))
     assert not all(torch.equal(p, q) for p, q in zip(_weights(a), _weights(c)))
     # the rdm_loss of the first batch is RDMLoss on the first subset of a fresh generator
     S = np.random.default_rng(0).choice(30, size=10, replace=False)
-    torch.manual_seed(0)
     d = _clf(X[:30], y[:30], max_epochs=1, batch_size=len(X)).fit(X, y)
-    torch.manual_seed(0)
-    init = _clf(X[:30], y[:30]).initialize().module_  # same seed: the initial weights
+    with torch_seed(0):  # the seed random_state=0 gives: the initial weights
+        init = _module()
     with torch.no_grad():
         H = init[1](init[0](torch.as_tensor(X[S])))
     expected = RDMLoss()(H, categorical_rdm(y[S]))
-    assert abs(d.history[0, "batches", 0, "rdm_loss"] - float(expected)) < 1e-6
+    assert abs(d.history_[0, "batches", 0, "rdm_loss"] - float(expected)) < 1e-6
 
 
 def test_validation_happens_in_fit_and_names_the_argument():
@@ -195,7 +191,8 @@ def test_validation_happens_in_fit_and_names_the_argument():
         with pytest.raises(ValueError) as exc:
             clf.fit(X, y)
         assert_message(exc, *words)
-        assert not clf.initialized_
+        with pytest.raises(NotFittedError):
+            check_is_fitted(clf)
     asym = categorical_rdm(y[:20])
     asym[0, 1] = 0.5
     with pytest.raises(ValueError, match="not symmetric"):
@@ -230,15 +227,14 @@ def test_clone_and_pickle():
     assert twin.rdm_weight == 0.5 and twin.optimizer__weight_decay == 1e-4
     assert twin.rdm_stimuli is not clf.rdm_stimuli
     np.testing.assert_array_equal(twin.rdm_stimuli, clf.rdm_stimuli)
-    torch.manual_seed(0)
     clf.fit(X, y)
-    torch.manual_seed(0)
     twin.fit(X, y)
     np.testing.assert_array_equal(twin.predict_proba(X), clf.predict_proba(X))
     loaded = pickle.loads(pickle.dumps(clf))
     np.testing.assert_array_equal(loaded.predict_proba(X), clf.predict_proba(X))
-    loaded.partial_fit(X, y)  # keeps training, subsets continue from the pickled generator
-    assert len(loaded.history) == len(clf.history) + 3
+    # keeps training, subsets continue from the pickled generator
+    loaded.set_params(warm_start=True).fit(X, y)
+    assert len(loaded.history_) == len(clf.history_) + 3
 
 
 def test_interrupt_warns_and_non_finite_loss_raises():

@@ -391,7 +391,7 @@ def test_e_on_manifold_pgd():
 
     for estimator, tangent in [(net, "sec"), (skorch_net, "sec"), (net, "jacobian")]:
         attack = OnManifoldPGD(estimator, tangent=tangent, intrinsic_dim=1, step_size=steps,
-                               n_vector_fields=2 if tangent == "sec" else None, max_iter=100,
+                               n_vector_fields=2 if tangent == "sec" else None, n_steps=100,
                                random_state=0)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)

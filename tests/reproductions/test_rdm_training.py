@@ -28,7 +28,7 @@ from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 from skorch import NeuralNetClassifier
 
-from geolearn._utils import torch_threads
+from geolearn._utils import torch_seed, torch_threads
 from geolearn.representations import (
     NetworkRDM,
     RDMRegularizedClassifier,
@@ -67,15 +67,14 @@ def test_rdm_regularisation_pulls_the_layer_geometry_towards_the_target():
     with torch_threads(1):  # a small MLP: one thread is fastest beside other work
         for seed in SEEDS:
             for w in WEIGHTS:
-                torch.manual_seed(seed)
                 clf = RDMRegularizedClassifier(
                     _mlp, rdm_layer=LAYER, rdm_stimuli=X_ref, rdm_target=categorical_rdm(y_ref),
-                    rdm_weight=w, rdm_batch_size=32, rdm_loss="pearson", rdm_random_state=seed,
+                    rdm_weight=w, rdm_batch_size=32, rdm_loss="pearson", random_state=seed,
                     **_NET).fit(X, y)
                 r = NetworkRDM(clf, layers=[LAYER]).fit(X_te).compare(target_te)[LAYER]
                 results[seed, w] = (r, float(np.mean(clf.predict(X_te) == y_te)), clf)
-            torch.manual_seed(seed)
-            plain = NeuralNetClassifier(_mlp, **_NET).fit(X, y)
+            with torch_seed(seed):  # the seed random_state=seed trains under
+                plain = NeuralNetClassifier(_mlp, **_NET).fit(X, y)
             for a, b in zip(plain.module_.parameters(), results[seed, 0.0][2].module_.parameters()):
                 assert torch.allclose(a, b, atol=1e-6, rtol=0)
     elapsed = time.perf_counter() - start

@@ -155,7 +155,8 @@ def test_attacks_stay_in_the_box_and_the_ball(linear_softmax):
 def test_one_step_pgd_is_fgsm(linear_softmax):
     """PGD with T = 1, alpha = eps and no random start is eq. 3 exactly (spec 6.4c)."""
     net, X, y = linear_softmax
-    np.testing.assert_allclose(pgd(net, X, y, 0.2, steps=1, alpha=0.2, random_start=False),
+    np.testing.assert_allclose(pgd(net, X, y, 0.2, n_steps=1, step_size=0.2,
+                                   random_start=False),
                                fgsm(net, X, y, 0.2), rtol=0, atol=1e-7)
 
 

@@ -1240,7 +1240,7 @@ def _manifold_pgd(rec):
     X, y, t = _rings()
     ts = np.array([1.8, 2.3, -1.8, -2.3])
     starts = np.c_[np.cos(ts), np.sin(ts)]
-    fast = {"cidm_params": {"n_eigenpairs": 12}, "random_state": 0, "max_iter": 25}
+    fast = {"cidm_params": {"n_eigenpairs": 12}, "random_state": 0, "n_steps": 25}
     for name, params in [
         ("jacobian", {"tangent": "jacobian", "intrinsic_dim": 1}),
         ("local_pca", {"tangent": "local_pca", "intrinsic_dim": 1}),
@@ -1275,7 +1275,7 @@ def _manifold_pgd_sklearn(rec):
     ts = np.array([1.8, 2.3])
     starts = np.c_[np.cos(ts), np.sin(ts)]
     labels = (X[:, 0] > 0.5).astype(np.int64)
-    fast = {"cidm_params": {"n_eigenpairs": 12}, "random_state": 0, "max_iter": 20}
+    fast = {"cidm_params": {"n_eigenpairs": 12}, "random_state": 0, "n_steps": 20}
     mlp = _quiet_fit(MLPClassifier((8,), max_iter=200, random_state=0), X, labels)
     attack = OnManifoldPGD(mlp, loss="nll", tangent="jacobian", intrinsic_dim=1, **fast)
     rec.estimator("mlp", attack, X, y, X_eval=starts, y_eval=[0, 0])
@@ -1650,14 +1650,15 @@ def _sub_svbf_net(rec):
     rec.estimator("parametrize", net, X, labels)
     if hasattr(net, "module_"):
         rec.call("parametrize.K", lambda: net.module_.node.K)
-        rec.add("parametrize.history", _history(net.history))
-        rec.call("parametrize.partial_fit", lambda: net.partial_fit(X, labels).predict_proba(X))
+        rec.add("parametrize.history", _history(net.history_))
+        rec.call("parametrize.partial_fit",
+                 lambda: net.set_params(warm_start=True).fit(X, labels).predict_proba(X))
     net = SVBFNetClassifier(n_components=2, orthogonality="penalty", detach=False,
                             objective="cos", lr=0.05, max_epochs=8, batch_size=16, verbose=0,
                             random_state=0)
     rec.estimator("penalty", net, X, y)
     if hasattr(net, "module_"):
-        rec.add("penalty.history", _history(net.history))
+        rec.add("penalty.history", _history(net.history_))
 
 
 @case("subspaces.SVBFNode")
@@ -1912,7 +1913,7 @@ def _rep_cross_model(rec):
              random_state=0)
     for key, kwargs in [
         ("fgsm", {}),
-        ("pgd", {"attack": "pgd", "attack_kwargs": {"steps": 3, "random_state": 0}}),
+        ("pgd", {"attack": "pgd", "attack_kwargs": {"n_steps": 3, "random_state": 0}}),
         ("cw", {"attack": "cw", "attack_kwargs": {"n_steps": 3}}),
         ("adv_rows", {"map_rows": "adv", "eval_rows": "mapped_adv_vs_native_clean",
                       "alpha": 1.0}),
@@ -1922,7 +1923,7 @@ def _rep_cross_model(rec):
                  yy, epsilon=0.3, random_state=0, **kwargs)
     rec.call("callable_attack", cross_model_detection, {"a": _tanh_net(0), "b": _tanh_net(1)},
              "a", X, yy, epsilon=0.0, random_state=0,
-             attack=lambda net, X, y, eps: (np.clip(X + 0.5, 0, 1), None))
+             attack=lambda net, X, y, epsilon: (np.clip(X + 0.5, 0, 1), None))
 
 
 # =============================================================================== adversarial
@@ -1955,7 +1956,7 @@ def _adv_attacks(rec):
     rec.call("fgsm", fgsm, net, X, y, 0.1)
     rec.call("fgsm.batch7.noclip", fgsm, net, X, y, 0.1, batch_size=7, clip=None)
     rec.call("pgd", pgd, net, X, y, 0.1, random_state=0)
-    rec.call("pgd.no_random_start", pgd, net, X, y, 0.1, alpha=0.02, steps=5,
+    rec.call("pgd.no_random_start", pgd, net, X, y, 0.1, step_size=0.02, n_steps=5,
              random_start=False, batch_size=7)
     rec.call("cw", carlini_wagner_l2, net, X, y, n_steps=5)
     rec.call("cw.search", carlini_wagner_l2, net, X[:10], y[:10], c=0.5, kappa=0.1, n_steps=5,
@@ -1965,7 +1966,7 @@ def _adv_attacks(rec):
     Xi = np.random.default_rng(0).random((5, 16))
     yi = np.arange(5) % 3
     rec.call("fgsm.image_shape", fgsm, cnn, Xi, yi, 0.05, image_shape=(1, 4, 4))
-    rec.call("pgd.image_shape", pgd, cnn, Xi.reshape(5, 1, 4, 4), yi, 0.05, steps=3,
+    rec.call("pgd.image_shape", pgd, cnn, Xi.reshape(5, 1, 4, 4), yi, 0.05, n_steps=3,
              random_state=1)
     rec.call("cw.image_shape", carlini_wagner_l2, cnn, Xi, yi, n_steps=3, image_shape=(1, 4, 4))
 
@@ -1986,7 +1987,7 @@ def _adv_attacks_sklearn(rec):
                                                                    random_state=0)), X, y)
     for key, model in [("mlp", mlp), ("pipeline", pipe)]:
         rec.call(f"{key}.fgsm", fgsm, model, X, y, 0.1)
-        rec.call(f"{key}.pgd", pgd, model, X, y, 0.1, steps=4, random_state=0)
+        rec.call(f"{key}.pgd", pgd, model, X, y, 0.1, n_steps=4, random_state=0)
         rec.call(f"{key}.cw", carlini_wagner_l2, model, X[:10], y[:10], n_steps=4)
     rf = RandomForestClassifier(n_estimators=3, random_state=0).fit(X, y)
     rec.call("random_forest.fgsm", fgsm, rf, X, y, 0.1)

@@ -86,8 +86,8 @@ def test_net_classifier_trains_the_node_and_the_head():
                                   net.predict_proba(X))
     loaded = pickle.loads(pickle.dumps(net))
     np.testing.assert_array_equal(loaded.predict_proba(X), net.predict_proba(X))
-    with pytest.raises(ValueError, match="labels not seen"):
-        net.partial_fit(X, np.array(["a", "c"])[y])
+    with pytest.raises(ValueError, match="the first fit did not see"):
+        net.set_params(warm_start=True).fit(X, np.array(["a", "c"])[y])
     with pytest.raises(ValueError, match="at least 2 classes"):
         clone(net).fit(X, np.zeros(len(X)))
 
