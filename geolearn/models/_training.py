@@ -315,6 +315,9 @@ def warn_if_interrupted(estimator, net, planned, before, stacklevel=4):
     stopped_early = any(isinstance(cb, EarlyStopping) and cb.misses_ >= cb.patience
                         for _, cb in net.callbacks_)
     if done < planned and not stopped_early:
+        # the interrupted epoch's row holds no losses: the history keeps completed epochs
+        while len(net.history) > before and "dur" not in net.history[-1]:
+            del net.history[-1]
         if not done:
             raise KeyboardInterrupt(f"{type(estimator).__name__}: training was interrupted "
                                     "during its first epoch; nothing was fitted.")
