@@ -26,6 +26,7 @@ from geolearn.polytopes import local_rows, nn_agreement
 from geolearn.representations import (
     FiedlerPartition,
     LinearEmbeddingMap,
+    RDMRegularizedClassifier,
     compute_rdm,
     embedding_mse,
     squareform_rdm,
@@ -54,6 +55,8 @@ def _data(est):
         return compute_rdm(TABLE, "euclidean"), None
     if isinstance(est, LinearEmbeddingMap):
         return TABLE, EMBEDDINGS
+    if isinstance(est, RDMRegularizedClassifier):  # its reference stimuli fix the width
+        return TABLE[:, :np.shape(est.rdm_stimuli)[1]], LABELS
     if is_regressor(est):
         return TABLE, TABLE[:, 0] + 1.0
     return TABLE, LABELS  # classes, for those that need them; the others ignore y
