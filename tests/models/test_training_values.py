@@ -53,5 +53,6 @@ def test_non_boolean_compile_is_refused_by_every_trained_estimator(est, kind):
 def test_svbf_net_takes_compile_only_through_its_net():
     """SVBFNetClassifier(compile="yes") ran torch.compile for minutes; it is no net itself now
     (its net's compile is checked above, through ``net_class``)."""
+    X, y = _sets()
     with pytest.raises(TypeError, match="compile"):
-        SVBFNetClassifier(n_components=2, max_epochs=2, compile="yes")
+        SVBFNetClassifier(n_components=2, max_epochs=2, compile="yes").fit(X, y)
