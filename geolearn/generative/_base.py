@@ -35,7 +35,6 @@ from ._torch_estimator import (
     EPOCH_CONSTRAINTS,
     NET_CONSTRAINTS,
     ObjectiveTrainingMixin,
-    history_records,
 )
 
 _BOUNDS_TOL = 1e-6
@@ -249,7 +248,6 @@ class LatentModel(ObjectiveTrainingMixin, ClassNamePrefixFeaturesOutMixin, Trans
                     optimizer__weight_decay=self.weight_decay, iterator_train__shuffle=True,
                     iterator_train__drop_last=drop_last,
                     iterator_train__batch_size=min(self.batch_size, len(X)))
-        self.history_ = history_records(self.net_, parts)
         self.n_iter_ = len(self.history_)
         return self
 

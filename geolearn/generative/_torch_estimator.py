@@ -96,13 +96,6 @@ class MeanScoreMixin:
         return float(np.mean(self.score_samples(X)))
 
 
-def history_records(net, parts):
-    """The epoch history as a list of dicts ``{"epoch", "loss", *parts}``."""
-    keys = ("epoch", "train_loss", *parts)
-    return [{("loss" if k == "train_loss" else k): (row[k] if k == "epoch" else float(row[k]))
-             for k in keys} for row in net.history]
-
-
 def as_float_tensor(X):
     """A contiguous float32 CPU tensor sharing memory with ``X`` where it can."""
     return torch.from_numpy(np.ascontiguousarray(X, dtype=np.float32))

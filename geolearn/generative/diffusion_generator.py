@@ -26,7 +26,6 @@ from ._torch_estimator import (
     EPOCH_CONSTRAINTS,
     NET_CONSTRAINTS,
     ObjectiveTrainingMixin,
-    history_records,
 )
 from .ddpm import (
     DenoiserWrapper,
@@ -101,8 +100,10 @@ class DiffusionGenerator(ObjectiveTrainingMixin, BaseEstimator):
         ``alpha_bar_t``, index 0 = 1.
     mean_ : ndarray of shape (n_features,)
     scale_ : float
-    n_features_in_, image_shape_, device_, history_
-        Input width, image shape (or None), device and the per-epoch ``loss``.
+    history_ : skorch.history.History
+        The net's training history: one row per epoch, ``history_[:, "train_loss"]``.
+    n_features_in_, image_shape_, device_
+        Input width, image shape (or None) and device.
 
     Examples
     --------
@@ -160,7 +161,6 @@ class DiffusionGenerator(ObjectiveTrainingMixin, BaseEstimator):
                     seed=self.random_state, max_epochs=self.max_epochs,
                     iterator_train__shuffle=True,
                     iterator_train__batch_size=min(self.batch_size, len(X)))
-        self.history_ = history_records(self.net_, ())
         return self
 
     def _set_scaling(self, X):

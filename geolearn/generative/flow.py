@@ -33,7 +33,6 @@ from ._torch_estimator import (
     NET_CONSTRAINTS,
     MeanScoreMixin,
     ObjectiveTrainingMixin,
-    history_records,
 )
 
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
@@ -192,7 +191,10 @@ class FlowDensity(ObjectiveTrainingMixin, MeanScoreMixin, OneToOneFeatureMixin, 
         Features passed through unchanged by each coupling.
     mean_, scale_ : ndarray of shape (n_features,)
         Standardisation.
-    n_features_in_, history_, device_
+    history_ : skorch.history.History
+        The net's training history: one row per epoch, ``history_[:, "train_loss"]``
+        (the mean negative log-likelihood).
+    n_features_in_, device_
 
     Examples
     --------
@@ -249,7 +251,6 @@ class FlowDensity(ObjectiveTrainingMixin, MeanScoreMixin, OneToOneFeatureMixin, 
                     max_epochs=self.max_epochs, optimizer__weight_decay=self.weight_decay,
                     iterator_train__shuffle=True,
                     iterator_train__batch_size=min(self.batch_size, len(X)))
-        self.history_ = history_records(self.net_, ())
         return self
 
     def _standardised(self, X):

@@ -201,8 +201,9 @@ default='checkerboard_alt'
     validation_scores_ : ndarray of shape (n_validation,)
         ``ood_score`` of the held-out rows (of the training rows when
         ``validation_fraction=0``).
-    history_ : ndarray of shape (n_epochs,)
-        Training loss per epoch (mean squared noise error per pixel).
+    history_ : skorch.history.History
+        The net's training history, one row per epoch: ``history_[:, "train_loss"]`` is
+        the mean squared noise error per pixel.
     device_ : torch.device
 
     See Also
@@ -445,8 +446,6 @@ default='checkerboard_alt'
                         iterator_train__batch_size=min(self.batch_size, len(x0)),
                         default_callbacks=callbacks, optimizer=_adam)
         self.denoiser_ = self.net_.module_
-        self.history_ = np.array([row["train_loss"] for row in self.net_.history
-                                  if "train_loss" in row], dtype=np.float64)
         if n_val == 0:
             warnings.warn("validation_fraction=0: offset_ is set from the training rows, "
                           "whose scores memorisation biases low (more test inliers are "

@@ -270,7 +270,10 @@ class CentroidSoftmaxClassifier(SkorchTrainingMixin, ClassifierMixin, BaseEstima
         Adam iterations run (``max_iter``, fewer when a callback stops training; with
         ``warm_start``, those of every fit).
     net_ : skorch.NeuralNet
-        The trained net (``net_.history`` holds the loss of every iteration).
+        The trained net.
+    history_ : skorch.history.History
+        The net's training history, one row per (full-batch) iteration:
+        ``history_[:, "train_loss"]``.
     device_ : torch.device
     n_features_in_ : int
 

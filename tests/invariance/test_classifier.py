@@ -58,6 +58,7 @@ def test_fitted_attributes_and_outputs(data):
     clf = InvariantClassifier(**FAST).fit(X, y)
     assert clf.image_shape_ == (1, 12, 12) and clf.n_features_in_ == 144
     assert clf.group_.order == 4 and clf.module_ is clf.net_.module_
+    assert clf.history_ is clf.net_.history and len(clf.history_[:, "train_loss"]) == 3
     assert clf.n_params_ == 144 * 16 + 16 + 16 * 9 + 9
     assert clf.mean_ == pytest.approx(X.mean(), rel=1e-6)
     assert clf.std_ == pytest.approx(X.std(), rel=1e-5)

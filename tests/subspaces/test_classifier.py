@@ -96,4 +96,5 @@ def test_centroid_head_is_sign_invariant_and_learns_directions():
     np.testing.assert_allclose(clf.predict_proba(B), clf.predict_proba(-B))
     assert clf.score(B, y) == 1.0
     assert np.abs(clf.centroids_ @ [1.0, 0.0]).argmax() == 0
+    assert clf.history_ is clf.net_.history and len(clf.history_) == clf.n_iter_
     check_bad_inputs(CentroidSoftmaxClassifier(max_iter=20), B, y, min_samples=2)
