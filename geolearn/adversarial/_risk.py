@@ -8,6 +8,7 @@ Every risk is an empirical mean of per-sample indicators; attack-based
 indicators are lower estimates (an attack can miss), grids exact up to their step.
 """
 
+import functools
 import warnings
 from dataclasses import dataclass, field
 
@@ -592,24 +593,14 @@ SCORER_KINDS = {"standard": "std_risk", "adversarial": "adv_risk", "normal": "no
                 "in_manifold": "in_manifold_risk", "rhs": "rhs"}
 
 
-class _RiskScorer:
-    """A picklable ``scorer(estimator, X, y) = 1 - risk``."""
-
-    def __init__(self, kind, manifold, epsilon, kwargs):
-        self.kind, self.manifold, self.epsilon, self.kwargs = kind, manifold, epsilon, kwargs
-
-    def __call__(self, estimator, X, y):
-        kw = dict(self.kwargs)
-        if self.kind != "rhs":  # only the bound's sum needs the NNR term
-            kw["nnr"] = "none"
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", "nnr='none'", GeolearnWarning)
-            r = risk_decomposition(estimator, X, y, manifold=self.manifold,
-                                   epsilon=self.epsilon, **kw)
-        return 1.0 - getattr(r, SCORER_KINDS[self.kind])
-
-    def __repr__(self):
-        return f"make_risk_scorer({self.kind!r}, epsilon={self.epsilon!r})"
+def _risk_score(estimator, X, y, *, kind, manifold, epsilon, **kwargs):
+    """``1 - risk`` of ``kind``: the scorer :func:`make_risk_scorer` makes."""
+    if kind != "rhs":  # only the bound's sum needs the NNR term
+        kwargs["nnr"] = "none"
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "nnr='none'", GeolearnWarning)
+        r = risk_decomposition(estimator, X, y, manifold=manifold, epsilon=epsilon, **kwargs)
+    return 1.0 - getattr(r, SCORER_KINDS[kind])
 
 
 def make_risk_scorer(kind, *, manifold, epsilon, **kwargs):
@@ -627,8 +618,10 @@ def make_risk_scorer(kind, *, manifold, epsilon, **kwargs):
 
     Returns
     -------
-    scorer : callable
-        Greater is better.
+    scorer : callable ``scorer(estimator, X, y) -> float``
+        Greater is better. It measures the fitted estimator itself (attacks
+        need its gradients), so it is a scikit-learn scorer callable rather
+        than a ``make_scorer`` of predictions; it pickles.
 
     Examples
     --------
@@ -648,4 +641,5 @@ def make_risk_scorer(kind, *, manifold, epsilon, **kwargs):
     1.0
     """
     check_choice(kind, "kind", tuple(SCORER_KINDS))
-    return _RiskScorer(kind, manifold, epsilon, kwargs)
+    return functools.partial(_risk_score, kind=kind, manifold=manifold, epsilon=epsilon,
+                             **kwargs)

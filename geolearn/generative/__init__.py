@@ -35,7 +35,7 @@ disentanglement metrics of :mod:`geolearn.generative.metrics`.
 From "Leveraging diffusion models for unsupervised out-of-distribution detection on image
 manifold" (LMD: Lift, Map, Detect): the :class:`InpaintingOODDetector` (an outlier
 detector scoring images by how much diffusion inpainting changes them, on the DDPM
-core) and the AUROC helpers :func:`ood_roc_auc` and :func:`ood_auroc_scorer`.
+core) and the AUROC helpers :func:`ood_roc_auc` and :func:`make_ood_auroc_scorer`.
 
 Built on :mod:`geolearn.topology` (one way): the manifold-reconstruction metrics take
 their persistence diagrams and diagram distances from its public
@@ -66,7 +66,7 @@ from .graph_divergence import (
 from .gridvae import GridVAE
 from .latent_regularizers import LatentRegularizerMixin, latent_regularization
 from .meta_autoencoder import MetaManifoldAutoencoder, MLDGNet, ReconstructionMetrics
-from .metrics import ood_auroc_scorer, ood_roc_auc
+from .metrics import make_ood_auroc_scorer, ood_roc_auc
 from .ood import InpaintingOODDetector
 from .orthogonality import OrthogonalityLoss
 from .purification import ELBOPurifier
@@ -96,7 +96,7 @@ __all__ = [
     "knn_graph_statistic",
     "knn_permutation_pvalue",
     "latent_regularization",
-    "ood_auroc_scorer",
+    "make_ood_auroc_scorer",
     "ood_roc_auc",
     "patch_attack",
     "rectangular_patch_mask",

@@ -9,7 +9,7 @@ disentanglement metrics of DAE-OG ("Orthogonality and graph divergence losses pr
 disentanglement in generative models"; plug-in estimates, bits): :func:`mig`,
 :func:`mig_sup`, :func:`dcimig`, :func:`jemmig`, :func:`disentanglement_report`,
 :func:`make_disentanglement_scorer`, and the image metric :func:`psnr`; the AUROC of
-out-of-distribution scores of LMD (:func:`ood_roc_auc`, :func:`ood_auroc_scorer`).
+out-of-distribution scores of LMD (:func:`ood_roc_auc`, :func:`make_ood_auroc_scorer`).
 """
 
 import numpy as np
@@ -32,7 +32,7 @@ from ._disentanglement_metrics import (
     mig_sup,
     psnr,
 )
-from ._ood_metrics import ood_auroc_scorer, ood_roc_auc
+from ._ood_metrics import make_ood_auroc_scorer, ood_roc_auc
 from ._manifold_metrics import (
     knn_spectral_distance,
     make_manifold_scorer,
@@ -52,9 +52,9 @@ __all__ = [
     "knn_spectral_distance",
     "make_disentanglement_scorer",
     "make_manifold_scorer",
+    "make_ood_auroc_scorer",
     "mig",
     "mig_sup",
-    "ood_auroc_scorer",
     "ood_roc_auc",
     "persistence_wasserstein",
     "positional_disentanglement",

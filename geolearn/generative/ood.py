@@ -208,7 +208,7 @@ default='checkerboard_alt'
 
     See Also
     --------
-    geolearn.generative.ood_auroc_scorer : AUROC scorer for GridSearchCV.
+    geolearn.generative.make_ood_auroc_scorer : AUROC scorer for GridSearchCV.
 
     Notes
     -----
