@@ -628,6 +628,7 @@ def make_disentanglement_scorer(metric="mig", *, factors=None, n_bins=10,
     if metric == "all":  # make_scorer's scorers return numbers, not dicts
         return functools.partial(_report_score, response_method=response_method,
                                  factors=factors, **params)
-    return make_scorer(_disentanglement_score, response_method=response_method,
+    # a one-method tuple: make_scorer takes any method name in a tuple, only three alone
+    return make_scorer(_disentanglement_score, response_method=(response_method,),
                        metric=metric, factors=factors, **params)
 

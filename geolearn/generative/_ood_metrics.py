@@ -71,4 +71,5 @@ def make_ood_auroc_scorer():
     >>> make_ood_auroc_scorer()(IsolationForest(random_state=0).fit(X[:50]), X, y)
     1.0
     """
-    return make_scorer(_ood_auroc, response_method="score_samples")
+    # a one-method tuple: make_scorer takes any method name in a tuple, only three alone
+    return make_scorer(_ood_auroc, response_method=("score_samples",))
