@@ -1,7 +1,7 @@
 """Display classes, one per kind of picture (matplotlib, imported lazily).
 
 Each family keeps its Displays in ``geolearn/plotting/_<family>.py``. Displays
-follow scikit-learn's convention: a ``from_estimator``/``from_result``
+follow scikit-learn's convention: a ``from_estimator``/``from_results``
 classmethod computes, ``plot(ax=None)`` draws and returns self, with ``ax_``,
 ``figure_`` and the artists as attributes. matplotlib is imported only when a
 Display draws (the ``plot`` extra).

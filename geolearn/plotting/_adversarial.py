@@ -244,7 +244,7 @@ class AdversarialExamplesDisplay:
     curve_ : Line2D or None
     regions_ : QuadContourSet or None
     result_ : RiskDecompositionResult or None
-        Set by :meth:`from_result` and :meth:`from_estimator`.
+        Set by :meth:`from_results` and :meth:`from_estimator`.
     ax_, figure_ : matplotlib Axes and Figure
 
     Examples
@@ -269,8 +269,8 @@ class AdversarialExamplesDisplay:
         self.result_ = None
 
     @classmethod
-    def from_result(cls, result, X, y, *, estimator=None, manifold=None,
-                    kinds=("normal", "in_eps"), max_arrows=None, ax=None):
+    def from_results(cls, result, X, y, *, estimator=None, manifold=None,
+                     kinds=("normal", "in_eps"), max_arrows=None, ax=None):
         """Draw the examples of a decomposition computed with ``return_examples=True``.
 
         Parameters
@@ -323,7 +323,7 @@ default=("normal", "in_eps")
             E.g. :class:`~geolearn.manifold.SphereManifold` for the circle.
         epsilon : float
         kinds, max_arrows, ax
-            As in :meth:`from_result`.
+            As in :meth:`from_results`.
         **kwargs
             Passed to :func:`~geolearn.adversarial.risk_decomposition`.
 
@@ -336,8 +336,8 @@ default=("normal", "in_eps")
         X = _check_plane(X)
         result = risk_decomposition(estimator, X, y, manifold=manifold, epsilon=epsilon,
                                     return_examples=True, **kwargs)
-        return cls.from_result(result, X, y, estimator=estimator, manifold=manifold, kinds=kinds,
-                               max_arrows=max_arrows, ax=ax)
+        return cls.from_results(result, X, y, estimator=estimator, manifold=manifold, kinds=kinds,
+                                max_arrows=max_arrows, ax=ax)
 
     def plot(self, ax=None):
         """Draw the regions, the manifold, the points and the arrows.

@@ -79,7 +79,7 @@ class GeometrySliceDisplay:
         return cls(sl, quantity).plot(ax=ax)
 
     @classmethod
-    def from_result(cls, slice, quantity="log_volume", ax=None):
+    def from_results(cls, slice, quantity="log_volume", ax=None):
         """Plot an already computed GeometrySlice.
 
         Returns

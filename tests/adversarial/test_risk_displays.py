@@ -168,11 +168,11 @@ def test_examples_display_thins_arrows_and_checks_kinds(circle):
     moved[:50] = True
     res.indicators = {"std": np.zeros(len(X), bool), "nor": moved, "in_eps": moved}
     res.examples = {"normal": X * 1.1, "in_eps": X}
-    disp = AdversarialExamplesDisplay.from_result(res, X, y, max_arrows=5)
+    disp = AdversarialExamplesDisplay.from_results(res, X, y, max_arrows=5)
     np.testing.assert_allclose(disp.quivers_["normal"].X, X[[0, 12, 24, 37, 49], 0])
     plt.close(disp.figure_)
     with pytest.raises(ValueError, match="kinds must be among"):
-        AdversarialExamplesDisplay.from_result(res, X, y, kinds=("tangent",))
+        AdversarialExamplesDisplay.from_results(res, X, y, kinds=("tangent",))
     res.examples = None
     with pytest.raises(ValueError, match="return_examples=True"):
-        AdversarialExamplesDisplay.from_result(res, X, y)
+        AdversarialExamplesDisplay.from_results(res, X, y)
