@@ -17,6 +17,7 @@ import warnings
 
 import numpy as np
 from sklearn.metrics import make_scorer
+from sklearn.utils import Bunch
 from sklearn.utils.validation import check_array, check_consistent_length
 
 from .._utils import check_choice, check_scalar_param
@@ -438,7 +439,7 @@ def disentanglement_report(factors, codes, n_bins=10, normalization="factor",
 
     Returns
     -------
-    report : dict
+    report : Bunch
         ``{"mig": float, "mig_sup": float, "dcimig": float, "jemmig": float}``, each
         equal to the function of that name with the same arguments.
 
@@ -460,10 +461,10 @@ def disentanglement_report(factors, codes, n_bins=10, normalization="factor",
                              min_codes=2, what="disentanglement_report")
     MI, H_factor, H_code, H_joint = _information_tables(V, Cb, B)
     constant = _constant_factors(H_factor, "disentanglement_report")
-    return {"mig": _mig(MI, H_factor, H_code, constant, normalization),
-            "mig_sup": _mig_sup(MI, H_factor, H_code, normalization),
-            "dcimig": _dcimig(MI, H_factor),
-            "jemmig": _jemmig(MI, H_factor, H_joint, constant, B)}
+    return Bunch(mig=_mig(MI, H_factor, H_code, constant, normalization),
+                 mig_sup=_mig_sup(MI, H_factor, H_code, normalization),
+                 dcimig=_dcimig(MI, H_factor),
+                 jemmig=_jemmig(MI, H_factor, H_joint, constant, B))
 
 
 for _f in (mig, mig_sup, dcimig, jemmig, disentanglement_report):

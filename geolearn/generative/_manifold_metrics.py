@@ -14,6 +14,7 @@ import numpy as np
 from scipy import sparse
 from scipy.sparse.linalg import eigsh
 from sklearn.neighbors import NearestNeighbors
+from sklearn.utils import Bunch
 from sklearn.utils.validation import check_array
 
 from .._utils import check_choice, check_scalar_param
@@ -115,7 +116,7 @@ def persistence_wasserstein(X_ref, X_rec, homology_dims=(0, 1), p=2, internal_p=
 
     Returns
     -------
-    distances : dict
+    distances : Bunch
         ``{"H0": float, "H1": float, ..., "total": float}``: one key per requested
         dimension, in the order given, and their plain sum (as in the paper's tables).
 
@@ -144,7 +145,7 @@ def persistence_wasserstein(X_ref, X_rec, homology_dims=(0, 1), p=2, internal_p=
     out = {f"H{k}": diagram_wasserstein(ref[k], rec[k], p=p, internal_p=internal_p)
            for k in dims}
     out["total"] = float(sum(out.values()))
-    return out
+    return Bunch(**out)
 
 
 def _check_spectral_params(n_neighbors, symmetrize, n_eigenvalues):

@@ -13,7 +13,7 @@ from sklearn.base import (
     TransformerMixin,
     _fit_context,
 )
-from sklearn.utils import check_random_state
+from sklearn.utils import Bunch, check_random_state
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 from torch import nn
@@ -277,7 +277,7 @@ class FlowDensity(ObjectiveTrainingMixin, MeanScoreMixin, OneToOneFeatureMixin, 
 
         Returns
         -------
-        components : dict of ndarray of shape (n_samples,)
+        components : Bunch of ndarray of shape (n_samples,)
             ``log_pz`` (log N(z; 0, I)), ``log_det`` (couplings plus standardisation),
             ``log_px`` (their sum) and ``nll_per_dim`` (``-log_px / d``; Eq. 6's
             normalisation applied to the full density).
@@ -286,8 +286,8 @@ class FlowDensity(ObjectiveTrainingMixin, MeanScoreMixin, OneToOneFeatureMixin, 
         log_pz = standard_normal_log_prob(z)
         log_det = log_det - np.log(self.scale_).sum()
         log_px = log_pz + log_det
-        return {"log_pz": log_pz, "log_det": log_det, "log_px": log_px,
-                "nll_per_dim": -log_px / z.shape[1]}
+        return Bunch(log_pz=log_pz, log_det=log_det, log_px=log_px,
+                     nll_per_dim=-log_px / z.shape[1])
 
     def score_samples(self, X):
         """Log-density ``log p(x)`` in nats.
