@@ -26,7 +26,6 @@ from ._pessimistic import make_pessimistic_example
 from ._pgd import pgd_attack
 from ._risk import (
     RiskDecomposition,
-    RiskDecompositionResult,
     make_risk_scorer,
     risk_curve,
     risk_decomposition,
@@ -35,7 +34,6 @@ from ._risk import (
 __all__ = [
     "ManifoldAdversarialClassifier",
     "RiskDecomposition",
-    "RiskDecompositionResult",
     "carlini_wagner_l2",
     "fgsm",
     "in_manifold_attack",

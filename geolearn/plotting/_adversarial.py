@@ -63,7 +63,7 @@ class RiskCurveDisplay:
         ``"in_manifold_risk"``, ``"nnr"``, ``"rhs"``.
     violations_ : PathCollection or None
         The budgets where ``adv_risk > rhs``; None where the bound holds everywhere.
-    results_ : list of RiskDecompositionResult or None
+    results_ : list of Bunch or None
         Set by :meth:`from_results` and :meth:`from_estimator`.
     ax_, figure_ : matplotlib Axes and Figure
 
@@ -98,7 +98,8 @@ class RiskCurveDisplay:
 
         Parameters
         ----------
-        results : sequence of RiskDecompositionResult
+        results : sequence of Bunch
+            :func:`~geolearn.adversarial.risk_decomposition` results.
             One per budget (e.g. from :func:`~geolearn.adversarial.risk_curve`), drawn in
             increasing ``epsilon``. NNR is drawn only if every result estimated it.
         ax : matplotlib Axes, optional
@@ -111,7 +112,7 @@ class RiskCurveDisplay:
         """
         results = sorted(results, key=lambda r: r.epsilon)
         if not results:
-            raise ValueError("results must hold at least one RiskDecompositionResult.")
+            raise ValueError("results must hold at least one risk_decomposition result.")
         estimated = not any("nnr not estimated" in r.flags for r in results)
 
         def col(name):
@@ -243,7 +244,7 @@ class AdversarialExamplesDisplay:
         One per kind with at least one arrow.
     curve_ : Line2D or None
     regions_ : QuadContourSet or None
-    result_ : RiskDecompositionResult or None
+    result_ : Bunch or None
         Set by :meth:`from_results` and :meth:`from_estimator`.
     ax_, figure_ : matplotlib Axes and Figure
 
@@ -275,7 +276,8 @@ class AdversarialExamplesDisplay:
 
         Parameters
         ----------
-        result : RiskDecompositionResult
+        result : Bunch
+            A :func:`~geolearn.adversarial.risk_decomposition` result.
             From :func:`~geolearn.adversarial.risk_decomposition` on ``X, y``.
         X : array-like of shape (n_samples, 2)
         y : array-like of shape (n_samples,)

@@ -136,7 +136,7 @@ class SegmentRegionsDisplay:
 
     @classmethod
     def from_results(cls, segments, ax=None, **plot_kw):
-        """Display a list of :class:`~geolearn.polytopes.SegmentRegions`."""
+        """Display a list of :meth:`~geolearn.polytopes.ReLUPolytopes.segment_regions` results."""
         return cls([s.hamming for s in segments], [s.n_regions for s in segments]).plot(
             ax=ax, **plot_kw)
 

@@ -197,12 +197,13 @@ class RDMComparisonDisplay:
 
     @classmethod
     def from_results(cls, results, *, ax=None, ylabel="RDM correlation with the target"):
-        """Bars of named :class:`~geolearn.representations.RDMComparisonResult` objects.
+        """Bars of named results of :func:`~geolearn.representations.bootstrap_compare_rdms`.
 
         Parameters
         ----------
-        results : dict of str to RDMComparisonResult
-            In display order.
+        results : dict of str to Bunch
+            :func:`~geolearn.representations.bootstrap_compare_rdms` results, in display
+            order.
         ax : matplotlib Axes, optional
         ylabel : str
 
@@ -211,7 +212,7 @@ class RDMComparisonDisplay:
         display : RDMComparisonDisplay
         """
         if not results:
-            raise ValueError("results must name at least one RDMComparisonResult.")
+            raise ValueError("results must name at least one bootstrap_compare_rdms result.")
         rs = list(results.values())
         return cls([r.statistic for r in rs], [r.ci_low for r in rs], [r.ci_high for r in rs],
                    list(results), p_values=[r.p_value for r in rs]).plot(ax=ax, ylabel=ylabel)

@@ -14,7 +14,6 @@ from ._local_linear import LocalLinearClustering, LocalLinearMap, local_rows
 from ._network import ReLUNet, as_relu_network
 from ._polytope import Polytope
 from ._relu_polytopes import ReLUPolytopes
-from ._segments import SegmentRegions
 from ._stats import describe, nn_agreement
 
 __all__ = [
@@ -24,7 +23,6 @@ __all__ = [
     "RegionEnumeration",
     "ReLUNet",
     "ReLUPolytopes",
-    "SegmentRegions",
     "as_relu_network",
     "describe",
     "local_rows",

@@ -492,7 +492,31 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
 
         Returns
         -------
-        SegmentRegions
+        regions : Bunch
+            The regions met by ``x(t) = x_a + t (x_b - x_a)``, ``t`` in [0, 1], in
+            order: ``t_breaks`` (ndarray of shape (k,): the crossing parameters, or
+            for ``'bisection'`` the accepted points, inside regions), ``patterns``
+            (bool ndarray of shape (k + 1, h)), ``points`` (ndarray of shape
+            (k + 1, m): a point inside each interval, its midpoint for ``'exact'``),
+            ``n_regions`` (``k + 1``), ``hamming`` (``H(s(x_a), s(x_b))``) and
+            ``n_flips`` (ndarray of shape (k,): bits flipped at each crossing, 1
+            generically).
+
+        Examples
+        --------
+        Two hidden units switch on at ``x = 0`` and ``x = 0.5``; the segment
+        ``[-1, 1]`` crosses both:
+
+        >>> import numpy as np, torch
+        >>> from geolearn.polytopes import ReLUPolytopes
+        >>> net = torch.nn.Sequential(torch.nn.Linear(1, 2), torch.nn.ReLU(),
+        ...                           torch.nn.Linear(2, 1))
+        >>> with torch.no_grad():
+        ...     _ = net[0].weight.fill_(1.0), net[0].bias.copy_(torch.tensor([0.0, -0.5]))
+        >>> poly = ReLUPolytopes(network=net, bounds=None).fit(np.zeros((1, 1)))
+        >>> seg = poly.segment_regions([-1.0], [1.0])
+        >>> seg.n_regions, seg.t_breaks.tolist(), seg.hamming
+        (3, [0.5, 0.75], 2)
         """
         ends = self._validate(np.vstack([np.ravel(x_a), np.ravel(x_b)]))
         if method == "exact":
