@@ -1071,7 +1071,7 @@ def _riem_shallow(rec):
 def _riem_analytic(rec):
     import numpy as np
 
-    from geolearn.riemannian import GeometrySlice, analytic
+    from geolearn.riemannian import analytic
 
     X = np.random.default_rng(0).uniform(-2, 2, (5, 2))
     for act, deg in [("erf", None), ("sigmoid", None), ("monomial", 2)]:
@@ -1084,9 +1084,6 @@ def _riem_analytic(rec):
     u = (X ** 2).sum(1)
     rec.call("projection_metric_quantities", analytic.projection_metric_quantities,
              1 + u, np.ones(5), np.zeros(5), X)
-    sl = GeometrySlice(points=X, values={"a": X[:, 0]}, t=np.linspace(0, 1, 5))
-    rec.add("GeometrySlice", sl)
-    rec.call("GeometrySlice.getitem", lambda: sl["a"])
 
 
 @case("riemannian.ConformalKernelSVC")
