@@ -47,11 +47,11 @@ class PolytopePartitionDisplay:
 
     @classmethod
     def from_results(cls, enumeration, color_by="pattern", ax=None, **plot_kw):
-        """Display a :class:`~geolearn.polytopes.RegionEnumeration` of a 2-D box.
+        """Display the regions of a 2-D box (a ``ReLUPolytopes.enumerate_regions`` result).
 
         Parameters
         ----------
-        enumeration : RegionEnumeration
+        enumeration : Bunch
             With polygons (2-D inputs and a box).
         color_by : {'pattern', 'norm', 'sign'}, default='pattern'
             A distinct colour per region, the norm of the affine map's weights

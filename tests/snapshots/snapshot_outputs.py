@@ -1376,8 +1376,9 @@ def _poly_relu_mlp(rec):
 @case("polytopes.enumeration")
 def _poly_enumeration(rec):
     import numpy as np
+    from sklearn.utils import Bunch
 
-    from geolearn.polytopes import ReLUPolytopes
+    from geolearn.polytopes import ReLUPolytopes, dual_distances
 
     X2 = np.random.default_rng(0).uniform(-1, 1, size=(20, 2))
     for key, sizes, seed, bounds in [("hyperplanes", (2, 5, 1), 0, None),
@@ -1389,8 +1390,8 @@ def _poly_enumeration(rec):
             for method in methods:
                 enum = rec.call(f"{key}.{method}", est.enumerate_regions, method=method)
                 if enum is not None:
-                    rec.call(f"{key}.{method}.dual_distances", enum.dual_distances)
-                    rec.call(f"{key}.{method}.dual_distances.0", enum.dual_distances, 0)
+                    rec.call(f"{key}.{method}.dual_distances", dual_distances, enum)
+                    rec.call(f"{key}.{method}.dual_distances.0", dual_distances, enum, 0)
             if bounds is not None:
                 P = est.polytope(x=X2[0])
                 rec.call(f"{key}.polygon", P.polygon)
@@ -1405,14 +1406,10 @@ def _poly_enumeration(rec):
         xor[2].weight.copy_(torch.tensor([[2.0, -4.0]]))
         xor[2].bias.copy_(torch.tensor([-1.0]))
     rec.call("xor", ReLUPolytopes(xor, bounds=None).fit(X2).enumerate_regions)
-    # the result classes, built by enumerate_regions / segment_regions
-    from sklearn.utils import Bunch
-
-    from geolearn.polytopes import RegionEnumeration
-
+    # the results of enumerate_regions / segment_regions
     est = ReLUPolytopes(_gaussian_net((2, 4, 1), 1), random_state=0).fit(X2)
     rec.add("RegionEnumeration.isinstance",
-            isinstance(est.enumerate_regions(), RegionEnumeration))
+            isinstance(est.enumerate_regions(), Bunch))
     seg = rec.call("SegmentRegions", est.segment_regions, X2[0], X2[1])
     rec.add("SegmentRegions.isinstance", isinstance(seg, Bunch))
 
