@@ -130,7 +130,7 @@ def _nngp(X, activation, sigma_w, sigma_b, degree):
     T, is_tensor = _points(X)
     derivs = _f_derivatives(f, (T**2).sum(1))
     q = projection_metric_quantities(*derivs, T)
-    return Bunch(**{k: _out(v, is_tensor) for k, v in q.items()})
+    return {k: _out(v, is_tensor) for k, v in q.items()}
 
 
 def nngp_metric(X, activation="erf", sigma_w=1.0, sigma_b=1.0, degree=None):
