@@ -86,27 +86,11 @@ orth_penalty, learning_rate, batch_size, input_type, subspace_dim, set_shape, dt
                  orth_penalty=1e4, learning_rate=1e-3, batch_size=None, input_type="auto",
                  subspace_dim=None, set_shape=None, metric="chordal", temperature=0.05,
                  dtype="float64", device="cpu", n_jobs=None, random_state=None):
-        self.n_components = n_components
-        self.intersection_dim = intersection_dim
-        self.objective = objective
-        self.solver = solver
-        self.max_iter = max_iter
-        self.tol = tol
-        self.n_init = n_init
-        self.init = init
-        self.shift = shift
-        self.orth_penalty = orth_penalty
-        self.learning_rate = learning_rate
-        self.batch_size = batch_size
-        self.input_type = input_type
-        self.subspace_dim = subspace_dim
-        self.set_shape = set_shape
-        self.metric = metric
-        self.temperature = temperature
-        self.dtype = dtype
-        self.device = device
-        self.n_jobs = n_jobs
-        self.random_state = random_state
+        # SVBF declares the shared parameters (constraints, documentation, defaults checked
+        # equal by the tests); every argument is stored unchanged, as scikit-learn requires
+        params = dict(locals())
+        del params["self"]
+        vars(self).update(params)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
@@ -127,7 +111,9 @@ orth_penalty, learning_rate, batch_size, input_type, subspace_dim, set_shape, dt
                                  ensure_non_negative=True)
         self.classes_, y_idx = np.unique(y, return_inverse=True)
         check_two_classes(self.classes_, self)
-        params = {name: getattr(self, name) for name in SVBF().get_params()
+        # the class varieties take every SVBF parameter but the input layout (the sets are
+        # bases by now), their own seeds and threads
+        params = {name: getattr(self, name) for name in SVBF._get_param_names()
                   if name not in ("transform_output", "n_jobs", "input_type", "set_shape",
                                   "subspace_dim", "random_state")}
         seeds = check_random_state(self.random_state).randint(np.iinfo(np.int32).max,
