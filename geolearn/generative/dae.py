@@ -280,7 +280,6 @@ class DisentangledAttributeAutoencoder(ObjectiveTrainingMixin, CodecMixin, Recon
         with torch_threads(1 if cpu else None):
             self._train(module, objective, torch.from_numpy(np.ascontiguousarray(X)),
                         seed=self.random_state, max_epochs=self.max_epochs, parts=parts,
-                        iterator_train__shuffle=True, iterator_train__batch_size=batch,
                         # a last batch of one row has no graph statistic
                         iterator_train__drop_last=len(X) % batch == 1)
         self.n_iter_ = len(self.history_)

@@ -158,9 +158,7 @@ class DiffusionGenerator(ObjectiveTrainingMixin, BaseEstimator):
         Xs = torch.from_numpy(np.ascontiguousarray((X - self.mean_) / self.scale_,
                                                    dtype=np.float32))
         self._train(self._module_factory(X.shape[1]), denoising_objective, Xs,
-                    seed=self.random_state, max_epochs=self.max_epochs,
-                    iterator_train__shuffle=True,
-                    iterator_train__batch_size=min(self.batch_size, len(X)))
+                    seed=self.random_state, max_epochs=self.max_epochs)
         return self
 
     def _set_scaling(self, X):

@@ -248,9 +248,7 @@ class FlowDensity(ObjectiveTrainingMixin, MeanScoreMixin, OneToOneFeatureMixin, 
         module = functools.partial(RealNVP, torch.as_tensor(self.masks_, dtype=torch.float32),
                                    sizes)
         self._train(module, objective, torch.from_numpy(Xs), seed=rng,
-                    max_epochs=self.max_epochs, optimizer__weight_decay=self.weight_decay,
-                    iterator_train__shuffle=True,
-                    iterator_train__batch_size=min(self.batch_size, len(X)))
+                    max_epochs=self.max_epochs, optimizer__weight_decay=self.weight_decay)
         return self
 
     def _standardised(self, X):

@@ -442,9 +442,8 @@ default='checkerboard_alt'
         with torch_threads(self._threads()):
             self._train(self._module_factory(),
                         functools.partial(denoising_objective, reduction="mean"), x0,
-                        seed=rng, max_epochs=self.max_epochs, iterator_train__shuffle=True,
-                        iterator_train__batch_size=min(self.batch_size, len(x0)),
-                        default_callbacks=callbacks, optimizer=_adam)
+                        seed=rng, max_epochs=self.max_epochs, default_callbacks=callbacks,
+                        optimizer=_adam)
         self.denoiser_ = self.net_.module_
         if n_val == 0:
             warnings.warn("validation_fraction=0: offset_ is set from the training rows, "
