@@ -102,6 +102,12 @@ def test_regulariser_lowers_logit_invariance(data):
     da = InvariantClassifier(**kw).fit(X, y)
     ir = InvariantClassifier(nu=10.0, **kw).fit(X, y)
     assert ir.logit_invariance(X) < 0.2 * da.logit_invariance(X)
+    # the two terms of the objective are columns of the history; DA has only the loss
+    np.testing.assert_allclose(ir.history_[:, "train_loss"],
+                               np.add(ir.history_[:, "ce"], 10.0 * np.array(
+                                   ir.history_[:, "invariance"])), rtol=1e-5)
+    assert ir.history_[-1, "invariance"] < ir.history_[0, "invariance"]
+    assert "invariance" not in da.history_[-1]
     for loss in ("nli", "di"):
         other = InvariantClassifier(nu=10.0, invariance_loss=loss, reg_elements=1, **kw)
         assert other.fit(X, y).distribution_invariance(X) < da.distribution_invariance(X)
