@@ -129,8 +129,9 @@ def adam_solve(XT, w, K0, beta0, alpha0, objective, *, orth_penalty, learning_ra
     for unweighted data, as in the paper. Early stop (only when ``tol`` is not
     None): relative change of the loss over the last 1,000 iterations below ``tol``.
 
-    Returns ``K, loss_curve, objective_curve, converged`` where the objective is
-    the normalised data term at the current ``b_i`` (``a_i``).
+    Returns ``K, history, objective_curve, converged``: the net's skorch ``History``
+    (one epoch, the loss of each step in its batches) and the normalised data term at
+    the current ``b_i`` (``a_i``) at each step.
     """
     callbacks = [("finite_loss", RaiseOnNonFiniteLoss())]
     if tol is not None:
@@ -145,6 +146,5 @@ def adam_solve(XT, w, K0, beta0, alpha0, objective, *, orth_penalty, learning_ra
         device=XT.device, verbose=0)
     net.fit(SetsDataset(XT))
     epoch = net.history[-1]
-    losses = [batch["train_loss"] for batch in epoch["batches"]]
     objectives = [batch["objective"] for batch in epoch["batches"]]
-    return net.module_.K.detach(), losses, objectives, epoch.get("converged", False)
+    return net.module_.K.detach(), net.history, objectives, epoch.get("converged", False)
