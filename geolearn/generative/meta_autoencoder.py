@@ -211,9 +211,9 @@ class MLDGNet(ObjectiveNet):
         return J
 
     def on_epoch_end(self, net, **kwargs):
-        # before the callbacks, so that they (and the history) see the iteration count
-        done = self.history[-2, "iteration"] if len(self.history) > 1 else 0
-        self.history.record("iteration", done + self.history[-1, "train_batch_count"])
+        # before the callbacks, so that they see it; counted over every row, an
+        # interrupted epoch's batches included
+        self.history.record("iteration", sum(len(row["batches"]) for row in self.history))
         super().on_epoch_end(net, **kwargs)
 
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from sklearn.decomposition import PCA
 
-from geolearn.generative import MetaManifoldAutoencoder, ReconstructionMetrics
+from geolearn.generative import GridVAE, MetaManifoldAutoencoder, ReconstructionMetrics
 from geolearn.generative.metrics import persistence_wasserstein
 from geolearn.plotting import ReconstructionDisplay, TrainingCurvesDisplay
 
@@ -74,6 +74,14 @@ def test_curves_are_the_history_and_the_callback_records_the_metrics(images):
                                ae.history_[:, "holdout_persistence"])
     with pytest.raises(ValueError, match="has no"):
         TrainingCurvesDisplay.from_estimator({"meta": ae}, keys=["holdout_spectral_x"])
+    # any gradient-trained estimator's history, against its epochs, one estimator alone
+    vae = GridVAE(hidden_sizes=(8,), max_epochs=3, device="cpu", random_state=0)
+    disp = TrainingCurvesDisplay.from_estimator(vae.fit(images.reshape(40, -1)))
+    assert sorted(disp.keys) == ["kl", "recon", "train_loss"]
+    line = disp.lines_["kl", "GridVAE 0"]
+    np.testing.assert_array_equal(line.get_xdata(), [1, 2, 3])
+    np.testing.assert_array_equal(line.get_ydata(), vae.history_[:, "kl"])
+    assert disp.axes_[0].get_xlabel() == "epoch"
     with pytest.raises(ValueError, match="metrics"):
         MetaManifoldAutoencoder(callbacks=[ReconstructionMetrics(held, metrics=("fid",))],
                                 **SMALL).fit(images)
