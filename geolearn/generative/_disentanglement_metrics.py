@@ -586,7 +586,7 @@ def make_disentanglement_scorer(metric="mig", *, factors=None, n_bins=10,
 
     Returns
     -------
-    scorer : callable ``scorer(estimator, X, y=None) -> float`` (a dict for "all")
+    scorer : callable ``scorer(estimator, X, y) -> float`` (a dict for "all")
         :func:`sklearn.metrics.make_scorer` of the metric with ``response_method``
         (for "all", a scorer callable returning the report's dict).
 
