@@ -605,7 +605,7 @@ _METRICS = {
 
 
 def _invariance_score(estimator, X, y=None, *, metric, group, **kwargs):
-    """The greater-is-better ``metric`` of ``estimator`` on ``X``: :func:`make_invariance_scorer`."""
+    """Greater-is-better ``metric`` of ``estimator`` on ``X``: :func:`make_invariance_scorer`."""
     fn, sign = _METRICS[metric]
     if metric == "sigma_max":
         return sign * fn(estimator, X, **kwargs)
