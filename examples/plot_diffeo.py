@@ -18,11 +18,11 @@ from sklearn.model_selection import train_test_split
 from sklearn.neural_network import MLPClassifier
 
 from geolearn.datasets import load_digits_images
-from geolearn.diffeo import relative_stability
+from geolearn.diffeo import deformation_grid, relative_stability
 from geolearn.plotting import DeformationGridDisplay, StabilityCurveDisplay
 
 X, y = load_digits_images(upsample=2, return_X_y=True)  # 16x16: T(delta=1) < T_max at c=3
-DeformationGridDisplay.from_image(X[3], cutoffs=(1, 3, 5), random_state=0).plot()
+DeformationGridDisplay.from_results(deformation_grid(X[3], cutoffs=(1, 3, 5), random_state=0))
 
 # %%
 # A fully connected net on raw pixels in [0, 1]. Note: a per-pixel ``StandardScaler`` would

@@ -38,7 +38,7 @@ for clf in models.values():
 
 # %%
 # The metrics table (the paper's Table 1, reduced scale).
-InvarianceReportDisplay.from_estimators(models, Xte, yte, steps=20)
+InvarianceReportDisplay.from_estimator(models, Xte, yte, steps=20)
 
 # %%
 # Saliency maps over the orbit of three test digits, realigned (the paper's Fig. 3):

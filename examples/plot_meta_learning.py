@@ -49,9 +49,9 @@ models = {name: MetaManifoldAutoencoder(
 
 fig = plt.figure(figsize=(13, 7), layout="constrained")
 top, bottom = fig.subfigures(2, 1)
-ReconstructionDisplay.from_estimators(models, X[test], image_shape=(3, 16, 16), n_images=12,
-                                      axes=top.subplots())
-TrainingCurvesDisplay.from_estimators(
+ReconstructionDisplay.from_estimator(models, X[test], image_shape=(3, 16, 16), n_images=12,
+                                     axes=top.subplots())
+TrainingCurvesDisplay.from_estimator(
     models, keys=["holdout_mse", "holdout_persistence", "holdout_spectral"],
     axes=bottom.subplots(1, 3))
 print("held-out MSE:", {name: round(-m.score(X[test]), 5) for name, m in models.items()})

@@ -34,8 +34,8 @@ X_shapes = make_shape_images(80, random_state=1).data
 X_patches = load_natural_patches(80, random_state=2).data
 s_in = det.ood_score(X_in)
 for name, X_out in (("shapes", X_shapes), ("natural patches", X_patches)):
-    disp = OODScoreDisplay.from_scores(s_in, det.ood_score(X_out), threshold=-det.offset_,
-                                       labels=("held-out digits", name), log_scale=True)
+    disp = OODScoreDisplay.from_results(s_in, det.ood_score(X_out), threshold=-det.offset_,
+                                        labels=("held-out digits", name), log_scale=True)
     disp.ax_.set_title(f"digits vs {name}")
     print(f"digits vs {name}: AUROC {disp.auroc_:.3f}; predict flags "
           f"{np.mean(det.predict(X_out) == -1):.0%} of them and "

@@ -34,9 +34,9 @@ print(f"mean Chebyshev radius {regions.chebyshev_radius.mean():.3f}; "
       f"{int(regions.bounded.sum())} regions are bounded in R^2")
 
 fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
-PolytopePartitionDisplay.from_result(regions, color_by="pattern", ax=axes[0])
-PolytopePartitionDisplay.from_result(regions, color_by="norm", ax=axes[1])
-PolytopePartitionDisplay.from_result(regions, color_by="sign", ax=axes[2])
+PolytopePartitionDisplay.from_results(regions, color_by="pattern", ax=axes[0])
+PolytopePartitionDisplay.from_results(regions, color_by="norm", ax=axes[1])
+PolytopePartitionDisplay.from_results(regions, color_by="sign", ax=axes[2])
 axes[2].set_title("decision regions (sign of the logit)")
 
 # %%

@@ -45,7 +45,7 @@ for col, (target, source) in enumerate([("CNN", "FFNN"), ("FFNN", "CNN")]):
           f"{target} head on mapped adversarial rows: accuracy "
           f"{src['mapped_head_accuracy_adv']:.2f}")
 
-    CanonicalSpaceDisplay.from_result(res, ax=axes[0, col])
+    CanonicalSpaceDisplay.from_results(res, ax=axes[0, col])
     axes[0, col].set_title(f"{target}'s embedding space (val rows)")
     disp = DetectionScoreDisplay({**{target: res.auroc_native, source: src["auroc_mapped"]},
                                   f"{source}\n(permuted pairs)": permuted}, target)

@@ -29,7 +29,7 @@ fig, axes = plt.subplots(2, 2, figsize=(10, 9))
 # essential, drawn on the "inf" line)
 images = make_torus_ellipse_images(800, random_state=1)
 dgms = persistence_diagrams(images, maxdim=2, thresh=9.0, n_jobs=2)
-PersistenceDiagramDisplay.from_diagrams(dgms, ax=axes[0, 0])
+PersistenceDiagramDisplay.from_results(dgms, ax=axes[0, 0])
 axes[0, 0].set_title("Torus-ellipse images: two loops, one void")
 
 # A kernel density that fills the circle's hole loses the loop; the scorer sees it

@@ -61,15 +61,21 @@ class ObjectiveTrainingMixin(SkorchTrainingMixin):
     def _train(self, module, objective, X, y=None, *, seed, max_epochs, parts=(), **settings):
         """Train ``module`` on the rows of the tensor ``X`` (and ``y``); sets ``net_``.
 
-        ``settings`` are further net arguments (``optimizer__weight_decay``,
-        ``iterator_train__shuffle``, ...). With ``warm_start`` the fitted net goes
+        The family's one fit route: every epoch visits the rows in shuffled minibatches of
+        ``min(batch_size, n_samples)`` rows, unless ``settings`` pass an
+        ``iterator_train__sampler``. ``settings`` are further net arguments
+        (``optimizer__weight_decay``, ``iterator_train__drop_last``, ...). With
+        ``warm_start`` the fitted net goes
         on training on the new rows for ``max_epochs`` more epochs at the current
         ``lr`` and ``batch_size``, with this fit's data-dependent
         ``iterator_train__*`` settings (unless the user set them).
         """
         dataset = TensorDataset(X, y)
+        rows = ({} if "iterator_train__sampler" in settings else
+                {"iterator_train__shuffle": True,
+                 "iterator_train__batch_size": min(self.batch_size, len(X))})
         settings = {"train_split": None, "iterator_train__collate_fn": collate_batch,
-                    "iterator_valid__collate_fn": collate_batch, **settings}
+                    "iterator_valid__collate_fn": collate_batch, **rows, **settings}
         if self._warm():
             self.net_.set_params(max_epochs=max_epochs, lr=self.lr, batch_size=self.batch_size)
             # the loader settings that depend on this fit's data (skorch reads them at every
@@ -101,9 +107,3 @@ class MeanScoreMixin:
         return float(np.mean(self.score_samples(X)))
 
 
-def history_records(net, parts):
-    """The completed epochs' history as a list of dicts ``{"epoch", "loss", *parts}``."""
-    keys = ("epoch", "train_loss", *parts)
-    # an interrupted epoch's row has no train_loss
-    return [{("loss" if k == "train_loss" else k): (row[k] if k == "epoch" else float(row[k]))
-             for k in keys} for row in net.history if "train_loss" in row]

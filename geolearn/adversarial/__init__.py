@@ -27,7 +27,6 @@ from ._pessimistic import make_pessimistic_example
 from ._pgd import fgsm, pgd
 from ._risk import (
     RiskDecomposition,
-    RiskDecompositionResult,
     make_risk_scorer,
     risk_curve,
     risk_decomposition,
@@ -36,7 +35,6 @@ from ._risk import (
 __all__ = [
     "ManifoldAdversarialClassifier",
     "RiskDecomposition",
-    "RiskDecompositionResult",
     "carlini_wagner_l2",
     "fgsm",
     "in_manifold_attack",

@@ -10,6 +10,7 @@ from numbers import Integral
 
 import numpy as np
 import torch
+from sklearn.utils import Bunch
 from torch import nn
 
 from .._utils import check_scalar_param
@@ -85,7 +86,7 @@ def make_pessimistic_example(n=10, epsilon=0.2, ramp=1e-4, n_samples=2000):
     X : ndarray of shape (n_samples, 2), float32
     y : ndarray of shape (n_samples,), int64
         All 1.
-    exact : dict
+    exact : Bunch
         ``std, in_2eps, normal, adv, nnr``: the theorem's values.
 
     Examples
@@ -112,6 +113,6 @@ def make_pessimistic_example(n=10, epsilon=0.2, ramp=1e-4, n_samples=2000):
     x = (np.arange(n_samples) + 0.5) / n_samples
     X = np.column_stack([x, np.zeros(n_samples)]).astype(np.float32)
     manifold = AffineManifold([[1.0], [0.0]], bounds=[(0.0, 1.0)])
-    exact = {"std": 0.0, "in_2eps": 0.0, "normal": 1 / n, "adv": 1.0, "nnr": 1 - 1 / n}
+    exact = Bunch(std=0.0, in_2eps=0.0, normal=1 / n, adv=1.0, nnr=1 - 1 / n)
     return (PessimisticScore(n, epsilon, ramp), manifold, X, np.ones(n_samples, np.int64),
             exact)

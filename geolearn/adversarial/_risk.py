@@ -8,12 +8,13 @@ Every risk is an empirical mean of per-sample indicators; attack-based
 indicators are lower estimates (an attack can miss), grids exact up to their step.
 """
 
+import functools
 import warnings
-from dataclasses import dataclass, field
 
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.neighbors import NearestNeighbors
+from sklearn.utils import Bunch
 from sklearn.utils.validation import check_is_fitted
 
 from .._utils import check_choice, check_scalar_param, progress_bar
@@ -48,86 +49,6 @@ NNR_METHODS = ("probe", "sample", "none")
 ON_MANIFOLD_TOL = 1e-4
 #: iterates of the in-manifold attack at 2 eps kept as NNR probes (besides random ones)
 PATH_PROBES = 8
-
-
-@dataclass
-class RiskDecompositionResult:
-    """The risks of :func:`risk_decomposition` at one budget, with per-sample indicators.
-
-    Attributes
-    ----------
-    epsilon : float
-    norm : str
-        The ambient attack's norm.
-    std_risk : float
-        ``R_std``: misclassified (ties count).
-    adv_risk : float
-        ``R_adv(eps)``: the union of every point found inside the eps-ball.
-    normal_risk : float
-        ``R_nor(eps)``: misclassified, or a normal perturbation flips.
-    normal_only_risk : float
-        Correct, and a normal perturbation flips (the set ``Z_nor``).
-    in_manifold_risk : float
-        ``R_in(in_manifold_factor * eps)`` (the bound's term).
-    in_manifold_risk_eps : float
-        ``R_in(eps)``.
-    nnr : float
-        The nearby-normal risk (0 when not estimated).
-    rhs : float
-        ``std + normal + in_manifold + nnr`` (Theorem 1's sum).
-    rhs_without_nnr : float
-    rhs_pointwise : float
-        Mean of ``std | nor | in2 | nnr``.
-    bound_holds : bool
-        ``adv_risk <= rhs``.
-    pointwise_violations : int
-        Samples with ``adv`` but none of ``std, nor, in2, nnr``.
-    flags : list of str
-        Any of "nnr not estimated", "linf heuristic", "eps >= reach",
-        "linearised manifold".
-    indicators : dict of str to ndarray of bool
-        ``std, adv, ambient, nor, in_eps, in2, A, B, C, nnr`` per sample.
-    examples : dict of str to ndarray, optional
-        The points found (``ambient, normal, in_eps, in2``), with
-        ``return_examples=True``.
-
-    Examples
-    --------
-    >>> from geolearn.adversarial import RiskDecompositionResult
-    >>> r = RiskDecompositionResult(epsilon=0.1, norm="l2", std_risk=0.0, adv_risk=0.1,
-    ...     normal_risk=0.05, normal_only_risk=0.05, in_manifold_risk=0.1,
-    ...     in_manifold_risk_eps=0.05, nnr=0.0, rhs=0.15, rhs_without_nnr=0.15,
-    ...     rhs_pointwise=0.12, bound_holds=True, pointwise_violations=0)
-    >>> r.as_dict()["rhs"]
-    0.15
-    """
-
-    epsilon: float
-    norm: str
-    std_risk: float
-    adv_risk: float
-    normal_risk: float
-    normal_only_risk: float
-    in_manifold_risk: float
-    in_manifold_risk_eps: float
-    nnr: float
-    rhs: float
-    rhs_without_nnr: float
-    rhs_pointwise: float
-    bound_holds: bool
-    pointwise_violations: int
-    flags: list = field(default_factory=list)
-    indicators: dict = field(default_factory=dict, repr=False)
-    examples: dict = field(default=None, repr=False)
-
-    def as_dict(self):
-        """The scalar risks and flags as a plain dict (no indicators or examples).
-
-        Returns
-        -------
-        dict
-        """
-        return {k: v for k, v in vars(self).items() if k not in ("indicators", "examples")}
 
 
 def _check_params(epsilon, norm, in_manifold_factor, attack, n_steps, step_size, n_restarts, loss,
@@ -273,7 +194,45 @@ def risk_decomposition(estimator, X, y, *, manifold, epsilon=0.1, norm="l2",
 
     Returns
     -------
-    result : RiskDecompositionResult
+    result : Bunch
+        The risks at this budget, with per-sample indicators:
+
+        epsilon : float
+        norm : str
+            The ambient attack's norm.
+        std_risk : float
+            ``R_std``: misclassified (ties count).
+        adv_risk : float
+            ``R_adv(eps)``: the union of every point found inside the eps-ball.
+        normal_risk : float
+            ``R_nor(eps)``: misclassified, or a normal perturbation flips.
+        normal_only_risk : float
+            Correct, and a normal perturbation flips (the set ``Z_nor``).
+        in_manifold_risk : float
+            ``R_in(in_manifold_factor * eps)`` (the bound's term).
+        in_manifold_risk_eps : float
+            ``R_in(eps)``.
+        nnr : float
+            The nearby-normal risk (0 when not estimated).
+        rhs : float
+            ``std + normal + in_manifold + nnr`` (Theorem 1's sum).
+        rhs_without_nnr : float
+        rhs_pointwise : float
+            Mean of ``std | nor | in2 | nnr``.
+        bound_holds : bool
+            ``adv_risk <= rhs``.
+        pointwise_violations : int
+            Samples with ``adv`` but none of ``std, nor, in2, nnr``.
+        flags : list of str
+            Any of "nnr not estimated", "linf heuristic", "eps >= reach",
+            "linearised manifold".
+        indicators : dict of str to ndarray of bool
+            ``std, adv, ambient, nor, in_eps, in2, A, B, C, nnr`` per sample.
+        examples : dict of str to ndarray or None
+            The points found (``ambient, normal, in_eps, in2``), with
+            ``return_examples=True``.
+
+        The scalar risks are every entry but ``indicators`` and ``examples``.
 
     Examples
     --------
@@ -435,12 +394,13 @@ def _result(epsilon, norm, std, adv, nor, in1, in2, nnr, covered, flags, indicat
     m = (lambda a: float(a.mean()) if len(a) else 0.0)
     rhs_wo = m(std) + m(nor) + m(in2)
     rhs = rhs_wo + m(nnr)
-    return RiskDecompositionResult(
+    return Bunch(
         epsilon=float(epsilon), norm=norm, std_risk=m(std), adv_risk=m(adv),
         normal_risk=m(nor), normal_only_risk=m(nor & ~std), in_manifold_risk=m(in2),
         in_manifold_risk_eps=m(in1), nnr=m(nnr), rhs=rhs, rhs_without_nnr=rhs_wo,
         rhs_pointwise=m(covered), bound_holds=bool(m(adv) <= rhs + 1e-12),
-        pointwise_violations=int((adv & ~covered).sum()), flags=flags, indicators=indicators)
+        pointwise_violations=int((adv & ~covered).sum()), flags=flags, indicators=indicators,
+        examples=None)
 
 
 def risk_curve(estimator, X, y, *, manifold, epsilons, **kwargs):
@@ -456,7 +416,8 @@ def risk_curve(estimator, X, y, *, manifold, epsilons, **kwargs):
 
     Returns
     -------
-    results : list of RiskDecompositionResult
+    results : list of Bunch
+        The :func:`risk_decomposition` result at each budget.
 
     Examples
     --------
@@ -500,7 +461,8 @@ verbose
 
     Attributes
     ----------
-    result_ : RiskDecompositionResult
+    result_ : Bunch
+        The :func:`risk_decomposition` result.
     std_risk_, adv_risk_, normal_risk_, in_manifold_risk_, nnr_, rhs_ : float
         The result's risks.
     n_features_in_ : int
@@ -592,24 +554,14 @@ SCORER_KINDS = {"standard": "std_risk", "adversarial": "adv_risk", "normal": "no
                 "in_manifold": "in_manifold_risk", "rhs": "rhs"}
 
 
-class _RiskScorer:
-    """A picklable ``scorer(estimator, X, y) = 1 - risk``."""
-
-    def __init__(self, kind, manifold, epsilon, kwargs):
-        self.kind, self.manifold, self.epsilon, self.kwargs = kind, manifold, epsilon, kwargs
-
-    def __call__(self, estimator, X, y):
-        kw = dict(self.kwargs)
-        if self.kind != "rhs":  # only the bound's sum needs the NNR term
-            kw["nnr"] = "none"
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", "nnr='none'", GeolearnWarning)
-            r = risk_decomposition(estimator, X, y, manifold=self.manifold,
-                                   epsilon=self.epsilon, **kw)
-        return 1.0 - getattr(r, SCORER_KINDS[self.kind])
-
-    def __repr__(self):
-        return f"make_risk_scorer({self.kind!r}, epsilon={self.epsilon!r})"
+def _risk_score(estimator, X, y, *, kind, manifold, epsilon, **kwargs):
+    """``1 - risk`` of ``kind``: the scorer :func:`make_risk_scorer` makes."""
+    if kind != "rhs":  # only the bound's sum needs the NNR term
+        kwargs["nnr"] = "none"
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "nnr='none'", GeolearnWarning)
+        r = risk_decomposition(estimator, X, y, manifold=manifold, epsilon=epsilon, **kwargs)
+    return 1.0 - getattr(r, SCORER_KINDS[kind])
 
 
 def make_risk_scorer(kind, *, manifold, epsilon, **kwargs):
@@ -627,8 +579,10 @@ def make_risk_scorer(kind, *, manifold, epsilon, **kwargs):
 
     Returns
     -------
-    scorer : callable
-        Greater is better.
+    scorer : callable ``scorer(estimator, X, y) -> float``
+        Greater is better. It measures the fitted estimator itself (attacks
+        need its gradients), so it is a scikit-learn scorer callable rather
+        than a ``make_scorer`` of predictions; it pickles.
 
     Examples
     --------
@@ -648,4 +602,5 @@ def make_risk_scorer(kind, *, manifold, epsilon, **kwargs):
     1.0
     """
     check_choice(kind, "kind", tuple(SCORER_KINDS))
-    return _RiskScorer(kind, manifold, epsilon, kwargs)
+    return functools.partial(_risk_score, kind=kind, manifold=manifold, epsilon=epsilon,
+                             **kwargs)

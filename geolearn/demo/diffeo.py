@@ -50,9 +50,11 @@ def run(outdir=None):
     if headless_pyplot(outdir) is not None:
         from pathlib import Path
 
+        from geolearn.diffeo import deformation_grid
         from geolearn.plotting import DeformationGridDisplay
 
-        disp = DeformationGridDisplay.from_image(X[0], cutoffs=(1, 3, 5), random_state=0).plot()
+        disp = DeformationGridDisplay.from_results(
+            deformation_grid(X[0], cutoffs=(1, 3, 5), random_state=0))
         path = Path(outdir) / "diffeo_grid.png"
         disp.figure_.savefig(path, dpi=80)
         print(f"  saved {path}")

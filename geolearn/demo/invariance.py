@@ -37,5 +37,5 @@ def run(outdir=None):
         disp = SaliencyOrbitDisplay.from_estimator(models["DA"], Xte, yte, n_samples=3, steps=16)
         disp.figure_.savefig(os.path.join(outdir, "invariance_saliency_orbit_DA.png"),
                              bbox_inches="tight")
-        table = InvarianceReportDisplay.from_result(reports)
+        table = InvarianceReportDisplay.from_results(reports)
         table.figure_.savefig(os.path.join(outdir, "invariance_table.png"), bbox_inches="tight")

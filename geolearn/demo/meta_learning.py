@@ -41,9 +41,9 @@ def run(outdir=None):
         fig = plt.figure(figsize=(12, 6.5), layout="constrained")
         top, bottom = fig.subfigures(2, 1, height_ratios=(1, 1.1))
         ax = top.subplots()
-        ReconstructionDisplay.from_estimators(models, X[test], n_images=12, axes=ax)
+        ReconstructionDisplay.from_estimator(models, X[test], n_images=12, axes=ax)
         ax.set_title("Held-out neighbourhood: data and reconstructions")
-        TrainingCurvesDisplay.from_estimators(
+        TrainingCurvesDisplay.from_estimator(
             models, keys=["meta_train_loss", "holdout_mse", "holdout_persistence"],
             axes=bottom.subplots(1, 3))
         fig.savefig(os.path.join(outdir, "meta_learning.png"), dpi=100)

@@ -45,7 +45,7 @@ def run(outdir=None):
         left, right = fig.subfigures(1, 2, width_ratios=(1, 1.4))
         InpaintingDisplay.from_estimator(det, X[1400:], sets["shapes"], n_images=3,
                                          axes=left.subplots(6, 3))
-        OODScoreDisplay.from_scores(s_in, scores["shapes"], labels=("digits", "shapes"),
-                                    ax=right.subplots())
+        OODScoreDisplay.from_results(s_in, scores["shapes"], labels=("digits", "shapes"),
+                                     ax=right.subplots())
         fig.savefig(os.path.join(outdir, "ood.png"), dpi=100)
         plt.close(fig)

@@ -51,7 +51,7 @@ def run(outdir=None):
         from geolearn.plotting import PolytopePartitionDisplay
 
         fig, axes = plt.subplots(1, 2, figsize=(10, 4.5))
-        PolytopePartitionDisplay.from_result(enum, color_by="pattern", ax=axes[0])
-        PolytopePartitionDisplay.from_result(enum, color_by="norm", ax=axes[1])
+        PolytopePartitionDisplay.from_results(enum, color_by="pattern", ax=axes[0])
+        PolytopePartitionDisplay.from_results(enum, color_by="norm", ax=axes[1])
         fig.savefig(Path(outdir) / "polytopes_partition.png", dpi=100)
         plt.close(fig)

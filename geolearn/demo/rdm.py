@@ -41,7 +41,7 @@ def run(outdir=None):
 
         fig, axes = plt.subplots(1, 2, figsize=(10, 4.5))
         for ax, (name, R) in zip(axes, rdms.items()):
-            RDMDisplay.from_rdm(R, y, ax=ax)
+            RDMDisplay.from_results(R, y, ax=ax)
             ax.set_title(name)
         fig.savefig(Path(outdir) / "rdm_digits.png", dpi=100)
         plt.close(fig)

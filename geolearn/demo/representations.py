@@ -80,6 +80,6 @@ def run(outdir=None):
 
         from geolearn.plotting import CanonicalSpaceDisplay
 
-        disp = CanonicalSpaceDisplay.from_result(res)
+        disp = CanonicalSpaceDisplay.from_results(res)
         disp.figure_.savefig(Path(outdir) / "representations_canonical_space.png", dpi=100)
         plt.close(disp.figure_)

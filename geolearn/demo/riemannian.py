@@ -59,8 +59,8 @@ def run(outdir=None):
         from geolearn.plotting import GeometrySliceDisplay
 
         fig, axes = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
-        GeometrySliceDisplay.from_result(init, ax=axes[0])
-        GeometrySliceDisplay.from_result(trained, ax=axes[1])
+        GeometrySliceDisplay.from_results(init, ax=axes[0])
+        GeometrySliceDisplay.from_results(trained, ax=axes[1])
         axes[0].set_title("log volume element at init")
         axes[1].set_title("after training (white: decision boundary)")
         fig.savefig(Path(outdir) / "riemannian_volume.png", dpi=100, bbox_inches="tight")

@@ -46,10 +46,10 @@ def run(outdir=None):
         from geolearn.plotting import PersistenceDiagramDisplay
 
         fig, axes = plt.subplots(1, 2, figsize=(9, 4))
-        PersistenceDiagramDisplay.from_diagrams(dgms, ax=axes[0])
+        PersistenceDiagramDisplay.from_results(dgms, ax=axes[0])
         axes[0].set_title("Torus in R^3: H1 x 2, H2 x 1")
-        PersistenceDiagramDisplay.from_diagrams(dgms[1:], homology_dimensions=[1, 2],
-                                                kind="barcode", ax=axes[1])
+        PersistenceDiagramDisplay.from_results(dgms[1:], homology_dimensions=[1, 2],
+                                               kind="barcode", ax=axes[1])
         fig.tight_layout()
         fig.savefig(os.path.join(outdir, "topology.png"), dpi=100)
         plt.close(fig)

@@ -2,7 +2,7 @@
 
 - the maximum-entropy ensemble of smooth deformations at temperature ``T`` and
   cut-off ``c``: :func:`sample_displacement_fields`, :func:`deform`,
-  :func:`max_xi` and the temperature utilities;
+  :func:`max_xi`, :func:`deformation_grid` and the temperature utilities;
 - the stabilities ``D_f``, ``G_f`` and ``R_f = D_f / G_f`` of any model
   (through :func:`geolearn.models.as_model`): :class:`DiffeoStability`,
   :func:`relative_stability`, :func:`make_stability_scorer`, and the stripe
@@ -16,6 +16,7 @@ from ._exceptions import StabilityWarning
 from ._sampler import (
     GAUSSIAN_SIGMA,
     deform,
+    deformation_grid,
     displacement_delta,
     max_xi,
     sample_displacement_fields,
@@ -41,6 +42,7 @@ __all__ = [
     "StabilityStats",
     "StabilityWarning",
     "deform",
+    "deformation_grid",
     "diffeo_augment",
     "displacement_delta",
     "log_average",

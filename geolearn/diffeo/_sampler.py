@@ -18,7 +18,7 @@ import numbers
 
 import numpy as np
 import torch
-from sklearn.utils import check_random_state
+from sklearn.utils import Bunch, check_random_state
 
 from .._utils import (
     check_choice,
@@ -592,3 +592,56 @@ def temperature_range(n, c, method="asymptotic", n_samples=500, random_state=0):
 def _default_range(n, c):
     """The family's ``T_range_``: :func:`temperature_range` by the method valid at ``c``."""
     return temperature_range(n, c, "empirical" if c == 1 else "asymptotic")
+
+
+def deformation_grid(image, *, temperatures=None, cutoffs=(1, 3, 5), interp="bilinear",
+                     random_state=None):
+    """Deform one image at every ``(T, c)`` of a grid, and mark the useful cells.
+
+    A cell is useful when ``T_min <= T <= T_max`` (:func:`temperature_range`):
+    displacements of at least half a pixel that are typically still
+    diffeomorphisms (Petrini et al., Fig. 2). Draw the grid with
+    :meth:`geolearn.plotting.DeformationGridDisplay.from_results`.
+
+    Parameters
+    ----------
+    image : array-like of shape (n, n) or (1, n, n)
+    temperatures : array-like, default=None
+        Default: 5 values log-spaced from ``1e-4`` to ``1e-1``.
+    cutoffs : sequence of int, default=(1, 3, 5)
+    interp : {"bilinear", "gaussian"}, default="bilinear"
+    random_state : int, RandomState instance or None, default=None
+        One set of coefficients per ``c``, rescaled across ``T``, so a row
+        shows the same deformation growing.
+
+    Returns
+    -------
+    grid : sklearn.utils.Bunch
+        ``images`` (ndarray of shape (n_c, n_T, n, n)), ``temperatures``
+        (n_T,), ``cutoffs`` (n_c,) and ``valid`` (bool, (n_c, n_T)).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from geolearn.diffeo import deformation_grid
+    >>> grid = deformation_grid(np.eye(16), cutoffs=(1, 3), random_state=0)
+    >>> grid.images.shape, grid.valid.shape
+    ((2, 5, 16, 16), (2, 5))
+    """
+    image = np.asarray(image, dtype=np.float64)
+    image = image.reshape(image.shape[-2:])
+    n = image.shape[-1]
+    temperatures = np.logspace(-4, -1, 5) if temperatures is None else np.asarray(
+        temperatures, dtype=float)
+    rng = check_random_state(random_state)
+    cutoffs = np.asarray(cutoffs, dtype=int)
+    images = np.empty((len(cutoffs), len(temperatures), n, n))
+    valid = np.zeros((len(cutoffs), len(temperatures)), dtype=bool)
+    for a, c in enumerate(cutoffs):
+        seed = int(rng.randint(0, 2**31 - 1))
+        unit = sample_displacement_fields(n, 1.0, int(c), random_state=seed).numpy()
+        T_min, T_max = temperature_range(n, int(c), "empirical" if c == 1 else "asymptotic")
+        for b, T in enumerate(temperatures):
+            images[a, b] = deform(image[None], np.sqrt(T) * unit, interp=interp)[0]
+            valid[a, b] = T_min <= T <= T_max
+    return Bunch(images=images, temperatures=temperatures, cutoffs=cutoffs, valid=valid)

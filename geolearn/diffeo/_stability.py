@@ -845,22 +845,11 @@ def relative_stability(model, X, **params):
     return DiffeoStability(model, **params).fit(X).stability(X)
 
 
-class _StabilityScorer:
-    """Picklable ``(estimator, X, y=None) -> -log10 quantity`` for model selection."""
-
-    def __init__(self, quantity, params):
-        self.quantity = quantity
-        self.params = params
-
-    def __call__(self, estimator, X, y=None):
-        res = relative_stability(estimator, X, **self.params)
-        value = res[self.quantity]
-        with np.errstate(divide="ignore"):
-            return float(-np.log10(value))
-
-    def __repr__(self):
-        args = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
-        return f"make_stability_scorer(quantity={self.quantity!r}, {args})"
+def _stability_score(estimator, X, y=None, *, quantity, **params):
+    """``-log10`` of the estimator's ``quantity`` on ``X``: :func:`make_stability_scorer`."""
+    value = relative_stability(estimator, X, **params)[quantity]
+    with np.errstate(divide="ignore"):
+        return float(-np.log10(value))
 
 
 def make_stability_scorer(quantity="R", **params):
@@ -880,6 +869,8 @@ def make_stability_scorer(quantity="R", **params):
     Returns
     -------
     scorer : callable ``(estimator, X, y=None) -> float``
+        It probes the estimator itself, so it is a scikit-learn scorer callable
+        rather than a ``make_scorer`` of predictions; it pickles.
 
     Examples
     --------
@@ -903,7 +894,7 @@ def make_stability_scorer(quantity="R", **params):
                         "with the fitted estimator.")
     params.setdefault("random_state", 0)
     DiffeoStability(**params)._validate_params()
-    return _StabilityScorer(quantity, params)
+    return partial(_stability_score, quantity=quantity, **params)
 
 
 def _check_subspace_args(X, parallel_dims, radius, average):

@@ -23,7 +23,7 @@ from .._utils.autoencoder import (
     check_unit_interval,
     validate_rows,
 )
-from .._utils.torch_estimator import NET_CONSTRAINTS, ObjectiveTrainingMixin, history_records
+from .._utils.torch_estimator import NET_CONSTRAINTS, ObjectiveTrainingMixin
 from ._latent_regularizers import latent_regularization
 
 
@@ -169,9 +169,10 @@ class DisentangledAttributeAutoencoder(ObjectiveTrainingMixin, CodecMixin, Recon
     ----------
     net_ : geolearn.models.ObjectiveNet
     module_ : AttributeAutoencoderModule
-    history_ : list of dict
-        Per epoch: ``loss``, ``recon`` and, when their weights are positive, ``orth``
-        (``L_orth``) and ``stat`` (``L_stat``).
+    history_ : skorch.history.History
+        The net's training history, one row per epoch: ``train_loss``, ``recon`` and,
+        when their weights are positive, ``orth`` (``L_orth``) and ``stat`` (``L_stat``),
+        e.g. ``history_[:, "orth"]``.
     block_size_ : int
         ``n_latent / len(attribute_dims)``.
     n_features_in_, image_shape_, device_, n_iter_
@@ -299,10 +300,8 @@ class DisentangledAttributeAutoencoder(ObjectiveTrainingMixin, CodecMixin, Recon
         with torch_threads(1 if cpu else None):
             self._train(module, objective, torch.from_numpy(np.ascontiguousarray(X)),
                         seed=self.random_state, max_epochs=self.max_epochs, parts=parts,
-                        iterator_train__shuffle=True, iterator_train__batch_size=batch,
                         # a last batch of one row has no graph statistic
                         iterator_train__drop_last=len(X) % batch == 1)
-        self.history_ = history_records(self.net_, parts)
         self.n_iter_ = len(self.history_)
         return self
 

@@ -12,9 +12,12 @@ contingency tables, in bits; the tables of all pairs come from one ``np.bincount
 factor on combined indices, ``O(n K J)``.
 """
 
+import functools
 import warnings
 
 import numpy as np
+from sklearn.metrics import make_scorer
+from sklearn.utils import Bunch
 from sklearn.utils.validation import check_array, check_consistent_length
 
 from .._utils import check_choice, check_scalar_param
@@ -436,7 +439,7 @@ def disentanglement_report(factors, codes, n_bins=10, normalization="factor",
 
     Returns
     -------
-    report : dict
+    report : Bunch
         ``{"mig": float, "mig_sup": float, "dcimig": float, "jemmig": float}``, each
         equal to the function of that name with the same arguments.
 
@@ -458,10 +461,10 @@ def disentanglement_report(factors, codes, n_bins=10, normalization="factor",
                              min_codes=2, what="disentanglement_report")
     MI, H_factor, H_code, H_joint = _information_tables(V, Cb, B)
     constant = _constant_factors(H_factor, "disentanglement_report")
-    return {"mig": _mig(MI, H_factor, H_code, constant, normalization),
-            "mig_sup": _mig_sup(MI, H_factor, H_code, normalization),
-            "dcimig": _dcimig(MI, H_factor),
-            "jemmig": _jemmig(MI, H_factor, H_joint, constant, B)}
+    return Bunch(mig=_mig(MI, H_factor, H_code, constant, normalization),
+                 mig_sup=_mig_sup(MI, H_factor, H_code, normalization),
+                 dcimig=_dcimig(MI, H_factor),
+                 jemmig=_jemmig(MI, H_factor, H_joint, constant, B))
 
 
 for _f in (mig, mig_sup, dcimig, jemmig, disentanglement_report):
@@ -522,47 +525,36 @@ def psnr(X, X_rec, data_range=1.0):
 
 
 # ------------------------------------------------------------------------------ scorer
-class _DisentanglementScorer:
-    """Greater-is-better ``metric(factors, estimator.transform(X))``; see
-    make_disentanglement_scorer."""
+def _disentanglement_score(y_true, codes, *, metric, factors, **params):
+    """``metric(factors, codes)``, the factors being ``y_true`` or the fixed ``factors``."""
+    if y_true is None:
+        if factors is None:
+            raise ValueError(
+                "the disentanglement scorer needs the ground-truth factors: pass them "
+                "as y (e.g. GridSearchCV(...).fit(X, factors), cross_val_score(est, X, "
+                "factors, scoring=scorer)) or as make_disentanglement_scorer(..., "
+                "factors=...) for a fixed X.")
+        y_true = factors
+    codes = np.asarray(codes)
+    codes = codes.reshape(len(codes), -1)
+    if len(np.asarray(y_true)) != len(codes):
+        raise ValueError(f"the factors have {len(np.asarray(y_true))} samples but the codes "
+                         f"of X have {len(codes)}; factors given to "
+                         "make_disentanglement_scorer must match the X being scored "
+                         "(in cross-validation pass the factors as y instead).")
+    if metric == "all":
+        return disentanglement_report(y_true, codes, **params)
+    func = {"mig": mig, "mig_sup": mig_sup, "dcimig": dcimig, "jemmig": jemmig}
+    return func[metric](y_true, codes, **params)
 
-    def __init__(self, metric, factors, response_method, params):
-        self.metric = metric
-        self.factors = factors
-        self.response_method = response_method
-        self.params = params
 
-    def __call__(self, estimator, X, y=None):
-        if y is None:
-            if self.factors is None:
-                raise ValueError(
-                    "the disentanglement scorer needs the ground-truth factors: pass them "
-                    "as y (e.g. GridSearchCV(...).fit(X, factors), cross_val_score(est, X, "
-                    "factors, scoring=scorer)) or as make_disentanglement_scorer(..., "
-                    "factors=...) for a fixed X.")
-            y = self.factors
-        if not hasattr(estimator, self.response_method):
-            raise ValueError(f"the estimator {type(estimator).__name__} has no "
-                             f"{self.response_method!r} method to compute the codes.")
-        codes = np.asarray(getattr(estimator, self.response_method)(X))
-        codes = codes.reshape(len(codes), -1)
-        if len(np.asarray(y)) != len(codes):
-            raise ValueError(f"the factors have {len(np.asarray(y))} samples but the codes "
-                             f"of X have {len(codes)}; factors given to "
-                             "make_disentanglement_scorer must match the X being scored "
-                             "(in cross-validation pass the factors as y instead).")
-        if self.metric == "all":
-            return disentanglement_report(y, codes, **self.params)
-        func = {"mig": mig, "mig_sup": mig_sup, "dcimig": dcimig, "jemmig": jemmig}
-        return func[self.metric](y, codes, **self.params)
-
-    def __repr__(self):
-        args = "".join(f", {k}={v!r}" for k, v in self.params.items())
-        if self.response_method != "transform":
-            args += f", response_method={self.response_method!r}"
-        if self.factors is not None:
-            args += ", factors=<array>"
-        return f"make_disentanglement_scorer(metric={self.metric!r}{args})"
+def _report_score(estimator, X, y=None, *, response_method, **kwargs):
+    """The dict of :func:`disentanglement_report`: a multi-metric scorer callable."""
+    if not hasattr(estimator, response_method):
+        raise AttributeError(f"{type(estimator).__name__} has none of the following "
+                             f"attributes: {response_method}.")
+    codes = getattr(estimator, response_method)(X)
+    return _disentanglement_score(y, codes, metric="all", **kwargs)
 
 
 def make_disentanglement_scorer(metric="mig", *, factors=None, n_bins=10,
@@ -583,8 +575,8 @@ def make_disentanglement_scorer(metric="mig", *, factors=None, n_bins=10,
         scorer for ``cross_validate`` and ``GridSearchCV(..., refit="mig")``).
     factors : array-like of shape (n_samples, n_factors), default=None
         Factors of the one ``X`` that will be scored, used when the scorer is called with
-        ``y=None`` (e.g. ``scorer(fitted_estimator, X_test)`` for an estimator that must
-        not see ``y``); in cross-validation pass the factors as ``y`` instead.
+        ``y=None`` (e.g. ``scorer(fitted_estimator, X_test, None)`` for an estimator that
+        must not see ``y``); in cross-validation pass the factors as ``y`` instead.
     n_bins : int, default=10
     normalization : {"factor", "code"}, default="factor"
         Used by "mig", "mig_sup" and "all".
@@ -594,13 +586,17 @@ def make_disentanglement_scorer(metric="mig", *, factors=None, n_bins=10,
 
     Returns
     -------
-    scorer : callable ``scorer(estimator, X, y=None) -> float`` (a dict for "all")
+    scorer : callable ``scorer(estimator, X, y) -> float`` (a dict for "all")
+        :func:`sklearn.metrics.make_scorer` of the metric with ``response_method``
+        (for "all", a scorer callable returning the report's dict).
 
     Raises
     ------
     ValueError
         An unknown metric or bad parameter (checked here); at call time, no factors
         (``y`` and ``factors`` both None), or factors and codes of different lengths.
+    AttributeError
+        At call time, an estimator without ``response_method``.
 
     Examples
     --------
@@ -630,5 +626,10 @@ def make_disentanglement_scorer(metric="mig", *, factors=None, n_bins=10,
         params["normalization"] = normalization
     if factors is not None:
         factors = np.asarray(factors)
-    return _DisentanglementScorer(metric, factors, response_method, params)
+    if metric == "all":  # make_scorer's scorers return numbers, not dicts
+        return functools.partial(_report_score, response_method=response_method,
+                                 factors=factors, **params)
+    # a one-method tuple: make_scorer takes any method name in a tuple, only three alone
+    return make_scorer(_disentanglement_score, response_method=(response_method,),
+                       metric=metric, factors=factors, **params)
 

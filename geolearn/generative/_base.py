@@ -21,7 +21,6 @@ from .._utils.torch_estimator import (
     EPOCH_CONSTRAINTS,
     NET_CONSTRAINTS,
     ObjectiveTrainingMixin,
-    history_records,
 )
 from ..models import frozen
 from ._losses import (
@@ -173,10 +172,8 @@ class LatentModel(ObjectiveTrainingMixin, ClassNamePrefixFeaturesOutMixin, Trans
             n_classes=n_classes)
         self._train(module, objective, torch.from_numpy(np.ascontiguousarray(X)), y,
                     seed=self.random_state, max_epochs=self.max_epochs, parts=parts,
-                    optimizer__weight_decay=self.weight_decay, iterator_train__shuffle=True,
-                    iterator_train__drop_last=drop_last,
-                    iterator_train__batch_size=min(self.batch_size, len(X)))
-        self.history_ = history_records(self.net_, parts)
+                    optimizer__weight_decay=self.weight_decay,
+                    iterator_train__drop_last=drop_last)
         self.n_iter_ = len(self.history_)
         return self
 

@@ -105,8 +105,11 @@ class ChartAutoencoder(ImageOutputMixin, LatentInterpolationMixin, Reconstructio
         The trained skorch net; ``module_`` is its :class:`ChartModule`-like module.
     chart_counts_ : ndarray of shape (n_charts,)
         Training points per likeliest chart; a chart that gets none is kept (count 0).
-    n_features_in_, image_shape_, device_, history_, n_iter_
-        As in :class:`VAEGenerator`; ``history_`` holds ``loss``/``recon``/``ce``/``kl``.
+    history_ : skorch.history.History
+        The net's training history, one row per epoch: ``train_loss``, ``recon``,
+        ``ce`` and ``kl``, e.g. ``history_[:, "ce"]``.
+    n_features_in_, image_shape_, device_, n_iter_
+        As in :class:`VAEGenerator`.
 
     Examples
     --------

@@ -94,8 +94,9 @@ class DiffusionDensity(ObjectiveTrainingMixin, MeanScoreMixin, DensityMixin, Bas
         ``alpha_bar_t``, index 0 = 1.
     mean_, scale_ : ndarray of shape (n_features,)
     n_features_in_, device_
-    history_ : ndarray of shape (max_epochs,)
-        Training loss per step.
+    history_ : skorch.history.History
+        The net's training history: each fit is one "epoch" of ``max_iter`` steps;
+        the loss of each step is ``history_[-1, "batches", :, "train_loss"]``.
 
     Examples
     --------
@@ -178,7 +179,6 @@ class DiffusionDensity(ObjectiveTrainingMixin, MeanScoreMixin, DensityMixin, Bas
         module = functools.partial(NoisePredictor, X.shape[1], sizes, self.alphas_cumprod_)
         self._train(module, denoising_objective, Xs, seed=self.random_state, max_epochs=1,
                     iterator_train__sampler=sampler)
-        self.history_ = np.array([b["train_loss"] for b in self.net_.history[-1, "batches"]])
         return self
 
     def _set_schedule(self):

@@ -23,7 +23,6 @@ from .._utils.torch_estimator import (
     NET_CONSTRAINTS,
     ObjectiveTrainingMixin,
     check_max_epochs,
-    history_records,
 )
 from ..models import frozen
 from .ddpm import (
@@ -100,8 +99,10 @@ class DiffusionGenerator(ObjectiveTrainingMixin, BaseEstimator):
         ``alpha_bar_t``, index 0 = 1.
     mean_ : ndarray of shape (n_features,)
     scale_ : float
-    n_features_in_, image_shape_, device_, history_
-        Input width, image shape (or None), device and the per-epoch ``loss``.
+    history_ : skorch.history.History
+        The net's training history: one row per epoch, ``history_[:, "train_loss"]``.
+    n_features_in_, image_shape_, device_
+        Input width, image shape (or None) and device.
 
     Examples
     --------
@@ -173,10 +174,7 @@ class DiffusionGenerator(ObjectiveTrainingMixin, BaseEstimator):
         Xs = torch.from_numpy(np.ascontiguousarray((X - self.mean_) / self.scale_,
                                                    dtype=np.float32))
         self._train(self._module_factory(X.shape[1]), denoising_objective, Xs,
-                    seed=self.random_state, max_epochs=self.max_epochs,
-                    iterator_train__shuffle=True,
-                    iterator_train__batch_size=min(self.batch_size, len(X)))
-        self.history_ = history_records(self.net_, ())
+                    seed=self.random_state, max_epochs=self.max_epochs)
         return self
 
     def _set_scaling(self, X):

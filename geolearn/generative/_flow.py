@@ -13,7 +13,7 @@ from sklearn.base import (
     TransformerMixin,
     _fit_context,
 )
-from sklearn.utils import check_random_state
+from sklearn.utils import Bunch, check_random_state
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 from torch import nn
@@ -32,7 +32,6 @@ from .._utils.torch_estimator import (
     NET_CONSTRAINTS,
     MeanScoreMixin,
     ObjectiveTrainingMixin,
-    history_records,
 )
 from ..models import frozen
 
@@ -192,7 +191,10 @@ class FlowDensity(ObjectiveTrainingMixin, MeanScoreMixin, OneToOneFeatureMixin, 
         Features passed through unchanged by each coupling.
     mean_, scale_ : ndarray of shape (n_features,)
         Standardisation.
-    n_features_in_, history_, device_
+    history_ : skorch.history.History
+        The net's training history: one row per epoch, ``history_[:, "train_loss"]``
+        (the mean negative log-likelihood).
+    n_features_in_, device_
 
     Examples
     --------
@@ -259,10 +261,7 @@ class FlowDensity(ObjectiveTrainingMixin, MeanScoreMixin, OneToOneFeatureMixin, 
         module = functools.partial(RealNVP, torch.as_tensor(self.masks_, dtype=torch.float32),
                                    sizes)
         self._train(module, objective, torch.from_numpy(Xs), seed=rng,
-                    max_epochs=self.max_epochs, optimizer__weight_decay=self.weight_decay,
-                    iterator_train__shuffle=True,
-                    iterator_train__batch_size=min(self.batch_size, len(X)))
-        self.history_ = history_records(self.net_, ())
+                    max_epochs=self.max_epochs, optimizer__weight_decay=self.weight_decay)
         return self
 
     def _standardised(self, X):
@@ -289,7 +288,7 @@ class FlowDensity(ObjectiveTrainingMixin, MeanScoreMixin, OneToOneFeatureMixin, 
 
         Returns
         -------
-        components : dict of ndarray of shape (n_samples,)
+        components : Bunch of ndarray of shape (n_samples,)
             ``log_pz`` (log N(z; 0, I)), ``log_det`` (couplings plus standardisation),
             ``log_px`` (their sum) and ``nll_per_dim`` (``-log_px / d``; Eq. 6's
             normalisation applied to the full density).
@@ -298,8 +297,8 @@ class FlowDensity(ObjectiveTrainingMixin, MeanScoreMixin, OneToOneFeatureMixin, 
         log_pz = standard_normal_log_prob(z)
         log_det = log_det - np.log(self.scale_).sum()
         log_px = log_pz + log_det
-        return {"log_pz": log_pz, "log_det": log_det, "log_px": log_px,
-                "nll_per_dim": -log_px / z.shape[1]}
+        return Bunch(log_pz=log_pz, log_det=log_det, log_px=log_px,
+                     nll_per_dim=-log_px / z.shape[1])
 
     def score_samples(self, X):
         """Log-density ``log p(x)`` in nats.

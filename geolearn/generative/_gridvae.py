@@ -113,7 +113,7 @@ class GridVAE(MeanScoreMixin, ClusterMixin, BaseVAE):
     Attributes
     ----------
     net_ : geolearn.models.ObjectiveNet
-        The trained skorch net (with its ``history``); ``module_`` is its torch module.
+        The trained skorch net; ``module_`` is its torch module.
     grid_ : tuple of ndarray
         Sorted grid values per dimension.
     n_components_ : int
@@ -124,9 +124,11 @@ class GridVAE(MeanScoreMixin, ClusterMixin, BaseVAE):
         Flat cell index of each training sample.
     guided_dims_ : list of int
         Dimensions tied to codes in ``y``.
-    n_features_in_, image_shape_, device_, history_, n_iter_
-        Input width, image shape (or None), device, per-epoch ``loss``/``recon``/``kl``
-        and the number of epochs run.
+    history_ : skorch.history.History
+        The net's training history, one row per epoch: ``train_loss``, ``recon`` and
+        ``kl``, e.g. ``history_[:, "kl"]``.
+    n_features_in_, image_shape_, device_, n_iter_
+        Input width, image shape (or None), device and the number of epochs run.
 
     See Also
     --------

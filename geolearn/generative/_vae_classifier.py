@@ -71,8 +71,9 @@ class VAEClassifier(ClassifierMixin, BaseVAE):
         :func:`geolearn.models.as_model` sees the class logits and every attack of
         :mod:`geolearn.adversarial` takes the fitted classifier itself.
     n_features_in_, image_shape_, device_, n_iter_
-    history_ : list of dict
-        Per epoch ``loss``, ``recon``, ``kl`` and ``ce``.
+    history_ : skorch.history.History
+        The net's training history, one row per epoch: ``train_loss``, ``recon``,
+        ``kl`` and ``ce``, e.g. ``history_[:, "ce"]``.
 
     See Also
     --------

@@ -61,9 +61,11 @@ class VAEGenerator(ImageOutputMixin, LatentInterpolationMixin, ReconstructionSco
     ----------
     net_ : geolearn.models.ObjectiveNet
         The trained skorch net; ``module_`` is its torch module.
-    n_features_in_, image_shape_, device_, history_, n_iter_
-        Input width, image shape (or None), device, per-epoch ``loss``/``recon``/``kl``
-        and the number of epochs run.
+    history_ : skorch.history.History
+        The net's training history, one row per epoch: ``train_loss``, ``recon`` and
+        ``kl``, e.g. ``history_[:, "kl"]``.
+    n_features_in_, image_shape_, device_, n_iter_
+        Input width, image shape (or None), device and the number of epochs run.
 
     See Also
     --------

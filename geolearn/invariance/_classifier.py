@@ -145,7 +145,10 @@ class InvariantClassifier(SkorchTrainingMixin, ClassifierMixin, BaseEstimator):
     Attributes
     ----------
     net_ : InvarianceNet
-        The fitted skorch net (``net_.history``).
+        The fitted skorch net.
+    history_ : skorch.history.History
+        The net's training history, one row per epoch: ``history_[:, "train_loss"]``,
+        and ``valid_loss``/``valid_acc`` with a ``validation_fraction``.
     module_ : torch.nn.Module
         ``net_.module_``: raw images -> logits (normalisation included).
     device_ : torch.device

@@ -5,9 +5,11 @@ from collections import OrderedDict
 
 import torch
 from skorch import NeuralNetClassifier
-from skorch.callbacks import Callback
+from skorch.callbacks import Callback, PassthroughScoring
 from skorch.utils import to_tensor
 from torch import nn
+
+from ..models._internal import floats_in_history
 
 ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "gelu": nn.GELU}
 
@@ -101,6 +103,8 @@ class InvarianceNet(NeuralNetClassifier):
     through both. Only these two skorch hooks carry the objective, so skorch's
     training step and any mixin's that calls them (``AccelerateMixin``, whose
     module may be wrapped in ``DistributedDataParallel``) train the same loss.
+    With ``nu > 0`` the history also holds the epoch means of the two terms,
+    ``ce`` and ``invariance`` (``I``).
     """
 
     def __init__(self, *args, group=None, augment=True, nu=0.0, invariance_loss="li",
@@ -133,13 +137,30 @@ class InvarianceNet(NeuralNetClassifier):
                                          self.invariance_loss)
         return logits[:n]
 
+    def get_default_callbacks(self):
+        parts = [] if not self.nu else [
+            (f"{p}_epoch", PassthroughScoring(name=p, on_train=True)) for p in ("ce", "invariance")]
+        return [*super().get_default_callbacks(), *parts]
+
     def get_loss(self, y_pred, y_true, X=None, training=False):
         """Cross-entropy, plus ``nu`` times the invariance error of the batch in training."""
         loss = super().get_loss(y_pred, y_true, X=X, training=training)
         penalty, self._penalty = getattr(self, "_penalty", None), None
         if training and penalty is not None:
+            # kept as tensors until the epoch ends: no device sync per batch
+            self.history.record_batch("ce", loss.detach())
+            self.history.record_batch("invariance", penalty.detach())
             loss = loss + self.nu * penalty
         return loss
+
+    def on_epoch_end(self, net, **kwargs):
+        # before the callbacks, which average the terms per epoch
+        floats_in_history(self.history)
+        super().on_epoch_end(net, **kwargs)
+
+    def on_train_end(self, net, **kwargs):
+        floats_in_history(self.history)  # an interrupted epoch's terms too
+        super().on_train_end(net, **kwargs)
 
 
 class RestoreBest(Callback):

@@ -9,6 +9,7 @@ the adapter's response (``decision_function``, else centred log-probabilities).
 with ``image_shape`` saying how to fold them for the group action.
 """
 
+import functools
 import numbers
 import warnings
 
@@ -615,34 +616,22 @@ _METRICS = {
 }
 
 
-class _InvarianceScorer:
-    """``scorer(estimator, X, y)`` for GridSearchCV; see :func:`make_invariance_scorer`."""
-
-    def __init__(self, metric, group, kwargs):
-        self.metric = metric
-        self.group = group
-        self.kwargs = kwargs
-
-    def __call__(self, estimator, X, y=None):
-        fn, sign = _METRICS[self.metric]
-        kw = dict(self.kwargs)
-        if self.metric == "sigma_max":
-            return sign * fn(estimator, X, **kw)
-        kw.setdefault("image_shape", getattr(estimator, "image_shape_", None))
-        group = self.group
-        if group is None:
-            if not hasattr(estimator, "group_"):
-                raise ValueError(
-                    f"make_invariance_scorer({self.metric!r}) without group needs an estimator "
-                    f"with a fitted group_; {type(estimator).__name__} has none."
-                )
-            group = estimator.group_
-        if self.metric == "SI":
-            return sign * fn(estimator, X, group, y, **kw)
-        return sign * fn(estimator, X, group, **kw)
-
-    def __repr__(self):
-        return f"make_invariance_scorer({self.metric!r}, group={self.group!r})"
+def _invariance_score(estimator, X, y=None, *, metric, group, **kwargs):
+    """Greater-is-better ``metric`` of ``estimator`` on ``X``: :func:`make_invariance_scorer`."""
+    fn, sign = _METRICS[metric]
+    if metric == "sigma_max":
+        return sign * fn(estimator, X, **kwargs)
+    kwargs.setdefault("image_shape", getattr(estimator, "image_shape_", None))
+    if group is None:
+        if not hasattr(estimator, "group_"):
+            raise ValueError(
+                f"make_invariance_scorer({metric!r}) without group needs an estimator "
+                f"with a fitted group_; {type(estimator).__name__} has none."
+            )
+        group = estimator.group_
+    if metric == "SI":
+        return sign * fn(estimator, X, group, y, **kwargs)
+    return sign * fn(estimator, X, group, **kwargs)
 
 
 def make_invariance_scorer(metric, group=None, **kwargs):
@@ -661,17 +650,24 @@ def make_invariance_scorer(metric, group=None, **kwargs):
 
     Returns
     -------
-    scorer : callable
+    scorer : callable ``scorer(estimator, X, y=None) -> float``
+        It probes the estimator itself (its logits, gradients or group), so it is
+        a scikit-learn scorer callable rather than a ``make_scorer`` of
+        predictions; it pickles.
 
     Examples
     --------
+    >>> import torch
     >>> from geolearn.invariance import make_invariance_scorer
-    >>> make_invariance_scorer("SI", steps=20)
-    make_invariance_scorer('SI', group=None)
+    >>> scorer = make_invariance_scorer("LI", group="rot4", image_shape=(1, 4, 4))
+    >>> net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(16, 2))
+    >>> _ = torch.nn.init.zeros_(net[1].weight)  # a constant network is exactly invariant
+    >>> scorer(net, torch.rand(8, 16).numpy())
+    -0.0
     """
     if metric not in _METRICS:
         raise ValueError(f"metric must be one of {sorted(_METRICS)}; got {metric!r}.")
-    return _InvarianceScorer(metric, group, kwargs)
+    return functools.partial(_invariance_score, metric=metric, group=group, **kwargs)
 
 
 class _RefitBestSubjectTo:

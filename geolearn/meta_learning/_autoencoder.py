@@ -149,7 +149,8 @@ class MLDGNet(ObjectiveNet):
     The batches come from an :class:`EpisodeLoader` (``iterator_train``); an epoch is
     a block of ``log_every`` iterations, so skorch's history, callbacks (progress bar,
     checkpoints, early stopping) and ``partial_fit`` work per block. The history also
-    holds the block means of ``meta_train_loss`` and ``meta_test_loss``. A batch is
+    holds the block means of ``meta_train_loss`` and ``meta_test_loss``, and
+    ``iteration``, the iterations run by the end of the block. A batch is
     ``(x_train, x_test)``: skorch's forward pass on ``x_train`` gives the meta-train
     loss and :meth:`get_loss` adds the virtual step's meta-test loss, so a mixin's
     training step (skorch's ``AccelerateMixin``) trains the same objective.
@@ -207,6 +208,12 @@ class MLDGNet(ObjectiveNet):
             if loss_test is not None:
                 self.history.record_batch("meta_test_loss", loss_test.detach())
         return J
+
+    def on_epoch_end(self, net, **kwargs):
+        # before the callbacks, so that they see it; counted over every row, an
+        # interrupted epoch's batches included
+        self.history.record("iteration", sum(len(row["batches"]) for row in self.history))
+        super().on_epoch_end(net, **kwargs)
 
 
 class MetaManifoldAutoencoder(SkorchTrainingMixin, CodecMixin, ReconstructionScoreMixin,
@@ -285,9 +292,11 @@ default="neighborhood"
         The autoencoder (``encode``, ``decode`` to logits).
     sampler_ : EpisodicSampler
         The fitted sampler of the training episodes.
-    history_ : list of dict
-        One record per block: ``iteration``, ``loss`` (``J``), ``meta_train_loss``,
-        ``meta_test_loss`` (block means) and whatever callbacks recorded.
+    history_ : skorch.history.History
+        The net's training history, one row per block of ``log_every`` iterations:
+        ``iteration`` (iterations run by the block's end), ``train_loss`` (``J``),
+        ``meta_train_loss``, ``meta_test_loss`` (block means) and whatever callbacks
+        recorded, e.g. ``history_[:, "meta_train_loss"]``.
     inner_lr_ : float
         The resolved ``alpha``.
     n_features_in_, image_shape_, architecture_, device_, n_iter_
@@ -433,24 +442,8 @@ default="neighborhood"
                           first_order=self.first_order, loss=self.loss,
                           reduction=self.reduction, **loader)
         self.sampler_ = sampler
-        self.history_ = self._history_records()
-        self.n_iter_ = self.history_[-1]["iteration"]
+        self.n_iter_ = self.history_[-1, "iteration"]
         return self
-
-    def _history_records(self):
-        # an interrupted block's row has no train_batch_count
-        rows = [row for row in self.net_.history if "train_batch_count" in row]
-        keys = [k for k in rows[-1]
-                if k not in ("batches", "epoch", "dur", "train_batch_count")
-                and not k.endswith("_best")]
-        records, done = [], 0
-        for row in rows:
-            done += row["train_batch_count"]
-            record = {"iteration": done}
-            record.update({("loss" if k == "train_loss" else k): float(row[k])
-                           for k in keys if k in row})
-            records.append(record)
-        return records
 
     # -- inference ------------------------------------------------------------------------
 
@@ -505,7 +498,7 @@ default=("mse", "persistence", "spectral")
     ...                              batch_size=8,
     ...                              callbacks=[ReconstructionMetrics(X[:20])],
     ...                              random_state=0).fit(X)
-    >>> [round(h["holdout_mse"], 3) > 0 for h in ae.history_]
+    >>> [round(mse, 3) > 0 for mse in ae.history_[:, "holdout_mse"]]
     [True, True]
     """
 

@@ -7,12 +7,14 @@ their Wasserstein distance come from :mod:`geolearn.topology` (one way); this mo
 only pairs the clouds, drops the essential H0 class and builds the kNN graphs.
 """
 
+import functools
 import numbers
 
 import numpy as np
 from scipy import sparse
 from scipy.sparse.linalg import eigsh
 from sklearn.neighbors import NearestNeighbors
+from sklearn.utils import Bunch
 from sklearn.utils.validation import check_array
 
 from .._utils import check_choice, check_scalar_param
@@ -123,7 +125,7 @@ def persistence_wasserstein(X_ref, X_rec, homology_dimensions=(0, 1), p=2, inter
 
     Returns
     -------
-    distances : dict
+    distances : Bunch
         ``{"H0": float, "H1": float, ..., "total": float}``: one key per requested
         dimension, in the order given, and their plain sum (as in the paper's tables).
 
@@ -152,7 +154,7 @@ def persistence_wasserstein(X_ref, X_rec, homology_dimensions=(0, 1), p=2, inter
     out = {f"H{k}": diagram_wasserstein(ref[k], rec[k], p=p, internal_p=internal_p)
            for k in dims}
     out["total"] = float(sum(out.values()))
-    return out
+    return Bunch(**out)
 
 
 def _check_spectral_params(n_neighbors, symmetrize, n_eigenvalues):
@@ -291,27 +293,17 @@ def relative_reduction(baseline, value):
     return float((baseline - value) / baseline)
 
 
-class _ManifoldScorer:
-    """Greater-is-better ``-metric(X, reconstruction of X)``; see make_manifold_scorer."""
-
-    def __init__(self, metric, params):
-        self.metric = metric
-        self.params = params
-
-    def __call__(self, estimator, X, y=None):
-        X = np.asarray(X)
-        # a Pipeline (scaler, autoencoder) has no reconstruct: map there and back
-        R = np.asarray(estimator.reconstruct(X) if hasattr(estimator, "reconstruct")
-                       else estimator.inverse_transform(estimator.transform(X)))
-        # reconstruct returns flat rows; images given as (n, C, H, W) are compared flat
-        X, R = X.reshape(len(X), -1), R.reshape(len(R), -1)
-        if self.metric == "persistence":
-            return -persistence_wasserstein(X, R, **self.params)["total"]
-        return -knn_spectral_distance(X, R, **self.params)
-
-    def __repr__(self):
-        args = "".join(f", {k}={v!r}" for k, v in self.params.items())
-        return f"make_manifold_scorer(metric={self.metric!r}{args})"
+def _manifold_score(estimator, X, y=None, *, metric, **params):
+    """Greater-is-better ``-metric(X, reconstruction of X)``: :func:`make_manifold_scorer`."""
+    X = np.asarray(X)
+    # a Pipeline (scaler, autoencoder) has no reconstruct: map there and back
+    R = np.asarray(estimator.reconstruct(X) if hasattr(estimator, "reconstruct")
+                   else estimator.inverse_transform(estimator.transform(X)))
+    # reconstruct returns flat rows; images given as (n, C, H, W) are compared flat
+    X, R = X.reshape(len(X), -1), R.reshape(len(R), -1)
+    if metric == "persistence":
+        return -persistence_wasserstein(X, R, **params)["total"]
+    return -knn_spectral_distance(X, R, **params)
 
 
 def make_manifold_scorer(metric="persistence", **kwargs):
@@ -334,6 +326,8 @@ def make_manifold_scorer(metric="persistence", **kwargs):
     Returns
     -------
     scorer : callable ``scorer(estimator, X, y=None) -> float``
+        It compares ``X`` with its reconstruction, so it is a scikit-learn scorer
+        callable rather than a ``make_scorer`` of ``(y_true, y_pred)``; it pickles.
 
     Raises
     ------
@@ -372,4 +366,4 @@ def make_manifold_scorer(metric="persistence", **kwargs):
     else:
         _check_spectral_params(params["n_neighbors"], params["symmetrize"],
                                params["n_eigenvalues"])
-    return _ManifoldScorer(metric, kwargs)
+    return functools.partial(_manifold_score, metric=metric, **kwargs)

@@ -456,8 +456,9 @@ class SkorchTrainingMixin:
       accelerate with ``AccelerateMixin``; a plain net stays on the CPU);
       ``device_`` is then where the trained module's parameters are.
 
-    Fitted: ``net_`` (the skorch net, with its ``history``), ``module_`` and
-    ``device_``.
+    Fitted: ``net_`` (the skorch net), ``history_`` (the net's skorch ``History``:
+    one row per epoch with ``train_loss`` and the objective's parts as columns,
+    e.g. ``history_[:, "train_loss"]``), ``module_`` and ``device_``.
 
     Examples
     --------
@@ -540,7 +541,7 @@ class SkorchTrainingMixin:
 
         Returns
         -------
-        net : the fitted skorch net (also stored as ``net_``)
+        net : the fitted skorch net (also stored as ``net_``, its history as ``history_``)
         """
         self._check_net_params()
         before = len(self.net_.history) if self._warm() else 0
@@ -555,6 +556,7 @@ class SkorchTrainingMixin:
             discard_fitted(self)
             raise
         self.net_ = net
+        self.history_ = net.history
         return net
 
     def _train_net(self, module, X, y, *, seed, max_epochs, default_callbacks, **settings):

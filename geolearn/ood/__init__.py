@@ -4,7 +4,7 @@ From "Leveraging diffusion models for unsupervised out-of-distribution detection
 manifold" (LMD: Lift, Map, Detect): the :class:`InpaintingOODDetector`, an outlier detector
 that scores an image by how much diffusion inpainting changes it, and the AUROC helpers of
 :mod:`geolearn.ood.metrics` (:func:`~geolearn.ood.metrics.ood_roc_auc`,
-:func:`~geolearn.ood.metrics.ood_auroc_scorer`).
+:func:`~geolearn.ood.metrics.make_ood_auroc_scorer`).
 
 Built on :mod:`geolearn.generative` (one way): the detector's diffusion model is the
 generative family's DDPM core, :mod:`geolearn.generative.ddpm` (schedule, noise
@@ -14,6 +14,6 @@ distance through :func:`geolearn.models.as_model`.
 """
 
 from ._detector import InpaintingOODDetector
-from .metrics import ood_auroc_scorer, ood_roc_auc
+from .metrics import make_ood_auroc_scorer, ood_roc_auc
 
-__all__ = ["InpaintingOODDetector", "ood_auroc_scorer", "ood_roc_auc"]
+__all__ = ["InpaintingOODDetector", "make_ood_auroc_scorer", "ood_roc_auc"]

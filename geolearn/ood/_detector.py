@@ -201,13 +201,14 @@ default='checkerboard_alt'
     validation_scores_ : ndarray of shape (n_validation,)
         ``ood_score`` of the held-out rows (of the training rows when
         ``validation_fraction=0``).
-    history_ : ndarray of shape (n_epochs,)
-        Training loss per epoch (mean squared noise error per pixel).
+    history_ : skorch.history.History
+        The net's training history, one row per epoch: ``history_[:, "train_loss"]`` is
+        the mean squared noise error per pixel.
     device_ : torch.device
 
     See Also
     --------
-    geolearn.ood.ood_auroc_scorer : AUROC scorer for GridSearchCV.
+    geolearn.ood.make_ood_auroc_scorer : AUROC scorer for GridSearchCV.
 
     Notes
     -----
@@ -472,12 +473,9 @@ default='checkerboard_alt'
         with torch_threads(self._threads()):
             self._train(self._module_factory(),
                         functools.partial(denoising_objective, reduction="mean"), x0,
-                        seed=rng, max_epochs=self.max_epochs, iterator_train__shuffle=True,
-                        iterator_train__batch_size=min(self.batch_size, len(x0)),
-                        default_callbacks=callbacks, optimizer=_adam)
+                        seed=rng, max_epochs=self.max_epochs, default_callbacks=callbacks,
+                        optimizer=_adam)
         self.denoiser_ = self.net_.module_
-        self.history_ = np.array([row["train_loss"] for row in self.net_.history
-                                  if "train_loss" in row], dtype=np.float64)
         if n_val == 0:
             warnings.warn("validation_fraction=0: offset_ is set from the training rows, "
                           "whose scores memorisation biases low (more test inliers are "

@@ -1,10 +1,10 @@
 """AUROC of out-of-distribution scores (LMD's evaluation), and its GridSearchCV scorer."""
 
 import numpy as np
-from sklearn.metrics import roc_auc_score
+from sklearn.metrics import make_scorer, roc_auc_score
 from sklearn.utils.validation import column_or_1d
 
-__all__ = ["ood_auroc_scorer", "ood_roc_auc"]
+__all__ = ["make_ood_auroc_scorer", "ood_roc_auc"]
 
 
 def ood_roc_auc(scores_in, scores_out):
@@ -39,39 +39,39 @@ def ood_roc_auc(scores_in, scores_out):
     return float(roc_auc_score(y, np.r_[s_in, s_out]))
 
 
-def ood_auroc_scorer(estimator, X, y):
-    """AUROC scorer for GridSearchCV: ``roc_auc_score(y == -1, ood_score(X))``.
+def _ood_auroc(y_true, normality):
+    """``roc_auc_score(y == -1, -score_samples)`` on outlier labels +1 / -1."""
+    y_true = column_or_1d(y_true)
+    if not np.isin(y_true, (1, -1)).all():
+        raise ValueError("the OOD AUROC scorer needs y in {+1 (inlier), -1 (outlier)}; got "
+                         f"labels {np.unique(y_true)[:5].tolist()}.")
+    return float(roc_auc_score(y_true == -1, -np.asarray(normality)))
 
-    ``y`` holds scikit-learn's outlier labels (+1 inlier, -1 outlier). The estimator's
-    ``ood_score`` is used where it has one, else ``-score_samples`` (any outlier
-    detector or a Pipeline ending in one). Greater is better.
 
-    Parameters
-    ----------
-    estimator : fitted outlier detector
-    X : array-like
-    y : array-like of shape (n_samples,)
-        +1 / -1.
+def make_ood_auroc_scorer():
+    """AUROC scorer for GridSearchCV: ``roc_auc_score(y == -1, -score_samples(X))``.
+
+    ``y`` holds scikit-learn's outlier labels (+1 inlier, -1 outlier); the OOD
+    images are the positives and ``-score_samples`` their score (for
+    :class:`~geolearn.ood.InpaintingOODDetector` its ``ood_score``), so any
+    outlier detector or a Pipeline ending in one is scored. Greater is better.
 
     Returns
     -------
-    auroc : float
+    scorer : callable ``scorer(estimator, X, y) -> float``
+        :func:`sklearn.metrics.make_scorer` of the AUROC with
+        ``response_method="score_samples"``.
 
     Examples
     --------
     >>> import numpy as np
     >>> from sklearn.ensemble import IsolationForest
-    >>> from geolearn.ood import ood_auroc_scorer
+    >>> from geolearn.ood import make_ood_auroc_scorer
     >>> rng = np.random.default_rng(0)
     >>> X = np.r_[rng.normal(size=(50, 2)), rng.normal(6, 1, size=(10, 2))]
     >>> y = np.r_[np.ones(50), -np.ones(10)]
-    >>> ood_auroc_scorer(IsolationForest(random_state=0).fit(X[:50]), X, y)
+    >>> make_ood_auroc_scorer()(IsolationForest(random_state=0).fit(X[:50]), X, y)
     1.0
     """
-    y = column_or_1d(y)
-    if not np.isin(y, (1, -1)).all():
-        raise ValueError("ood_auroc_scorer needs y in {+1 (inlier), -1 (outlier)}; got "
-                         f"labels {np.unique(y)[:5].tolist()}.")
-    scores = (estimator.ood_score(X) if hasattr(estimator, "ood_score")
-              else -np.asarray(estimator.score_samples(X)))
-    return float(roc_auc_score(y == -1, scores))
+    # a one-method tuple: make_scorer takes any method name in a tuple, only three alone
+    return make_scorer(_ood_auroc, response_method=("score_samples",))

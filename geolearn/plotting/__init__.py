@@ -1,8 +1,9 @@
 """Display classes, one per kind of picture (matplotlib, imported lazily).
 
 Each family keeps its Displays in ``geolearn/plotting/_<family>.py``. Displays
-follow scikit-learn's convention: a ``from_estimator``/``from_result``
-classmethod computes, ``plot(ax=None)`` draws and returns self, with ``ax_``,
+follow scikit-learn's convention: ``from_estimator`` (an estimator computes the
+data) or ``from_results`` (precomputed results) builds and draws,
+``plot(ax=None)`` draws and returns self, with ``ax_``,
 ``figure_`` and the artists as attributes. matplotlib is imported only when a
 Display draws (the ``plot`` extra).
 """

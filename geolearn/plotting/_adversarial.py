@@ -63,7 +63,7 @@ class RiskCurveDisplay:
         ``"in_manifold_risk"``, ``"nnr"``, ``"rhs"``.
     violations_ : PathCollection or None
         The budgets where ``adv_risk > rhs``; None where the bound holds everywhere.
-    results_ : list of RiskDecompositionResult or None
+    results_ : list of Bunch or None
         Set by :meth:`from_results` and :meth:`from_estimator`.
     ax_, figure_ : matplotlib Axes and Figure
 
@@ -98,7 +98,8 @@ class RiskCurveDisplay:
 
         Parameters
         ----------
-        results : sequence of RiskDecompositionResult
+        results : sequence of Bunch
+            :func:`~geolearn.adversarial.risk_decomposition` results.
             One per budget (e.g. from :func:`~geolearn.adversarial.risk_curve`), drawn in
             increasing ``epsilon``. NNR is drawn only if every result estimated it.
         ax : matplotlib Axes, optional
@@ -111,7 +112,7 @@ class RiskCurveDisplay:
         """
         results = sorted(results, key=lambda r: r.epsilon)
         if not results:
-            raise ValueError("results must hold at least one RiskDecompositionResult.")
+            raise ValueError("results must hold at least one risk_decomposition result.")
         estimated = not any("nnr not estimated" in r.flags for r in results)
 
         def col(name):
@@ -243,8 +244,8 @@ class AdversarialExamplesDisplay:
         One per kind with at least one arrow.
     curve_ : Line2D or None
     regions_ : QuadContourSet or None
-    result_ : RiskDecompositionResult or None
-        Set by :meth:`from_result` and :meth:`from_estimator`.
+    result_ : Bunch or None
+        Set by :meth:`from_results` and :meth:`from_estimator`.
     ax_, figure_ : matplotlib Axes and Figure
 
     Examples
@@ -269,13 +270,14 @@ class AdversarialExamplesDisplay:
         self.result_ = None
 
     @classmethod
-    def from_result(cls, result, X, y, *, estimator=None, manifold=None,
-                    kinds=("normal", "in_eps"), max_arrows=None, ax=None):
+    def from_results(cls, result, X, y, *, estimator=None, manifold=None,
+                     kinds=("normal", "in_eps"), max_arrows=None, ax=None):
         """Draw the examples of a decomposition computed with ``return_examples=True``.
 
         Parameters
         ----------
-        result : RiskDecompositionResult
+        result : Bunch
+            A :func:`~geolearn.adversarial.risk_decomposition` result.
             From :func:`~geolearn.adversarial.risk_decomposition` on ``X, y``.
         X : array-like of shape (n_samples, 2)
         y : array-like of shape (n_samples,)
@@ -323,7 +325,7 @@ default=("normal", "in_eps")
             E.g. :class:`~geolearn.manifold.SphereManifold` for the circle.
         epsilon : float
         kinds, max_arrows, ax
-            As in :meth:`from_result`.
+            As in :meth:`from_results`.
         **kwargs
             Passed to :func:`~geolearn.adversarial.risk_decomposition`.
 
@@ -336,8 +338,8 @@ default=("normal", "in_eps")
         X = _check_plane(X)
         result = risk_decomposition(estimator, X, y, manifold=manifold, epsilon=epsilon,
                                     return_examples=True, **kwargs)
-        return cls.from_result(result, X, y, estimator=estimator, manifold=manifold, kinds=kinds,
-                               max_arrows=max_arrows, ax=ax)
+        return cls.from_results(result, X, y, estimator=estimator, manifold=manifold, kinds=kinds,
+                                max_arrows=max_arrows, ax=ax)
 
     def plot(self, ax=None):
         """Draw the regions, the manifold, the points and the arrows.

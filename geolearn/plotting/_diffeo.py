@@ -29,9 +29,11 @@ class DeformationGridDisplay:
     >>> import matplotlib
     >>> matplotlib.use("Agg")
     >>> from geolearn.datasets import load_digits_images
+    >>> from geolearn.diffeo import deformation_grid
     >>> from geolearn.plotting import DeformationGridDisplay
     >>> X, _ = load_digits_images(upsample=2, return_X_y=True)
-    >>> disp = DeformationGridDisplay.from_image(X[0], cutoffs=(1, 3), random_state=0).plot()
+    >>> grid = deformation_grid(X[0], cutoffs=(1, 3), random_state=0)
+    >>> disp = DeformationGridDisplay.from_results(grid)
     >>> disp.axes_.shape
     (2, 5)
     """
@@ -43,46 +45,22 @@ class DeformationGridDisplay:
         self.valid = valid
 
     @classmethod
-    def from_image(cls, image, *, temperatures=None, cutoffs=(1, 3, 5), interp="bilinear",
-                   random_state=None):
-        """Deform one image (``(n, n)`` or ``(1, n, n)``) at every ``(T, c)``.
+    def from_results(cls, grid, *, axes=None, cmap="gray"):
+        """Draw a grid of deformations computed by :func:`geolearn.diffeo.deformation_grid`.
 
         Parameters
         ----------
-        image : array-like of shape (n, n) or (1, n, n)
-        temperatures : array-like, optional
-            Default: 5 values log-spaced from ``1e-4`` to ``1e-1``.
-        cutoffs : sequence of int, default=(1, 3, 5)
-        interp : {"bilinear", "gaussian"}, default="bilinear"
-        random_state : int, RandomState instance or None
-            One set of coefficients per ``c``, rescaled across ``T``, so a row
-            shows the same deformation growing.
+        grid : Bunch
+            With ``images``, ``temperatures``, ``cutoffs`` and ``valid``.
+        axes : ndarray of Axes of shape (n_c, n_T), default=None
+        cmap : str, default="gray"
 
         Returns
         -------
         display : DeformationGridDisplay
         """
-        from sklearn.utils import check_random_state
-
-        from ..diffeo import deform, sample_displacement_fields, temperature_range
-
-        image = np.asarray(image, dtype=np.float64)
-        image = image.reshape(image.shape[-2:])
-        n = image.shape[-1]
-        temperatures = np.logspace(-4, -1, 5) if temperatures is None else np.asarray(
-            temperatures, dtype=float)
-        rng = check_random_state(random_state)
-        cutoffs = np.asarray(cutoffs, dtype=int)
-        images = np.empty((len(cutoffs), len(temperatures), n, n))
-        valid = np.zeros((len(cutoffs), len(temperatures)), dtype=bool)
-        for a, c in enumerate(cutoffs):
-            seed = int(rng.randint(0, 2**31 - 1))
-            unit = sample_displacement_fields(n, 1.0, int(c), random_state=seed).numpy()
-            T_min, T_max = temperature_range(n, int(c), "empirical" if c == 1 else "asymptotic")
-            for b, T in enumerate(temperatures):
-                images[a, b] = deform(image[None], np.sqrt(T) * unit, interp=interp)[0]
-                valid[a, b] = T_min <= T <= T_max
-        return cls(images, temperatures, cutoffs, valid)
+        return cls(grid.images, grid.temperatures, grid.cutoffs, grid.valid).plot(
+            axes=axes, cmap=cmap)
 
     def plot(self, axes=None, *, cmap="gray"):
         """Draw the grid (rows: ``c``; columns: ``T``).

@@ -109,7 +109,7 @@ class InvarianceReportDisplay:
     >>> from sklearn.utils import Bunch
     >>> from geolearn.plotting import InvarianceReportDisplay
     >>> r = Bunch(transformed_accuracy=0.95, LI=0.0, DI=0.0, SI=1.0, sigma_max=14.9)
-    >>> disp = InvarianceReportDisplay.from_result({"WT": r})
+    >>> disp = InvarianceReportDisplay.from_results({"WT": r})
     >>> disp.table_.get_celld()[(1, 0)].get_text().get_text()
     '0.950'
     """
@@ -119,14 +119,14 @@ class InvarianceReportDisplay:
         self.metrics = metrics
 
     @classmethod
-    def from_estimators(cls, estimators, X, y, *, ax=None, **saliency_params):
+    def from_estimator(cls, estimators, X, y, *, ax=None, **saliency_params):
         """Compute ``invariance_report(X, y, **saliency_params)`` of each named estimator
         and plot the table."""
         return cls({name: est.invariance_report(X, y, **saliency_params)
                     for name, est in estimators.items()}).plot(ax=ax)
 
     @classmethod
-    def from_result(cls, reports, *, ax=None, **kwargs):
+    def from_results(cls, reports, *, ax=None, **kwargs):
         """Plot reports already computed."""
         return cls(reports, **kwargs).plot(ax=ax)
 

@@ -6,10 +6,16 @@ from ._base import axes_row
 from ._generative import colour_mosaic
 
 
+#: History columns that are not curves to draw.
+_NOT_CURVES = ("epoch", "iteration", "batches", "dur", "train_batch_count", "valid_batch_count")
+
+
 def _as_named(estimators):
-    """``{name: estimator}`` from a dict, or from a sequence (named by class and position)."""
+    """``{name: estimator}`` from a dict, a sequence (named by class and position) or one."""
     if isinstance(estimators, dict):
         return dict(estimators)
+    if hasattr(estimators, "fit"):
+        estimators = [estimators]
     return {f"{type(e).__name__} {i}": e for i, e in enumerate(estimators)}
 
 
@@ -42,7 +48,7 @@ class ReconstructionDisplay:
     >>> X = np.random.default_rng(0).random((60, 8))
     >>> ae = MetaManifoldAutoencoder(hidden_layer_sizes=(8,), max_epochs=5, batch_size=8,
     ...                              random_state=0).fit(X)
-    >>> disp = ReconstructionDisplay.from_estimators({"meta": ae}, X[:10])
+    >>> disp = ReconstructionDisplay.from_estimator({"meta": ae}, X[:10])
     >>> sorted(disp.reconstructions), len(disp.axes_)
     (['meta'], 1)
     """
@@ -53,12 +59,12 @@ class ReconstructionDisplay:
         self.image_shape = image_shape
 
     @classmethod
-    def from_estimators(cls, estimators, X, image_shape=None, n_images=8, axes=None):
+    def from_estimator(cls, estimators, X, image_shape=None, n_images=8, axes=None):
         """Reconstruct ``X`` with each fitted estimator (``reconstruct``) and draw.
 
         Parameters
         ----------
-        estimators : dict of str to estimator, or sequence of estimators
+        estimators : estimator, dict of str to estimator, or sequence of estimators
             Fitted estimators with ``reconstruct(X)``.
         X : array-like of shape (n_samples, n_features), or images (n, C, H, W)
         image_shape : tuple of int, default=None
@@ -126,14 +132,18 @@ class ReconstructionDisplay:
 
 
 class TrainingCurvesDisplay:
-    """Curves of ``history_`` entries over the training iterations, one panel per entry.
+    """Curves of ``history_`` columns over training, one panel per column.
+
+    The x-axis is the history's ``"iteration"`` column where it has one
+    (:class:`~geolearn.meta_learning.MetaManifoldAutoencoder`), else its ``"epoch"``.
 
     Parameters
     ----------
-    histories : dict of str to list of dict
-        Each a ``history_``: records with ``"iteration"`` and the entries to draw.
+    histories : dict of str to skorch.history.History
+        Each a fitted estimator's ``history_`` (or any sequence of per-epoch dicts
+        with ``"epoch"`` or ``"iteration"``).
     keys : sequence of str
-        The entries, e.g. ``"loss"`` or those of
+        The columns, e.g. ``"train_loss"``, ``"kl"`` or those of
         :class:`~geolearn.meta_learning.ReconstructionMetrics` (``"holdout_persistence"``).
 
     Attributes
@@ -153,8 +163,8 @@ class TrainingCurvesDisplay:
     >>> ae = MetaManifoldAutoencoder(hidden_layer_sizes=(8,), max_epochs=20, log_every=5,
     ...                              batch_size=8,
     ...                              random_state=0).fit(X)
-    >>> disp = TrainingCurvesDisplay.from_estimators({"meta": ae}, keys=["loss"])
-    >>> disp.lines_["loss", "meta"].get_xdata().tolist()
+    >>> disp = TrainingCurvesDisplay.from_estimator({"meta": ae}, keys=["train_loss"])
+    >>> disp.lines_["train_loss", "meta"].get_xdata().tolist()
     [5, 10, 15, 20]
     """
 
@@ -163,14 +173,16 @@ class TrainingCurvesDisplay:
         self.keys = keys
 
     @classmethod
-    def from_estimators(cls, estimators, keys=None, axes=None):
+    def from_estimator(cls, estimators, keys=None, axes=None):
         """Draw the ``history_`` of each fitted estimator.
 
         Parameters
         ----------
-        estimators : dict of str to estimator, or sequence of estimators
+        estimators : estimator, dict of str to estimator, or sequence of estimators
+            Fitted gradient-trained estimators.
         keys : sequence of str, default=None
-            Defaults to every entry the histories share, except ``"iteration"``.
+            Defaults to every numeric column the last epochs share, except the
+            epoch and iteration counts and skorch's bookkeeping.
         axes : array of matplotlib Axes, default=None
 
         Returns
@@ -180,7 +192,8 @@ class TrainingCurvesDisplay:
         histories = {name: est.history_ for name, est in _as_named(estimators).items()}
         if keys is None:
             shared = set.intersection(*(set(h[-1]) for h in histories.values()))
-            keys = sorted(shared - {"iteration"})
+            keys = sorted(k for k in shared
+                          if k not in _NOT_CURVES and not k.endswith("_best"))
         for name, history in histories.items():
             missing = [k for k in keys if k not in history[-1]]
             if missing:
@@ -203,10 +216,13 @@ class TrainingCurvesDisplay:
                                             (4, 3.5))
         self.lines_ = {}
         for ax, key in zip(self.axes_, self.keys):
+            xlabels = set()
             for name, history in self.histories.items():
                 rows = [h for h in history if key in h]
-                (self.lines_[key, name],) = ax.plot([h["iteration"] for h in rows],
+                x = "iteration" if rows and "iteration" in rows[0] else "epoch"
+                xlabels.add(x)
+                (self.lines_[key, name],) = ax.plot([h[x] for h in rows],
                                                     [h[key] for h in rows], label=name)
-            ax.set(xlabel="iteration", title=key)
+            ax.set(xlabel=" / ".join(sorted(xlabels)), title=key)
             ax.legend(loc="best", fontsize="small")
         return self

@@ -182,7 +182,7 @@ class OODScoreDisplay:
     --------
     >>> import numpy as np
     >>> from geolearn.plotting import OODScoreDisplay
-    >>> disp = OODScoreDisplay.from_scores([0.1, 0.2, 0.3], [0.25, 0.4, 0.5])
+    >>> disp = OODScoreDisplay.from_results([0.1, 0.2, 0.3], [0.25, 0.4, 0.5])
     >>> round(disp.auroc_, 3)
     0.889
     """
@@ -223,9 +223,9 @@ class OODScoreDisplay:
                    labels).plot(ax=ax, bins=bins, log_scale=log_scale)
 
     @classmethod
-    def from_scores(cls, scores_in, scores_out, *, threshold=None,
-                    labels=("in-distribution", "out-of-distribution"), bins=30,
-                    log_scale=False, ax=None):
+    def from_results(cls, scores_in, scores_out, *, threshold=None,
+                     labels=("in-distribution", "out-of-distribution"), bins=30,
+                     log_scale=False, ax=None):
         """Draw the histograms of given scores.
 
         Parameters

@@ -10,7 +10,7 @@ _COLOR_BY = ("pattern", "norm", "sign")
 class PolytopePartitionDisplay:
     """The linear regions of a ReLU network on a 2-D box, one polygon per region.
 
-    Build it with :meth:`from_estimator` or :meth:`from_result`; :meth:`plot` draws.
+    Build it with :meth:`from_estimator` or :meth:`from_results`; :meth:`plot` draws.
 
     Parameters
     ----------
@@ -46,12 +46,12 @@ class PolytopePartitionDisplay:
         self.color_by = color_by
 
     @classmethod
-    def from_result(cls, enumeration, color_by="pattern", ax=None, **plot_kw):
-        """Display a :class:`~geolearn.polytopes.RegionEnumeration` of a 2-D box.
+    def from_results(cls, enumeration, color_by="pattern", ax=None, **plot_kw):
+        """Display the regions of a 2-D box (a ``ReLUPolytopes.enumerate_regions`` result).
 
         Parameters
         ----------
-        enumeration : RegionEnumeration
+        enumeration : Bunch
             With polygons (2-D inputs and a box).
         color_by : {'pattern', 'norm', 'sign'}, default='pattern'
             A distinct colour per region, the norm of the affine map's weights
@@ -77,7 +77,7 @@ class PolytopePartitionDisplay:
         """Enumerate the regions of a fitted 2-D :class:`~geolearn.polytopes.ReLUPolytopes`
         in its box (or ``bounds``) and display them."""
         enumeration = estimator.enumerate_regions(bounds=bounds)
-        return cls.from_result(enumeration, color_by=color_by, ax=ax, **plot_kw)
+        return cls.from_results(enumeration, color_by=color_by, ax=ax, **plot_kw)
 
     def plot(self, ax=None, *, cmap=None, edgecolor="k", linewidth=0.3, colorbar=None):
         """Draw the polygons; returns self."""
@@ -135,8 +135,8 @@ class SegmentRegionsDisplay:
         self.n_regions = np.asarray(n_regions)
 
     @classmethod
-    def from_result(cls, segments, ax=None, **plot_kw):
-        """Display a list of :class:`~geolearn.polytopes.SegmentRegions`."""
+    def from_results(cls, segments, ax=None, **plot_kw):
+        """Display a list of :meth:`~geolearn.polytopes.ReLUPolytopes.segment_regions` results."""
         return cls([s.hamming for s in segments], [s.n_regions for s in segments]).plot(
             ax=ax, **plot_kw)
 
@@ -145,7 +145,7 @@ class SegmentRegionsDisplay:
         """Segments ``XA[i] -> XB[i]`` through a fitted :class:`~geolearn.polytopes.ReLUPolytopes`."""
         segments = [estimator.segment_regions(a, b, method=method)
                     for a, b in zip(np.asarray(XA), np.asarray(XB))]
-        return cls.from_result(segments, ax=ax, **plot_kw)
+        return cls.from_results(segments, ax=ax, **plot_kw)
 
     def plot(self, ax=None, **scatter_kw):
         """Scatter regions crossed against Hamming distance; returns self."""

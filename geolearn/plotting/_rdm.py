@@ -56,7 +56,7 @@ class RDMDisplay:
     >>> import numpy as np
     >>> from geolearn.plotting import RDMDisplay
     >>> from geolearn.representations import categorical_rdm
-    >>> disp = RDMDisplay.from_rdm(categorical_rdm([1, 0, 1, 0]), labels=[1, 0, 1, 0])
+    >>> disp = RDMDisplay.from_results(categorical_rdm([1, 0, 1, 0]), labels=[1, 0, 1, 0])
     >>> disp.image_.get_array().tolist(), disp.boundaries_.tolist()
     ([[0.0, 0.0, 1.0, 1.0], [0.0, 0.0, 1.0, 1.0], [1.0, 1.0, 0.0, 0.0], [1.0, 1.0, 0.0, 0.0]], [1.5])
     """
@@ -66,7 +66,7 @@ class RDMDisplay:
         self.labels = labels
 
     @classmethod
-    def from_rdm(cls, rdm, labels=None, *, sort=True, ax=None, cmap="viridis", colorbar=True):
+    def from_results(cls, rdm, labels=None, *, sort=True, ax=None, cmap="viridis", colorbar=True):
         """Draw an RDM, stimuli sorted by label (stable) when ``labels`` are given.
 
         Parameters
@@ -102,7 +102,7 @@ class RDMDisplay:
             the RDM of its reference stimuli.
         layer : str, optional
         labels, sort, ax, cmap, colorbar
-            As in :meth:`from_rdm`.
+            As in :meth:`from_results`.
 
         Returns
         -------
@@ -118,8 +118,8 @@ class RDMDisplay:
             R = estimator.transform(estimator.X_ref_)
         else:
             raise TypeError(f"estimator must be a fitted NetworkRDM or RDMTransformer; got "
-                            f"{type(estimator).__name__} (fit it first, or use from_rdm).")
-        return cls.from_rdm(R, labels, sort=sort, ax=ax, cmap=cmap, colorbar=colorbar)
+                            f"{type(estimator).__name__} (fit it first, or use from_results).")
+        return cls.from_results(R, labels, sort=sort, ax=ax, cmap=cmap, colorbar=colorbar)
 
     def plot(self, ax=None, cmap="viridis", colorbar=True):
         """Draw the heat map.
@@ -197,12 +197,13 @@ class RDMComparisonDisplay:
 
     @classmethod
     def from_results(cls, results, *, ax=None, ylabel="RDM correlation with the target"):
-        """Bars of named :class:`~geolearn.representations.RDMComparisonResult` objects.
+        """Bars of named results of :func:`~geolearn.representations.bootstrap_compare_rdms`.
 
         Parameters
         ----------
-        results : dict of str to RDMComparisonResult
-            In display order.
+        results : dict of str to Bunch
+            :func:`~geolearn.representations.bootstrap_compare_rdms` results, in display
+            order.
         ax : matplotlib Axes, optional
         ylabel : str
 
@@ -211,7 +212,7 @@ class RDMComparisonDisplay:
         display : RDMComparisonDisplay
         """
         if not results:
-            raise ValueError("results must name at least one RDMComparisonResult.")
+            raise ValueError("results must name at least one bootstrap_compare_rdms result.")
         rs = list(results.values())
         return cls([r.statistic for r in rs], [r.ci_low for r in rs], [r.ci_high for r in rs],
                    list(results), p_values=[r.p_value for r in rs]).plot(ax=ax, ylabel=ylabel)
@@ -280,7 +281,7 @@ class FiedlerDisplay:
     >>> from geolearn.plotting import FiedlerDisplay
     >>> from geolearn.representations import categorical_rdm
     >>> y = np.array([0, 1, 0, 1, 1])
-    >>> disp = FiedlerDisplay.from_rdm(0.2 + 0.6 * categorical_rdm(y) - 0.2 * np.eye(5), y)
+    >>> disp = FiedlerDisplay.from_results(0.2 + 0.6 * categorical_rdm(y) - 0.2 * np.eye(5), y)
     >>> disp.accuracy_, y[disp.order_].tolist()
     (1.0, [1, 1, 1, 0, 0])
     """
@@ -310,7 +311,7 @@ class FiedlerDisplay:
         return cls(e2, _labels(labels, len(e2))).plot(ax=ax)
 
     @classmethod
-    def from_rdm(cls, rdm, labels=None, *, negative_weights="clip", normalized=False, ax=None):
+    def from_results(cls, rdm, labels=None, *, negative_weights="clip", normalized=False, ax=None):
         """Fit a FiedlerPartition to an RDM and draw its Fiedler vector.
 
         Parameters

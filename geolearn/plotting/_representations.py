@@ -76,7 +76,7 @@ class CanonicalSpaceDisplay:
         return cls(groups).plot(ax=ax)
 
     @classmethod
-    def from_result(cls, result, *, ax=None):
+    def from_results(cls, result, *, ax=None):
         """Draw the val rows of a :func:`~geolearn.representations.cross_model_detection` result.
 
         Parameters
@@ -148,7 +148,7 @@ class DetectionScoreDisplay:
         self.target = target
 
     @classmethod
-    def from_result(cls, result, *, ax=None):
+    def from_results(cls, result, *, ax=None):
         """Bars of a :func:`~geolearn.representations.cross_model_detection` result.
 
         Parameters

@@ -14,10 +14,10 @@ class GeometrySliceDisplay:
 
     Parameters
     ----------
-    slice : GeometrySlice
+    slice : Bunch
         From ``RiemannianFeatureGeometry.along_path``, ``on_plane`` or ``on_grid``.
     quantity : str, default="log_volume"
-        A key of ``slice.values``.
+        One of ``slice.quantities``.
 
     Attributes
     ----------
@@ -79,8 +79,8 @@ class GeometrySliceDisplay:
         return cls(sl, quantity).plot(ax=ax)
 
     @classmethod
-    def from_result(cls, slice, quantity="log_volume", ax=None):
-        """Plot an already computed GeometrySlice.
+    def from_results(cls, slice, quantity="log_volume", ax=None):
+        """Plot a slice computed by ``along_path``, ``on_plane`` or ``on_grid``.
 
         Returns
         -------
@@ -102,11 +102,11 @@ class GeometrySliceDisplay:
         -------
         self : GeometrySliceDisplay
         """
-        if self.quantity not in self.slice.values:
+        if self.quantity not in self.slice.quantities:
             raise ValueError(f"quantity={self.quantity!r} is not in the slice; it has "
-                             f"{sorted(self.slice.values)}.")
+                             f"{sorted(self.slice.quantities)}.")
         fig, ax = axes_or_new(ax)
-        values = self.slice.values[self.quantity]
+        values = self.slice[self.quantity]
         pred = self.slice.predictions if boundary else None
         self.line_ = self.contour_ = self.colorbar_ = None
         self.boundary_ = []

@@ -76,7 +76,7 @@ class PrincipalAnglesDisplay:
     >>> import numpy as np
     >>> from geolearn.plotting import PrincipalAnglesDisplay
     >>> angles = np.sort(np.random.default_rng(0).uniform(0, 1.5, size=(10, 3)), axis=1)
-    >>> disp = PrincipalAnglesDisplay.from_result(angles)    # doctest: +SKIP
+    >>> disp = PrincipalAnglesDisplay.from_results(angles)    # doctest: +SKIP
     """
 
     def __init__(self, angles, labels=None):
@@ -95,7 +95,7 @@ class PrincipalAnglesDisplay:
         return cls(angles, labels).plot(ax=ax)
 
     @classmethod
-    def from_result(cls, angles, *, labels=None, ax=None):
+    def from_results(cls, angles, *, labels=None, ax=None):
         """Plot precomputed angles."""
         return cls(angles, labels).plot(ax=ax)
 

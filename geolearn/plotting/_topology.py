@@ -37,7 +37,7 @@ class PersistenceDiagramDisplay:
     >>> from geolearn.plotting import PersistenceDiagramDisplay
     >>> from geolearn.topology import persistence_diagrams
     >>> dgms = persistence_diagrams(make_circle_points(50, noise=0.05, random_state=0))
-    >>> disp = PersistenceDiagramDisplay.from_diagrams(dgms)
+    >>> disp = PersistenceDiagramDisplay.from_results(dgms)
     >>> sorted(disp.artists_), disp.artists_[0].get_offsets().shape
     ([0, 1], (50, 2))
     """
@@ -54,12 +54,13 @@ class PersistenceDiagramDisplay:
                              f"{len(self.homology_dimensions)} for {len(self.diagrams)}.")
 
     @classmethod
-    def from_diagrams(cls, diagrams, *, homology_dimensions=None, kind="diagram", ax=None):
+    def from_results(cls, diagrams, *, homology_dimensions=None, kind="diagram", ax=None):
         """Plot diagrams as a persistence diagram or a barcode.
 
         Parameters
         ----------
         diagrams : list of array-like of shape (m_k, 2)
+            E.g. ``persistence_diagrams(X)`` of a point cloud ``X``.
         homology_dimensions : sequence of int, default=None
         kind : {"diagram", "barcode"}, default="diagram"
         ax : matplotlib Axes, default=None
@@ -69,21 +70,6 @@ class PersistenceDiagramDisplay:
         display : PersistenceDiagramDisplay
         """
         return cls(diagrams, homology_dimensions).plot(ax=ax, kind=kind)
-
-    @classmethod
-    def from_data(cls, X, *, maxdim=1, kind="diagram", ax=None, **persistence_params):
-        """Compute the Rips diagrams of a point cloud and plot them.
-
-        ``persistence_params`` go to :func:`~geolearn.topology.persistence_diagrams`.
-
-        Returns
-        -------
-        display : PersistenceDiagramDisplay
-        """
-        from geolearn.topology import persistence_diagrams
-
-        return cls.from_diagrams(persistence_diagrams(X, maxdim=maxdim, **persistence_params),
-                                 kind=kind, ax=ax)
 
     def _inf_value(self):
         finite = [d[np.isfinite(d)] for d in self.diagrams]

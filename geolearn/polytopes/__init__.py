@@ -9,24 +9,22 @@ treat the local affine maps as points of a dual space (network reduction by
 k-means; least-squares maps between two networks).
 """
 
-from ._enumeration import RegionEnumeration
+from ._enumeration import dual_distances
 from ._local_linear import LocalLinearClustering, LocalLinearMap, local_rows
 from ._network import ReLUNet, as_relu_network
 from ._polytope import Polytope
 from ._relu_polytopes import ReLUPolytopes
-from ._segments import SegmentRegions
 from ._stats import describe, nn_agreement
 
 __all__ = [
     "LocalLinearClustering",
     "LocalLinearMap",
     "Polytope",
-    "RegionEnumeration",
     "ReLUNet",
     "ReLUPolytopes",
-    "SegmentRegions",
     "as_relu_network",
     "describe",
+    "dual_distances",
     "local_rows",
     "nn_agreement",
 ]

@@ -4,10 +4,10 @@ and, for 2-D boxes, exact polygon subdivision."""
 import time
 import warnings
 from collections import deque
-from dataclasses import dataclass
 
 import numpy as np
 from scipy import sparse
+from sklearn.utils import Bunch
 
 from .._utils import progress_bar
 from ..exceptions import PartialResultWarning
@@ -26,74 +26,39 @@ from ._maps import forward_bits, hrep, local_maps
 from ._segments import segment_exact
 
 
-@dataclass(frozen=True, eq=False)
-class RegionEnumeration:
-    """All regions of a network (in a box or in R^m) and their dual graph.
+def dual_distances(enumeration, i=None):
+    """Shortest-path lengths in the dual graph of an enumeration (unweighted).
 
-    Attributes
+    Parameters
     ----------
-    patterns : ndarray of shape (N, h), bool
-    n_regions : int
-    bounded : ndarray of shape (N,), bool
-        Whether each region itself (ignoring the box) is bounded.
-    chebyshev_radius : ndarray of shape (N,)
-        Of the region cut by the box (``inf`` for unbounded balls).
-    W : ndarray of shape (N, o, m)
-    b : ndarray of shape (N, o)
-    adjacency : scipy.sparse.csr_matrix of shape (N, N)
-        Regions sharing a facet; the value is the flipped unit + 1.
-    polygons : list of ndarray or None
-        Ordered vertices of each region cut by the box (2-D with a box only).
-    areas : ndarray of shape (N,) or None
-    complete : bool
-        False when ``max_regions`` or ``max_time`` stopped the enumeration (a
-        warning says how far it got). The regions given are then a part of the
-        whole, each with its own statistics, and the graph is the one between them.
-    n_degenerate_crossings : int
-        Facet crossings where more than the facet's bit flipped (the one-bit
-        flip is then an empty region, skipped).
+    enumeration : Bunch
+        A :meth:`ReLUPolytopes.enumerate_regions` result.
+    i : int, default=None
+        One source region; None gives the full ``(N, N)`` matrix.
+
+    Returns
+    -------
+    distances : ndarray of shape (N, N), or (N,) for one source ``i``
+        ``inf`` between regions the graph does not connect.
 
     Examples
     --------
-    Two hidden units along the axes cut the square ``[-1, 1]^2`` into its
-    four quadrants:
+    The four quadrants of the square: opposite quadrants are two facets apart.
 
     >>> import numpy as np, torch
-    >>> from geolearn.polytopes import ReLUPolytopes
+    >>> from geolearn.polytopes import ReLUPolytopes, dual_distances
     >>> net = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ReLU(), torch.nn.Linear(2, 1))
     >>> with torch.no_grad():
     ...     _ = net[0].weight.copy_(torch.eye(2)), net[0].bias.zero_()
-    >>> poly = ReLUPolytopes(network=net, bounds=(-1, 1)).fit(np.zeros((1, 2)))
-    >>> enum = poly.enumerate_regions()
-    >>> enum.n_regions, enum.areas.round(12).tolist(), int(enum.adjacency.nnz)
-    (4, [1.0, 1.0, 1.0, 1.0], 8)
+    >>> enum = ReLUPolytopes(network=net, bounds=(-1, 1)).fit(np.zeros((1, 2))).enumerate_regions()
+    >>> sorted(dual_distances(enum, 0).tolist())
+    [0.0, 1.0, 1.0, 2.0]
     """
+    from scipy.sparse.csgraph import shortest_path
 
-    patterns: np.ndarray
-    n_regions: int
-    bounded: np.ndarray
-    chebyshev_radius: np.ndarray
-    W: np.ndarray
-    b: np.ndarray
-    adjacency: sparse.csr_matrix
-    polygons: list = None
-    areas: np.ndarray = None
-    complete: bool = True
-    n_degenerate_crossings: int = 0
-
-    def dual_distances(self, i=None):
-        """Shortest-path lengths in the dual graph (unweighted).
-
-        Parameters
-        ----------
-        i : int, optional
-            One source region; None gives the full ``(N, N)`` matrix.
-        """
-        from scipy.sparse.csgraph import shortest_path
-
-        dist = shortest_path(self.adjacency, unweighted=True, directed=False,
-                             indices=None if i is None else [i])
-        return dist if i is None else dist[0]
+    dist = shortest_path(enumeration.adjacency, unweighted=True, directed=False,
+                         indices=None if i is None else [i])
+    return dist if i is None else dist[0]
 
 
 def _finish(net, patterns, edges, lo, hi, solver, complete, n_degenerate, polygons, *,
@@ -114,10 +79,10 @@ def _finish(net, patterns, edges, lo, hi, solver, complete, n_degenerate, polygo
     else:
         adj = sparse.csr_matrix((N, N), dtype=int)
     areas = None if polygons is None else np.array([polygon_area(V) for V in polygons])
-    return RegionEnumeration(patterns=patterns, n_regions=N, bounded=np.asarray(bounded),
-                             chebyshev_radius=np.asarray(radii, float), W=W, b=b, adjacency=adj,
-                             polygons=polygons, areas=areas, complete=complete,
-                             n_degenerate_crossings=n_degenerate)
+    return Bunch(patterns=patterns, n_regions=N, bounded=np.asarray(bounded),
+                 chebyshev_radius=np.asarray(radii, float), W=W, b=b, adjacency=adj,
+                 polygons=polygons, areas=areas, complete=complete,
+                 n_degenerate_crossings=n_degenerate)
 
 
 def _truncated(budget, n_regions, start, more=""):

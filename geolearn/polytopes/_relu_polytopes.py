@@ -504,7 +504,31 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
 
         Returns
         -------
-        SegmentRegions
+        regions : Bunch
+            The regions met by ``x(t) = x_a + t (x_b - x_a)``, ``t`` in [0, 1], in
+            order: ``t_breaks`` (ndarray of shape (k,): the crossing parameters, or
+            for ``'bisection'`` the accepted points, inside regions), ``patterns``
+            (bool ndarray of shape (k + 1, h)), ``points`` (ndarray of shape
+            (k + 1, m): a point inside each interval, its midpoint for ``'exact'``),
+            ``n_regions`` (``k + 1``), ``hamming`` (``H(s(x_a), s(x_b))``) and
+            ``n_flips`` (ndarray of shape (k,): bits flipped at each crossing, 1
+            generically).
+
+        Examples
+        --------
+        Two hidden units switch on at ``x = 0`` and ``x = 0.5``; the segment
+        ``[-1, 1]`` crosses both:
+
+        >>> import numpy as np, torch
+        >>> from geolearn.polytopes import ReLUPolytopes
+        >>> net = torch.nn.Sequential(torch.nn.Linear(1, 2), torch.nn.ReLU(),
+        ...                           torch.nn.Linear(2, 1))
+        >>> with torch.no_grad():
+        ...     _ = net[0].weight.fill_(1.0), net[0].bias.copy_(torch.tensor([0.0, -0.5]))
+        >>> poly = ReLUPolytopes(network=net, bounds=None).fit(np.zeros((1, 1)))
+        >>> seg = poly.segment_regions([-1.0], [1.0])
+        >>> seg.n_regions, seg.t_breaks.tolist(), seg.hamming
+        (3, [0.5, 0.75], 2)
         """
         ends = self._validate(np.vstack([np.ravel(x_a), np.ravel(x_b)]))
         if method == "exact":
@@ -547,7 +571,46 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
 
         Returns
         -------
-        RegionEnumeration
+        enumeration : Bunch
+            All regions of the network (in the box or in R^m) and their dual graph
+            (distances along it: :func:`dual_distances`):
+
+            patterns : ndarray of shape (N, h), bool
+            n_regions : int
+            bounded : ndarray of shape (N,), bool
+                Whether each region itself (ignoring the box) is bounded.
+            chebyshev_radius : ndarray of shape (N,)
+                Of the region cut by the box (``inf`` for unbounded balls).
+            W : ndarray of shape (N, o, m)
+            b : ndarray of shape (N, o)
+            adjacency : scipy.sparse.csr_matrix of shape (N, N)
+                Regions sharing a facet; the value is the flipped unit + 1.
+            polygons : list of ndarray or None
+                Ordered vertices of each region cut by the box (2-D with a box only).
+            areas : ndarray of shape (N,) or None
+            complete : bool
+                False when ``max_regions`` or ``max_time`` stopped the enumeration (a
+                warning says how far it got). The regions given are then a part of the
+                whole, each with its own statistics, and the graph is the one between them.
+            n_degenerate_crossings : int
+                Facet crossings where more than the facet's bit flipped (the one-bit
+                flip is then an empty region, skipped).
+
+        Examples
+        --------
+        Two hidden units along the axes cut the square ``[-1, 1]^2`` into its
+        four quadrants:
+
+        >>> import numpy as np, torch
+        >>> from geolearn.polytopes import ReLUPolytopes
+        >>> net = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ReLU(),
+        ...                           torch.nn.Linear(2, 1))
+        >>> with torch.no_grad():
+        ...     _ = net[0].weight.copy_(torch.eye(2)), net[0].bias.zero_()
+        >>> poly = ReLUPolytopes(network=net, bounds=(-1, 1)).fit(np.zeros((1, 2)))
+        >>> enum = poly.enumerate_regions()
+        >>> enum.n_regions, enum.areas.round(12).tolist(), int(enum.adjacency.nnz)
+        (4, [1.0, 1.0, 1.0, 1.0], 8)
         """
         check_is_fitted(self, "patterns_")
         check_scalar_param(max_regions, "max_regions", kind="integer", low=1)

@@ -1,53 +1,9 @@
 """Regions crossed by a straight segment: exact breakpoints and the paper's bisection."""
 
-from dataclasses import dataclass
-
 import numpy as np
+from sklearn.utils import Bunch
 
 from ._maps import forward_bits
-
-
-@dataclass(frozen=True, eq=False)
-class SegmentRegions:
-    """The regions met by ``x(t) = x_a + t (x_b - x_a)``, ``t`` in [0, 1], in order.
-
-    Attributes
-    ----------
-    t_breaks : ndarray of shape (k,)
-        Crossing parameters (exact method), or the accepted points of the
-        paper's Algorithm 2 (bisection method: points inside regions).
-    patterns : ndarray of shape (k + 1, h), bool
-    points : ndarray of shape (k + 1, m)
-        A point inside each interval (its midpoint for the exact method).
-    n_regions : int
-        ``k + 1``.
-    hamming : int
-        ``H(s(x_a), s(x_b))``.
-    n_flips : ndarray of shape (k,)
-        Bits flipped at each crossing (1 generically).
-
-    Examples
-    --------
-    Two hidden units switch on at ``x = 0`` and ``x = 0.5``; the segment
-    ``[-1, 1]`` crosses both:
-
-    >>> import numpy as np, torch
-    >>> from geolearn.polytopes import ReLUPolytopes
-    >>> net = torch.nn.Sequential(torch.nn.Linear(1, 2), torch.nn.ReLU(), torch.nn.Linear(2, 1))
-    >>> with torch.no_grad():
-    ...     _ = net[0].weight.fill_(1.0), net[0].bias.copy_(torch.tensor([0.0, -0.5]))
-    >>> poly = ReLUPolytopes(network=net, bounds=None).fit(np.zeros((1, 1)))
-    >>> seg = poly.segment_regions([-1.0], [1.0])
-    >>> seg.n_regions, seg.t_breaks.tolist(), seg.hamming
-    (3, [0.5, 0.75], 2)
-    """
-
-    t_breaks: np.ndarray
-    patterns: np.ndarray
-    points: np.ndarray
-    n_regions: int
-    hamming: int
-    n_flips: np.ndarray
 
 
 def _bits(net, X):
@@ -78,7 +34,7 @@ def exact_breaks(net, x_a, x_b):
 
 
 def segment_exact(net, x_a, x_b):
-    """Exact :class:`SegmentRegions` of a segment (merging equal neighbours)."""
+    """The exact regions of a segment (merging equal neighbours), as a Bunch."""
     x_a, x_b = np.asarray(x_a, float), np.asarray(x_b, float)
     ends = _bits(net, np.vstack([x_a, x_b]))
     ts = exact_breaks(net, x_a, x_b)
@@ -93,9 +49,9 @@ def segment_exact(net, x_a, x_b):
     points = x_a + (0.5 * (starts + stops))[:, None] * (x_b - x_a)
     patterns = patterns[keep]
     flips = np.count_nonzero(patterns[1:] != patterns[:-1], axis=1)
-    return SegmentRegions(t_breaks=starts[1:], patterns=patterns, points=points,
-                          n_regions=len(patterns), hamming=int(np.count_nonzero(ends[0] != ends[1])),
-                          n_flips=flips)
+    return Bunch(t_breaks=starts[1:], patterns=patterns, points=points,
+                 n_regions=len(patterns), hamming=int(np.count_nonzero(ends[0] != ends[1])),
+                 n_flips=flips)
 
 
 def segment_bisection(net, x_a, x_b, max_halvings=52):
@@ -133,7 +89,6 @@ def segment_bisection(net, x_a, x_b, max_halvings=52):
         pats.append(s_b)
     patterns = np.array(pats)
     t_all = np.array([0.0, *ts])
-    return SegmentRegions(t_breaks=np.array(ts), patterns=patterns,
-                          points=x_a + t_all[:, None] * (x_b - x_a), n_regions=len(patterns),
-                          hamming=hamming,
-                          n_flips=np.count_nonzero(patterns[1:] != patterns[:-1], axis=1))
+    return Bunch(t_breaks=np.array(ts), patterns=patterns,
+                 points=x_a + t_all[:, None] * (x_b - x_a), n_regions=len(patterns),
+                 hamming=hamming, n_flips=np.count_nonzero(patterns[1:] != patterns[:-1], axis=1))

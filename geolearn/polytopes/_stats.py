@@ -1,6 +1,7 @@
 """Statistics of bit strings: Hamming distances, summaries, nearest-neighbour agreement."""
 
 import numpy as np
+from sklearn.utils import Bunch
 from sklearn.utils.validation import column_or_1d
 
 from .._utils import check_numeric_array, iter_batches
@@ -41,7 +42,7 @@ def describe(values):
 
     Returns
     -------
-    summary : dict
+    summary : Bunch
         ``n``, ``mean``, ``sd`` (sample SD, ``ddof=1``; NaN when ``n < 2``),
         ``median``, ``min``, ``max`` (NaN for an empty sample).
 
@@ -54,10 +55,9 @@ def describe(values):
     v = np.asarray(values, float).ravel()
     n = v.size
     if n == 0:
-        return {"n": 0, "mean": np.nan, "sd": np.nan, "median": np.nan, "min": np.nan,
-                "max": np.nan}
-    return {"n": n, "mean": float(v.mean()), "sd": float(v.std(ddof=1)) if n > 1 else np.nan,
-            "median": float(np.median(v)), "min": float(v.min()), "max": float(v.max())}
+        return Bunch(n=0, mean=np.nan, sd=np.nan, median=np.nan, min=np.nan, max=np.nan)
+    return Bunch(n=n, mean=float(v.mean()), sd=float(v.std(ddof=1)) if n > 1 else np.nan,
+                 median=float(np.median(v)), min=float(v.min()), max=float(v.max()))
 
 
 def nn_agreement(F, y, metric="hamming"):

@@ -42,7 +42,7 @@ from ._rdm import (
     squareform_rdm,
     stack_condensed,
 )
-from ._rdm_compare import RDMComparisonResult, bootstrap_compare_rdms, compare_rdms
+from ._rdm_compare import bootstrap_compare_rdms, compare_rdms
 from ._rdm_estimators import RDMTransformer, WeightedRDMModel
 from ._rdm_scoring import RDMSimilarityScoring, make_rdm_scorer
 from ._rdm_training import RDMLoss, RDMRegularizedClassifier, differentiable_rdm
@@ -55,7 +55,6 @@ __all__ = [
     "FourierEmbedding",
     "LinearEmbeddingMap",
     "NetworkRDM",
-    "RDMComparisonResult",
     "RDMLoss",
     "RDMRegularizedClassifier",
     "RDMSimilarityScoring",

@@ -15,7 +15,7 @@ import numpy as np
 from scipy.linalg import eigh
 from scipy.special import ndtr, ndtri
 from sklearn.base import BaseEstimator, ClusterMixin, _fit_context
-from sklearn.utils import check_random_state
+from sklearn.utils import Bunch, check_random_state
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import validate_data
 from threadpoolctl import threadpool_limits
@@ -379,7 +379,7 @@ def fiedler_pairwise(R, labels, *, pairs=None, balance="undersample", n_boot=100
 
     Returns
     -------
-    results : list of dict
+    results : list of Bunch
         One per pair, with ``class_a``, ``class_b``, ``n_a``, ``n_b`` (stimuli used, after
         balancing), ``accuracy``, ``recall_a``, ``recall_b`` (per-class recall of the
         chosen assignment), ``ci_low``, ``ci_high``, ``confidence_level`` (of this
@@ -475,7 +475,7 @@ def _one_pair(R, inverse, classes, pair, balance, n_boot, n_permutations, alpha,
         null = np.array([_score(e2, rng.permutation(codes))[0] for _ in range(n_permutations)])
         p_perm = (1 + np.sum(null >= accuracy)) / (n_permutations + 1)
         chance, significant = float(null.mean()), bool(p_perm <= alpha)
-    return {
+    return Bunch(**{
         "class_a": pair[0], "class_b": pair[1], "n_a": len(pos[0]), "n_b": len(pos[1]),
         "accuracy": float(accuracy), "recall_a": float(recall_a), "recall_b": float(recall_b),
         "ci_low": ci_low, "ci_high": ci_high, "confidence_level": 1 - alpha,
@@ -483,7 +483,7 @@ def _one_pair(R, inverse, classes, pair, balance, n_boot, n_permutations, alpha,
         "lambda2": float(evals[1]),
         "degenerate": bool(issues), "distribution": dist,
         "degenerate_fraction": float(scores[:n_boot, 1].mean()),
-    }
+    })
 
 
 class FiedlerPartition(ClusterMixin, BaseEstimator):

@@ -33,7 +33,8 @@ def split_indices(y, split=(0.4, 0.3, 0.3), *, random_state=None):
 
     Returns
     -------
-    parts : dict with keys ``"map"``, ``"svm"``, ``"val"`` of sorted index arrays
+    parts : Bunch
+        ``map``, ``svm`` and ``val``: sorted index arrays.
 
     Examples
     --------
@@ -63,7 +64,7 @@ def split_indices(y, split=(0.4, 0.3, 0.3), *, random_state=None):
             f"split={split!r} leaves a part with fewer than 2 rows of a class ({exc}); use more "
             "samples or larger fractions."
         ) from exc
-    parts = {"map": np.sort(map_idx), "svm": np.sort(svm_idx), "val": np.sort(val_idx)}
+    parts = Bunch(map=np.sort(map_idx), svm=np.sort(svm_idx), val=np.sort(val_idx))
     _check_parts(parts, y, classes, split)
     return parts
 

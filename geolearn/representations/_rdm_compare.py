@@ -13,11 +13,10 @@ sort order (O(p) per resample, no sort).
 
 import warnings
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
-from sklearn.utils import check_random_state
+from sklearn.utils import Bunch, check_random_state
 
 from .._utils import check_choice, check_scalar_param
 from ..exceptions import NumericalWarning
@@ -25,42 +24,6 @@ from ._rdm import condensed_and_size
 
 METHODS = ("pearson", "spearman", "kendall_tau_a", "cosine")
 _BATCH_ENTRIES = 2**22  # resamples x pairs processed at once (about 32 MB per float64 array)
-
-
-@dataclass(frozen=True, eq=False)
-class RDMComparisonResult:
-    """Outcome of :func:`bootstrap_compare_rdms`.
-
-    Attributes
-    ----------
-    statistic : float
-        The comparison on all stimuli.
-    se : float
-        Bootstrap standard error (sample standard deviation of ``distribution``).
-    ci_low, ci_high : float
-        Percentile confidence interval.
-    p_value : float
-        One-sided p-value of ``statistic > 0``.
-    distribution : ndarray of shape (n_boot,)
-        The bootstrap statistics.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from geolearn.representations import bootstrap_compare_rdms, compute_rdm
-    >>> V = np.random.default_rng(0).normal(size=(30, 8))
-    >>> res = bootstrap_compare_rdms(compute_rdm(V), compute_rdm(V + 0.5), n_boot=50,
-    ...                              random_state=0)
-    >>> round(res.statistic, 6), res.distribution.shape   # a shift leaves the RDM as it is
-    (1.0, (50,))
-    """
-
-    statistic: float
-    se: float
-    ci_low: float
-    ci_high: float
-    p_value: float
-    distribution: np.ndarray
 
 
 def _paired(R1, R2):
@@ -335,7 +298,12 @@ def bootstrap_compare_rdms(R1, R2, method="pearson", n_boot=1000, confidence_lev
 
     Returns
     -------
-    result : RDMComparisonResult
+    result : Bunch
+        ``statistic`` (float, the comparison on all stimuli), ``se`` (bootstrap
+        standard error: the sample standard deviation of ``distribution``),
+        ``ci_low``, ``ci_high`` (percentile confidence interval), ``p_value``
+        (one-sided, of ``statistic > 0``) and ``distribution`` (ndarray of shape
+        (n_boot,), the bootstrap statistics).
 
     Warns
     -----
@@ -395,4 +363,5 @@ def _summarise(statistic, dist, m, confidence_level, p_method):
         p = stats.t.sf(statistic / se, m - 1)
     else:
         p = 0.0 if statistic > 0 else 1.0
-    return RDMComparisonResult(float(statistic), se, float(low), float(high), float(p), dist)
+    return Bunch(statistic=float(statistic), se=se, ci_low=float(low), ci_high=float(high),
+                 p_value=float(p), distribution=dist)

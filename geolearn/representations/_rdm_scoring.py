@@ -5,6 +5,8 @@ model search" is the Spearman correlation between a reference (brain) RDM and a 
 layer's RDM on the same stimuli; both objects below measure it (or any comparison method).
 """
 
+import functools
+
 import numpy as np
 from sklearn.utils.validation import check_array
 from skorch.callbacks import Callback
@@ -99,17 +101,9 @@ class RDMSimilarityScoring(Callback):
             self.best_score_ = score
 
 
-class _RDMScorer:
-    """``scorer(estimator, X, y)``: a layer's RDM similarity on fixed stimuli (X, y unused)."""
-
-    def __init__(self, stimuli, target, layer, method):
-        self.stimuli, self.target, self.layer, self.method = stimuli, target, layer, method
-
-    def __call__(self, estimator, X=None, y=None):
-        return rdm_similarity(estimator, self.stimuli, self.target, self.layer, self.method)
-
-    def __repr__(self):
-        return f"make_rdm_scorer(layer={self.layer!r}, method={self.method!r})"
+def _rdm_score(estimator, X=None, y=None, *, stimuli, target, layer, method):
+    """A layer's RDM similarity on fixed stimuli (the fold's X and y unused)."""
+    return rdm_similarity(estimator, stimuli, target, layer, method)
 
 
 def make_rdm_scorer(rdm_stimuli, rdm_target, layer, method="spearman"):
@@ -133,7 +127,9 @@ def make_rdm_scorer(rdm_stimuli, rdm_target, layer, method="spearman"):
 
     Returns
     -------
-    scorer : callable
+    scorer : callable ``scorer(estimator, X=None, y=None) -> float``
+        It reads the estimator's layer, so it is a scikit-learn scorer callable
+        rather than a ``make_scorer`` of predictions; it pickles.
 
     Examples
     --------
@@ -148,4 +144,5 @@ def make_rdm_scorer(rdm_stimuli, rdm_target, layer, method="spearman"):
     stimuli, target = _check_reference(rdm_stimuli, rdm_target, method)
     if not isinstance(layer, str):
         raise TypeError(f"layer must be a submodule name (str); got {layer!r}.")
-    return _RDMScorer(stimuli, target, layer, method)
+    return functools.partial(_rdm_score, stimuli=stimuli, target=target, layer=layer,
+                             method=method)

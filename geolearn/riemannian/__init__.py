@@ -25,12 +25,10 @@ from ._kernels import (
 )
 from ._metrics import MetricField, PullbackMetric
 from ._shallow import Erf, ShallowNet, ShallowNetworkGeometry
-from ._slices import GeometrySlice
 
 __all__ = [
     "ConformalKernelSVC",
     "Erf",
-    "GeometrySlice",
     "KernelMetric",
     "MetricField",
     "PullbackMetric",

@@ -25,7 +25,7 @@ from ..models import as_model, fit_or_use, frozen
 from ..models._internal import is_prefit
 from ._kernels import KERNELS, KernelMetric, make_kernel
 from ._metrics import CURVATURE_METHODS, PullbackMetric, check_scale, scale_value
-from ._slices import GeometrySlice, grid_points, path_points, plane_points
+from ._slices import geometry_slice, grid_points, path_points, plane_points
 
 QUANTITIES = ("log_volume", "rank", "ricci_scalar", "log_metric_eigvals")
 NONSMOOTH = (nn.ReLU, nn.LeakyReLU, nn.Hardtanh, nn.ReLU6, nn.Hardswish, nn.Hardsigmoid)
@@ -588,8 +588,7 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
                 logp = torch.log_softmax(out, 1)
                 predictions = to_numpy(logp.argmax(1))
                 entropy = to_numpy(-(logp.exp() * logp).sum(1) / np.log(out.shape[1]))
-        return GeometrySlice(points=points, values=values, predictions=predictions,
-                             entropy=entropy, **kw)
+        return geometry_slice(points, values, predictions=predictions, entropy=entropy, **kw)
 
     def along_path(self, x_a, x_b, n_steps=64, quantities=None):
         """Quantities along ``x(t) = (1−t) x_a + t x_b``, ``t = i/(n_steps−1)``.
@@ -603,8 +602,21 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
 
         Returns
         -------
-        GeometrySlice
-            With ``t`` set.
+        slice : Bunch
+            The quantities on the slice: ``points`` (ndarray of shape (P, d), the
+            input points evaluated), ``quantities`` (their names: ``"log_volume"``,
+            ``"rank"``, ``"ricci_scalar"`` or ``"log_metric_eigval_<i>"``), each
+            quantity under its name (ndarray of shape (P,)), ``kind`` (``"path"``,
+            ``"plane"`` or ``"grid"``), ``t`` (ndarray of shape (P,): the path
+            parameter in [0, 1], paths only), ``coords`` (ndarray of shape (P, 2):
+            plotting coordinates of planes and grids), ``barycentric`` (ndarray of
+            shape (P, 3): weights of the three spanning samples, planes only),
+            ``predictions`` (ndarray of shape (P,): the predicted class when the map
+            comes from a classifier network), ``entropy`` (softmax entropy over
+            ``log(n_classes)``, 1 = most ambiguous) and ``shape`` (``(resolution,
+            resolution)`` for Cartesian grids: the values reshape to it); the
+            fields that do not apply are None.
+            Here with ``t`` set.
         """
         x_a, x_b = self._check_point(x_a, "x_a"), self._check_point(x_b, "x_b")
         check_scalar_param(n_steps, "n_steps", kind="integer", low=2)
@@ -627,8 +639,8 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
 
         Returns
         -------
-        GeometrySlice
-            With ``coords`` and ``barycentric`` set.
+        slice : Bunch
+            As :meth:`along_path`'s, with ``coords`` and ``barycentric`` set.
         """
         xs = [self._check_point(x, f"x{i + 1}") for i, x in enumerate((x1, x2, x3))]
         check_choice(hull, "hull", ("convex", "affine"))
@@ -650,8 +662,9 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
 
         Returns
         -------
-        GeometrySlice
-            With ``coords`` (= ``points``) and ``shape = (resolution, resolution)``.
+        slice : Bunch
+            As :meth:`along_path`'s, with ``coords`` (= ``points``) and
+            ``shape = (resolution, resolution)``.
         """
         check_is_fitted(self)
         if self.n_features_in_ != 2:

@@ -1,60 +1,23 @@
 """Low-dimensional slices of input space: interpolation paths, ternary planes, 2-D grids."""
 
-from dataclasses import dataclass, field
-
 import numpy as np
+from sklearn.utils import Bunch
 
 # a unit equilateral triangle centred at 0: where the three spanning samples are drawn
 TRIANGLE = np.array([[-0.5, -np.sqrt(3) / 6], [0.5, -np.sqrt(3) / 6], [0.0, np.sqrt(3) / 3]])
 
 
-@dataclass
-class GeometrySlice:
-    """Geometric quantities evaluated on a slice of input space.
+def geometry_slice(points, values, *, kind="path", t=None, coords=None, barycentric=None,
+                   predictions=None, entropy=None, shape=None):
+    """Geometric quantities on a slice of input space, as a :class:`~sklearn.utils.Bunch`.
 
-    Attributes
-    ----------
-    points : ndarray of shape (P, d)
-        The input points evaluated.
-    values : dict of str to ndarray of shape (P,)
-        Each quantity (``"log_volume"``, ``"rank"``, ``"ricci_scalar"``, or
-        ``"log_metric_eigval_<i>"``) at each point.
-    t : ndarray of shape (P,) or None
-        Path parameter in [0, 1] (paths only).
-    coords : ndarray of shape (P, 2) or None
-        Plotting coordinates (planes and grids).
-    barycentric : ndarray of shape (P, 3) or None
-        Barycentric weights of the three spanning samples (planes only).
-    predictions : ndarray of shape (P,) or None
-        Predicted class when the map comes from a classifier network.
-    entropy : ndarray of shape (P,) or None
-        Softmax entropy divided by ``log(n_classes)`` (1 = most ambiguous).
-    kind : {"path", "plane", "grid"}
-    shape : tuple of int or None
-        ``(resolution, resolution)`` for Cartesian grids (values reshape to it).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from geolearn.riemannian import GeometrySlice
-    >>> s = GeometrySlice(points=np.zeros((3, 2)), values={"log_volume": np.zeros(3)},
-    ...                   t=np.linspace(0, 1, 3), kind="path")
-    >>> s["log_volume"].shape
-    (3,)
+    The Bunch holds ``points``, ``kind``, ``t``, ``coords``, ``barycentric``,
+    ``predictions``, ``entropy``, ``shape``, ``quantities`` (the names of the
+    quantities) and each quantity under its own name (``slice["log_volume"]``).
     """
-
-    points: np.ndarray
-    values: dict = field(default_factory=dict)
-    t: np.ndarray = None
-    coords: np.ndarray = None
-    barycentric: np.ndarray = None
-    predictions: np.ndarray = None
-    entropy: np.ndarray = None
-    kind: str = "path"
-    shape: tuple = None
-
-    def __getitem__(self, name):
-        return self.values[name]
+    return Bunch(points=points, kind=kind, t=t, coords=coords, barycentric=barycentric,
+                 predictions=predictions, entropy=entropy, shape=shape,
+                 quantities=tuple(values), **values)
 
 
 def path_points(x_a, x_b, n_steps):

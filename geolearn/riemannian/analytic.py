@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 import torch
+from sklearn.utils import Bunch
 
 from .._utils import check_scalar_param
 from ..models._internal import locked_jvp as jvp  # forward AD is process-global in torch
@@ -87,7 +88,7 @@ def projection_metric_quantities(f, fprime, fsecond, X):
 
     Returns
     -------
-    quantities : dict
+    quantities : Bunch
         ``"metric"`` (N, d, d), ``"det"`` (N,) ``= f^{d−1}(f + 2uf')``,
         ``"inverse"`` (N, d, d), ``"eigvals"`` (N, 2): the radial eigenvalue
         ``f + 2uf'`` and the tangential one ``f`` (multiplicity ``d − 1``),
@@ -121,7 +122,7 @@ def projection_metric_quantities(f, fprime, fsecond, X):
         "log_volume": 0.5 * ((d - 1) * torch.log(f) + torch.log(radial)),
         "ricci_scalar": R,
     }
-    return {k: _out(v, is_tensor) for k, v in out.items()}
+    return Bunch(**{k: _out(v, is_tensor) for k, v in out.items()})
 
 
 def _nngp(X, activation, sigma_w, sigma_b, degree):

@@ -165,8 +165,9 @@ def adam_solve(XT, w, K0, beta0, alpha0, objective, *, orth_penalty, learning_ra
     None): relative change of the loss over the last 1,000 iterations below ``tol``.
     ``seed`` seeds torch during the run (the iteration itself draws nothing).
 
-    Returns ``K, loss_curve, objective_curve, converged`` where the objective is
-    the normalised data term at the current ``b_i`` (``a_i``).
+    Returns ``K, history, objective_curve, converged``: the net's skorch ``History``
+    (one epoch, the loss of each step in its batches) and the normalised data term at
+    the current ``b_i`` (``a_i``) at each step.
     """
     stop = threading.Event()
     callbacks = [] if tol is None else [("stop_when_flat", StopWhenFlat(tol, stop))]
@@ -180,6 +181,5 @@ def adam_solve(XT, w, K0, beta0, alpha0, objective, *, orth_penalty, learning_ra
         iterator_train=CyclingBatches, iterator_train__n_steps=max_iter,
         iterator_train__stop=stop, train_split=None)
     epoch = net.history[-1]
-    losses = [batch["train_loss"] for batch in epoch["batches"]]
     objectives = [batch["objective"] for batch in epoch["batches"]]
-    return net.module_.K.detach(), losses, objectives, epoch.get("converged", False)
+    return net.module_.K.detach(), net.history, objectives, epoch.get("converged", False)

@@ -128,7 +128,9 @@ orth_penalty, lr, batch_size, input_type, subspace_dim, set_shape, dtype, device
                                  ensure_non_negative=True)
         self.classes_, y_idx = np.unique(y, return_inverse=True)
         check_two_classes(self.classes_, self)
-        params = {name: getattr(self, name) for name in SVBF().get_params()
+        # the class varieties take every SVBF parameter but the input layout (the sets are
+        # bases by now), their own seeds and threads
+        params = {name: getattr(self, name) for name in SVBF._get_param_names()
                   if name not in ("transform_output", "n_jobs", "input_type", "set_shape",
                                   "subspace_dim", "random_state")}
         seeds = check_random_state(self.random_state).randint(np.iinfo(np.int32).max,
@@ -271,7 +273,10 @@ class CentroidSoftmaxClassifier(SkorchTrainingMixin, ClassifierMixin, BaseEstima
         Adam iterations run (``max_epochs``, fewer when a callback stops training; with
         ``warm_start``, those of every fit).
     net_ : skorch.NeuralNet
-        The trained net (``net_.history`` holds the loss of every iteration).
+        The trained net.
+    history_ : skorch.history.History
+        The net's training history, one row per (full-batch) iteration:
+        ``history_[:, "train_loss"]``.
     device_ : torch.device
     n_features_in_ : int
 

@@ -192,6 +192,10 @@ class SVBF(_SetsMixin, TransformerMixin, BaseEstimator):
         current ``b_i``).
     init_objectives_ : ndarray of shape (n_init,)
         Final objective of every restart.
+    history_ : skorch.history.History
+        ``"adam"`` only: the training history of the kept run, one epoch of
+        ``n_iter_`` steps; the penalised loss of each step is
+        ``history_[-1, "batches", :, "train_loss"]``.
     n_iter_ : int
         Iterations of the kept run.
     converged_ : bool
@@ -347,8 +351,8 @@ class SVBF(_SetsMixin, TransformerMixin, BaseEstimator):
         self.n_iter_ = best["n_iter"]
         self.converged_ = best["converged"]
         self.orthogonality_error_ = best["orthogonality_error"]
-        if "loss_curve" in best:
-            self.loss_curve_ = best["loss_curve"]
+        if "history" in best:
+            self.history_ = best["history"]
 
     def _start(self, run, bases, w, k, seeds):
         init = self.init if run == 0 else "uniform"
@@ -380,13 +384,13 @@ class SVBF(_SetsMixin, TransformerMixin, BaseEstimator):
             beta0 = torch.as_tensor(rng.uniform(size=(r, K0.shape[1])), dtype=XT.dtype,
                                     device=XT.device)
             alpha0 = torch.as_tensor(rng.uniform(size=(r, L)), dtype=XT.dtype, device=XT.device)
-            K, losses, curve, converged = adam_solve(
+            K, history, curve, converged = adam_solve(
                 XT, w, K0, beta0, alpha0, self.objective, orth_penalty=self.orth_penalty,
                 learning_rate=self.lr, max_iter=max_iter, tol=self.tol,
                 batch_size=self.batch_size, seed=seed)
             eye = torch.eye(K.shape[1], dtype=K.dtype, device=K.device)
-            out = {"K": polar(K), "curve": curve, "loss_curve": losses,
-                   "converged": converged, "n_iter": len(losses),
+            out = {"K": polar(K), "curve": curve, "history": history,
+                   "converged": converged, "n_iter": len(curve),
                    "orthogonality_error": float(torch.linalg.matrix_norm(K.T @ K - eye))}
         K64 = polar(out["K"].to("cpu", torch.float64))
         out["objective"] = float(objective_and_gradient(XT64, w64, K64, blocks, self.objective,

@@ -1,5 +1,7 @@
 """Scorers that rank generators by how well their samples keep the data's topology."""
 
+import functools
+
 import numpy as np
 
 from ._distances import diagram_wasserstein
@@ -9,43 +11,26 @@ from ._sampling import draw_samples
 _DISTANCES = ("wasserstein", "bottleneck")
 
 
-class DiagramDistanceScorer:
-    """Greater-is-better scorer ``-sum_k distance(D_k(samples), D_k(reference))``.
+def _diagrams(X, homology_dimensions, random_state, ph_params):
+    dgms = persistence_diagrams(X, maxdim=max(homology_dimensions), random_state=random_state,
+                                **ph_params)
+    return [dgms[k] for k in homology_dimensions]
 
-    Made by :func:`make_diagram_distance_scorer`; called as ``scorer(estimator, X, y)``
-    by :class:`~sklearn.model_selection.GridSearchCV` and :func:`cross_val_score`.
-    """
 
-    def __init__(self, reference, homology_dimensions, n_samples, distance, p, ph_params,
-                 random_state):
-        self.reference = reference
-        self.homology_dimensions = homology_dimensions
-        self.n_samples = n_samples
-        self.distance = distance
-        self.p = p
-        self.ph_params = ph_params
-        self.random_state = random_state
-        self._ref_diagrams = (None if reference is None else self._diagrams(reference))
-
-    def _diagrams(self, X):
-        dgms = persistence_diagrams(X, maxdim=max(self.homology_dimensions),
-                                    random_state=self.random_state, **self.ph_params)
-        return [dgms[k] for k in self.homology_dimensions]
-
-    def __call__(self, estimator, X=None, y=None):
-        ref = self._ref_diagrams
-        if ref is None:
-            if X is None:
-                raise ValueError("this scorer has no X_ref: call it with held-out data X.")
-            ref = self._diagrams(np.asarray(X, dtype=np.float64))
-        n = self.n_samples or (len(self.reference) if self.reference is not None else len(X))
-        dgms = self._diagrams(draw_samples(estimator, n, self.random_state))
-        p = np.inf if self.distance == "bottleneck" else self.p
-        return -float(sum(diagram_wasserstein(a, b, p=p) for a, b in zip(dgms, ref)))
-
-    def __repr__(self):
-        return (f"make_diagram_distance_scorer(distance={self.distance!r}, p={self.p!r}, "
-                f"homology_dimensions={tuple(self.homology_dimensions)})")
+def _diagram_distance_score(estimator, X=None, y=None, *, ref_diagrams, n_ref,
+                            homology_dimensions, n_samples, distance, p, random_state,
+                            ph_params):
+    """``-sum_k distance(D_k(samples), D_k(reference))``: :func:`make_diagram_distance_scorer`."""
+    if ref_diagrams is None:
+        if X is None:
+            raise ValueError("this scorer has no X_ref: call it with held-out data X.")
+        ref_diagrams = _diagrams(np.asarray(X, dtype=np.float64), homology_dimensions,
+                                 random_state, ph_params)
+    n = n_samples or (n_ref if n_ref is not None else len(X))
+    dgms = _diagrams(draw_samples(estimator, n, random_state), homology_dimensions,
+                     random_state, ph_params)
+    p = np.inf if distance == "bottleneck" else p
+    return -float(sum(diagram_wasserstein(a, b, p=p) for a, b in zip(dgms, ref_diagrams)))
 
 
 def _check_scorer_params(homology_dimensions, distance, p, n_samples, persistence_params):
@@ -96,6 +81,8 @@ def make_diagram_distance_scorer(X_ref=None, *, homology_dimensions=(1,), distan
     Returns
     -------
     scorer : callable ``scorer(estimator, X=None, y=None) -> float``
+        It draws samples from the estimator itself, so it is a scikit-learn scorer
+        callable rather than a ``make_scorer`` of predictions; it pickles.
 
     Examples
     --------
@@ -112,5 +99,10 @@ def make_diagram_distance_scorer(X_ref=None, *, homology_dimensions=(1,), distan
     """
     dims = _check_scorer_params(homology_dimensions, distance, p, n_samples, persistence_params)
     ref = None if X_ref is None else np.asarray(X_ref, dtype=np.float64)
-    return DiagramDistanceScorer(ref, dims, n_samples, distance, p, persistence_params,
-                                 random_state)
+    # the reference's diagrams are computed once, here
+    ref_diagrams = None if ref is None else _diagrams(ref, dims, random_state,
+                                                      persistence_params)
+    return functools.partial(
+        _diagram_distance_score, ref_diagrams=ref_diagrams,
+        n_ref=None if ref is None else len(ref), homology_dimensions=dims, n_samples=n_samples,
+        distance=distance, p=p, random_state=random_state, ph_params=persistence_params)

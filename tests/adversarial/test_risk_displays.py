@@ -4,11 +4,12 @@ import matplotlib
 import numpy as np
 import pytest
 import torch
+from sklearn.utils import Bunch
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from geolearn.adversarial import RiskDecompositionResult, risk_curve
+from geolearn.adversarial import risk_curve
 from geolearn.manifold import SphereManifold
 from geolearn.plotting import AdversarialExamplesDisplay, RiskCurveDisplay
 
@@ -17,7 +18,7 @@ def _result(eps, std, adv, nor, in2, nnr, estimated=True):
     """A hand-made decomposition result."""
     nnr = nnr if estimated else 0.0
     rhs_without = std + nor + in2
-    return RiskDecompositionResult(
+    return Bunch(
         epsilon=eps, norm="l2", std_risk=std, adv_risk=adv, normal_risk=nor,
         normal_only_risk=nor, in_manifold_risk=in2, in_manifold_risk_eps=in2 / 2, nnr=nnr,
         rhs=rhs_without + nnr, rhs_without_nnr=rhs_without, rhs_pointwise=rhs_without,
@@ -91,7 +92,7 @@ def test_risk_curve_bad_inputs():
         RiskCurveDisplay([0.1, 0.2], [0.0], [0.1, 0.2], [0.0, 0.0], [0.1, 0.2]).plot()
     with pytest.raises(ValueError, match="epsilons must be a non-empty"):
         RiskCurveDisplay([], [], [], [], []).plot()
-    with pytest.raises(ValueError, match="at least one RiskDecompositionResult"):
+    with pytest.raises(ValueError, match="at least one risk_decomposition result"):
         RiskCurveDisplay.from_results([])
     plt.close("all")
 
@@ -168,11 +169,11 @@ def test_examples_display_thins_arrows_and_checks_kinds(circle):
     moved[:50] = True
     res.indicators = {"std": np.zeros(len(X), bool), "nor": moved, "in_eps": moved}
     res.examples = {"normal": X * 1.1, "in_eps": X}
-    disp = AdversarialExamplesDisplay.from_result(res, X, y, max_arrows=5)
+    disp = AdversarialExamplesDisplay.from_results(res, X, y, max_arrows=5)
     np.testing.assert_allclose(disp.quivers_["normal"].X, X[[0, 12, 24, 37, 49], 0])
     plt.close(disp.figure_)
     with pytest.raises(ValueError, match="kinds must be among"):
-        AdversarialExamplesDisplay.from_result(res, X, y, kinds=("tangent",))
+        AdversarialExamplesDisplay.from_results(res, X, y, kinds=("tangent",))
     res.examples = None
     with pytest.raises(ValueError, match="return_examples=True"):
-        AdversarialExamplesDisplay.from_result(res, X, y)
+        AdversarialExamplesDisplay.from_results(res, X, y)

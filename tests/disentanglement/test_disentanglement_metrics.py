@@ -425,11 +425,11 @@ def test_scorer_with_fixed_factors_and_other_methods():
     X, V = _factor_data()
     pca = PCA(n_components=2).fit(X)
     fixed = make_disentanglement_scorer("dcimig", factors=V)
-    assert fixed(pca, X) == dcimig(V, pca.transform(X))
+    assert fixed(pca, X, None) == dcimig(V, pca.transform(X))
     with pytest.raises(ValueError, match="must match the X"):
-        fixed(pca, X[:100])
+        fixed(pca, X[:100], None)
     with pytest.raises(ValueError, match="ground-truth factors"):
-        make_disentanglement_scorer("mig")(pca, X)
+        make_disentanglement_scorer("mig")(pca, X, None)
 
     class Encoder(PCA):
         def encode(self, X):
@@ -438,9 +438,12 @@ def test_scorer_with_fixed_factors_and_other_methods():
     enc = Encoder(n_components=2).fit(X)
     scorer = make_disentanglement_scorer("mig_sup", response_method="encode")
     assert scorer(enc, X, V) == mig_sup(V, pca.transform(X))
-    with pytest.raises(ValueError, match="no 'encode' method"):
-        scorer(pca, X, V)
-    assert "mig_sup" in repr(scorer) and "encode" in repr(scorer)
+    for scorer in (scorer, make_disentanglement_scorer("all", response_method="encode")):
+        with pytest.raises(AttributeError, match="encode"):
+            scorer(pca, X, V)
+        assert "encode" in repr(scorer)
+    report = make_disentanglement_scorer("all", response_method="encode")(enc, X, V)
+    assert report == disentanglement_report(V, pca.transform(X))
 
 
 def test_scorer_checks_its_parameters():

@@ -62,7 +62,7 @@ def test_trained_through_objective_net_and_loss_decreases(circle, kind):
     est = _make(kind, max_epochs=15, lr=1e-2).fit(circle)
     assert isinstance(est, SkorchTrainingMixin) and type(est).net_class is ObjectiveNet
     assert est.module_ is est.net_.module_ and est.device_ == torch.device("cpu")
-    losses = [h["loss"] for h in est.history_]
+    losses = est.history_[:, "train_loss"]
     assert len(losses) == 15 and losses[-1] < losses[0]
     assert est.n_features_in_ == 2
 

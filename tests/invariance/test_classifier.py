@@ -58,6 +58,7 @@ def test_fitted_attributes_and_outputs(data):
     clf = InvariantClassifier(**FAST).fit(X, y)
     assert clf.image_shape_ == (1, 12, 12) and clf.n_features_in_ == 144
     assert clf.group_.order == 4 and clf.module_ is clf.net_.module_
+    assert clf.history_ is clf.net_.history and len(clf.history_[:, "train_loss"]) == 3
     assert clf.n_params_ == 144 * 16 + 16 + 16 * 9 + 9
     assert clf.mean_ == pytest.approx(X.mean(), rel=1e-6)
     assert clf.std_ == pytest.approx(X.std(), rel=1e-5)
@@ -101,6 +102,12 @@ def test_regulariser_lowers_logit_invariance(data):
     da = InvariantClassifier(**kw).fit(X, y)
     ir = InvariantClassifier(nu=10.0, **kw).fit(X, y)
     assert ir.logit_invariance(X) < 0.2 * da.logit_invariance(X)
+    # the two terms of the objective are columns of the history; DA has only the loss
+    np.testing.assert_allclose(ir.history_[:, "train_loss"],
+                               np.add(ir.history_[:, "ce"], 10.0 * np.array(
+                                   ir.history_[:, "invariance"])), rtol=1e-5)
+    assert ir.history_[-1, "invariance"] < ir.history_[0, "invariance"]
+    assert "invariance" not in da.history_[-1]
     for loss in ("nli", "di"):
         other = InvariantClassifier(nu=10.0, invariance_loss=loss, reg_elements=1, **kw)
         assert other.fit(X, y).distribution_invariance(X) < da.distribution_invariance(X)

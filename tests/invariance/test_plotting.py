@@ -32,7 +32,7 @@ def test_saliency_orbit_display_shows_realigned_maps():
 def test_report_display_table():
     reports = {"WT": Bunch(transformed_accuracy=0.957, LI=0.0, DI=0.0, SI=1.0, sigma_max=14.9),
                "DA": Bunch(transformed_accuracy=0.94, LI=23.8, DI=0.19, SI=0.66, sigma_max=15.0)}
-    disp = InvarianceReportDisplay.from_result(reports)
+    disp = InvarianceReportDisplay.from_results(reports)
     cells = disp.table_.get_celld()
     assert cells[(0, 1)].get_text().get_text() == "LI"
     assert cells[(2, 1)].get_text().get_text() == "23.800"

@@ -58,7 +58,7 @@ def main(out_dir):
                                              accelerator=accelerator))
     X, _ = data()
     torch.save({"world_size": accelerator.num_processes, "clf": state(clf), "vae": state(vae),
-                "vae_loss": [row["loss"] for row in vae.history_],
+                "vae_loss": vae.history_[:, "train_loss"],
                 "proba": clf.predict_proba(X), "codes": vae.transform(X.reshape(len(X), -1)),
                 "clf_type": type(clf.net_).__name__, "distributed": str(accelerator.distributed_type)},
                pathlib.Path(out_dir) / f"rank{accelerator.process_index}.pt")

@@ -56,7 +56,7 @@ def test_score_histograms_and_their_auroc():
     rng = np.random.default_rng(0)
     s_in, s_out = rng.gamma(2.0, 1.0, 80), rng.gamma(4.0, 1.0, 60)
     fig, ax = plt.subplots()
-    disp = OODScoreDisplay.from_scores(s_in, s_out, threshold=3.0, bins=12, ax=ax)
+    disp = OODScoreDisplay.from_results(s_in, s_out, threshold=3.0, bins=12, ax=ax)
     assert disp.ax_ is ax and disp.figure_ is fig
     # AUROC: the probability that an OOD score exceeds an ID score (ties count half)
     pairs = s_out[:, None] - s_in[None, :]
@@ -67,13 +67,13 @@ def test_score_histograms_and_their_auroc():
     density = np.histogram(s_out, bins=edges, density=True)[0]
     np.testing.assert_allclose([p.get_height() for p in disp.bars_out_], density)
     assert disp.threshold_line_.get_xdata()[0] == 3.0
-    log = OODScoreDisplay.from_scores(s_in, s_out, bins=5, log_scale=True)
+    log = OODScoreDisplay.from_results(s_in, s_out, bins=5, log_scale=True)
     np.testing.assert_allclose(np.diff(np.log(log.bins_)), np.log(log.bins_[-1] / log.bins_[0]) / 5)
     assert log.ax_.get_xscale() == "log" and log.threshold_line_ is None
     with pytest.raises(ValueError, match="log_scale needs positive"):
-        OODScoreDisplay.from_scores(s_in - 5, s_out, log_scale=True)
+        OODScoreDisplay.from_results(s_in - 5, s_out, log_scale=True)
     with pytest.raises(ValueError, match="non-empty and finite"):
-        OODScoreDisplay.from_scores([], s_out)
+        OODScoreDisplay.from_results([], s_out)
     plt.close("all")
 
 

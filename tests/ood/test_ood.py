@@ -14,12 +14,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from sklearn.base import clone
+from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import KFold
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from geolearn.exceptions import DataRangeWarning, GeolearnWarning
 from geolearn.generative.ddpm import NoisePredictor, UNetDenoiser
-from geolearn.ood import InpaintingOODDetector, ood_auroc_scorer, ood_roc_auc
+from geolearn.ood import InpaintingOODDetector, make_ood_auroc_scorer, ood_roc_auc
 from tests.helpers import check_bad_inputs, check_pipeline_gridsearch_pickle
 
 TINY = dict(n_blocks=2, n_timesteps=50, n_inference_steps=8, hidden_layer_sizes=(16,),
@@ -105,7 +106,10 @@ def test_outliers_score_higher_than_held_out_inliers():
                                 max_epochs=40, batch_size=64,
                                 n_reconstructions=4, data_range=(0, 1), device="cpu",
                                 random_state=0).fit(X[:520])
-    auroc = ood_auroc_scorer(det, np.r_[X[520:], noise], np.r_[np.ones(20), -np.ones(20)])
+    X_mix, y_mix = np.r_[X[520:], noise], np.r_[np.ones(20), -np.ones(20)]
+    auroc = make_ood_auroc_scorer()(det, X_mix, y_mix)
+    # the value of the former ood_auroc_scorer, which read ood_score
+    assert auroc == roc_auc_score(y_mix == -1, det.ood_score(X_mix))
     assert auroc > 0.95  # measured 1.0
     assert det.ood_score(noise).mean() > 3 * det.ood_score(X[520:]).mean()  # measured 4.8x
     assert (det.predict(noise) == -1).mean() > 0.9
@@ -351,7 +355,7 @@ def test_pipeline_gridsearch_clone_pickle():
     search = check_pipeline_gridsearch_pickle(
         InpaintingOODDetector(**TINY, data_range=(0, 1)), X[order], y[order],
         param_grid={"n_blocks": [1, 2], "distance": ["mse", "ssim"]},
-        scoring=ood_auroc_scorer, cv=KFold(2, shuffle=True, random_state=0))
+        scoring=make_ood_auroc_scorer(), cv=KFold(2, shuffle=True, random_state=0))
     assert set(search.best_params_) == {"n_blocks", "distance"}
 
 

@@ -23,7 +23,7 @@ def result():
 
 def test_canonical_space_display(result):
     fig, ax = plt.subplots()
-    disp = CanonicalSpaceDisplay.from_result(result, ax=ax)
+    disp = CanonicalSpaceDisplay.from_results(result, ax=ax)
     assert disp.ax_ is ax and disp.figure_ is fig
     n_val = len(result.splits["val"])
     assert {k: len(v) for k, v in disp.groups.items()} == {
@@ -34,7 +34,7 @@ def test_canonical_space_display(result):
 
 
 def test_detection_score_display(result):
-    disp = DetectionScoreDisplay.from_result(result)
+    disp = DetectionScoreDisplay.from_results(result)
     heights = [bar.get_height() for bar in disp.bars_]
     assert heights == [result.auroc_native, result.sources["b"]["auroc_mapped"]]
     assert disp.bars_[0].get_hatch() == "//" and not disp.bars_[1].get_hatch()

@@ -29,7 +29,7 @@ def test_rdm_display_sorts_by_label_and_draws_boundaries(clustered):
     X, y = clustered
     R = compute_rdm(X)
     fig, ax = plt.subplots()
-    disp = RDMDisplay.from_rdm(R, labels=y, ax=ax)
+    disp = RDMDisplay.from_results(R, labels=y, ax=ax)
     assert disp.ax_ is ax and disp.figure_ is fig
     order = np.argsort(y, kind="stable")
     np.testing.assert_array_equal(disp.image_.get_array(), R[np.ix_(order, order)])
@@ -45,7 +45,7 @@ def test_rdm_display_sorts_by_label_and_draws_boundaries(clustered):
 def test_rdm_display_unsorted_condensed_and_from_estimator(clustered):
     X, y = clustered
     R = compute_rdm(X)
-    disp = RDMDisplay.from_rdm(condense_rdm(R), labels=y, sort=False, colorbar=False)
+    disp = RDMDisplay.from_results(condense_rdm(R), labels=y, sort=False, colorbar=False)
     np.testing.assert_array_equal(disp.image_.get_array(), R)
     assert disp.colorbar_ is None and len(disp.boundaries_) == np.sum(y[1:] != y[:-1])
     plt.close(disp.figure_)
@@ -53,7 +53,7 @@ def test_rdm_display_unsorted_condensed_and_from_estimator(clustered):
     np.testing.assert_allclose(disp.image_.get_array(), R, atol=1e-12)
     plt.close(disp.figure_)
     with pytest.raises(ValueError, match=r"labels must hold one label per stimulus"):
-        RDMDisplay.from_rdm(R, labels=y[:-1])
+        RDMDisplay.from_results(R, labels=y[:-1])
     with pytest.raises(TypeError, match="fitted NetworkRDM or RDMTransformer"):
         RDMDisplay.from_estimator(FiedlerPartition())
 
@@ -101,7 +101,7 @@ def test_fiedler_display_sorted_vector_threshold_and_accuracy(clustered):
     assert list(disp.threshold_.get_ydata()) == [0.0, 0.0]
     assert disp.accuracy_ == fiedler_accuracy(R, y[two]) > 0.8
     plt.close(disp.figure_)
-    unlabelled = FiedlerDisplay.from_rdm(R)
+    unlabelled = FiedlerDisplay.from_results(R)
     assert unlabelled.accuracy_ is None
     assert sum(len(c.get_offsets()) for c in unlabelled.scatters_.values()) == two.sum()
     assert len(unlabelled.scatters_["e2 < 0"].get_offsets()) == np.sum(fp.labels_ == 0)

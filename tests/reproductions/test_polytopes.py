@@ -15,7 +15,13 @@ from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 from sklearn.neural_network import MLPClassifier
 
-from geolearn.polytopes import LocalLinearClustering, LocalLinearMap, Polytope, ReLUPolytopes
+from geolearn.polytopes import (
+    LocalLinearClustering,
+    LocalLinearMap,
+    Polytope,
+    ReLUPolytopes,
+    dual_distances,
+)
 from geolearn.polytopes._maps import forward_bits
 from geolearn.polytopes._stats import hamming
 from tests.polytopes._nets import (check_xor_regions, gaussian_net, sequential, simplex_net,
@@ -94,7 +100,7 @@ def _check_box_enumeration(net, grid, spacing, generic):
             H = hamming(e.patterns)
             r, c = A.nonzero()
             assert np.all(H[r, c] == 1)
-            assert np.all(e.dual_distances() >= H)
+            assert np.all(dual_distances(e) >= H)
     return trav
 
 

@@ -73,7 +73,8 @@ def test_e1e_paper_solver_reduces_its_penalised_loss():
     X, u = common_line_sets(n=20, r=30, l=3)
     svbf = SVBF(1, solver="adam", init="uniform", n_init=1, max_iter=5000,
                 random_state=0).fit(X)
-    assert svbf.loss_curve_[-1] < svbf.loss_curve_[0]
+    losses = svbf.history_[-1, "batches", :, "train_loss"]
+    assert losses[-1] < losses[0]
     assert svbf.orthogonality_error_ <= 1e-2
 
 

@@ -37,6 +37,6 @@ def test_grid_plane_and_path(geo):
 def test_unknown_quantity(geo):
     sl = geo.on_grid(resolution=4)
     with pytest.raises(ValueError, match="ricci_scalar"):
-        GeometrySliceDisplay.from_result(sl, quantity="ricci_scalar")
+        GeometrySliceDisplay.from_results(sl, quantity="ricci_scalar")
     with pytest.raises(ValueError, match="0 \\(grid\\), 2 \\(path\\) or 3"):
         GeometrySliceDisplay.from_estimator(geo, np.zeros(2))

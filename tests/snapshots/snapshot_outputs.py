@@ -1071,7 +1071,7 @@ def _riem_shallow(rec):
 def _riem_analytic(rec):
     import numpy as np
 
-    from geolearn.riemannian import GeometrySlice, analytic
+    from geolearn.riemannian import analytic
 
     X = np.random.default_rng(0).uniform(-2, 2, (5, 2))
     for act, deg in [("erf", None), ("sigmoid", None), ("monomial", 2)]:
@@ -1084,9 +1084,6 @@ def _riem_analytic(rec):
     u = (X ** 2).sum(1)
     rec.call("projection_metric_quantities", analytic.projection_metric_quantities,
              1 + u, np.ones(5), np.zeros(5), X)
-    sl = GeometrySlice(points=X, values={"a": X[:, 0]}, t=np.linspace(0, 1, 5))
-    rec.add("GeometrySlice", sl)
-    rec.call("GeometrySlice.getitem", lambda: sl["a"])
 
 
 @case("riemannian.ConformalKernelSVC")
@@ -1379,8 +1376,9 @@ def _poly_relu_mlp(rec):
 @case("polytopes.enumeration")
 def _poly_enumeration(rec):
     import numpy as np
+    from sklearn.utils import Bunch
 
-    from geolearn.polytopes import ReLUPolytopes
+    from geolearn.polytopes import ReLUPolytopes, dual_distances
 
     X2 = np.random.default_rng(0).uniform(-1, 1, size=(20, 2))
     for key, sizes, seed, bounds in [("hyperplanes", (2, 5, 1), 0, None),
@@ -1392,8 +1390,8 @@ def _poly_enumeration(rec):
             for method in methods:
                 enum = rec.call(f"{key}.{method}", est.enumerate_regions, method=method)
                 if enum is not None:
-                    rec.call(f"{key}.{method}.dual_distances", enum.dual_distances)
-                    rec.call(f"{key}.{method}.dual_distances.0", enum.dual_distances, 0)
+                    rec.call(f"{key}.{method}.dual_distances", dual_distances, enum)
+                    rec.call(f"{key}.{method}.dual_distances.0", dual_distances, enum, 0)
             if bounds is not None:
                 P = est.polytope(x=X2[0])
                 rec.call(f"{key}.polygon", P.polygon)
@@ -1408,14 +1406,12 @@ def _poly_enumeration(rec):
         xor[2].weight.copy_(torch.tensor([[2.0, -4.0]]))
         xor[2].bias.copy_(torch.tensor([-1.0]))
     rec.call("xor", ReLUPolytopes(xor, bounds=None).fit(X2).enumerate_regions)
-    # the result classes, built by enumerate_regions / segment_regions
-    from geolearn.polytopes import RegionEnumeration, SegmentRegions
-
+    # the results of enumerate_regions / segment_regions
     est = ReLUPolytopes(_gaussian_net((2, 4, 1), 1), random_state=0).fit(X2)
     rec.add("RegionEnumeration.isinstance",
-            isinstance(est.enumerate_regions(), RegionEnumeration))
+            isinstance(est.enumerate_regions(), Bunch))
     seg = rec.call("SegmentRegions", est.segment_regions, X2[0], X2[1])
-    rec.add("SegmentRegions.isinstance", isinstance(seg, SegmentRegions))
+    rec.add("SegmentRegions.isinstance", isinstance(seg, Bunch))
 
 
 @case("polytopes.functions")

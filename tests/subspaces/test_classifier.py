@@ -67,6 +67,27 @@ def test_classifier_bad_inputs():
         clf.predict(X[:, :10])
 
 
+def test_classifier_shares_svbfs_parameters():
+    """SVBF declares the parameters SVBFClassifier shares: same defaults (but the working
+    dimension, 4 for the classifier), same constraints, and a class variety gets each one
+    as set on the classifier."""
+    import inspect
+
+    own = inspect.signature(SVBFClassifier).parameters
+    shared = [p for p in inspect.signature(SVBF).parameters.values() if p.name in own]
+    assert len(shared) == 19
+    for p in shared:
+        if p.name != "n_components":
+            assert own[p.name].default == p.default, p.name
+        assert (SVBFClassifier._parameter_constraints[p.name]
+                == SVBF._parameter_constraints[p.name]), p.name
+    X, y = planted_classes(n_classes=2, per_class=6)
+    clf = SVBFClassifier(n_components=1, n_init=2, tol=1e-6, shift=1e-5).fit(X, y)
+    assert clf.get_params()["tol"] == 1e-6
+    for est in clf.estimators_:
+        assert (est.n_init, est.tol, est.shift, est.input_type) == (2, 1e-6, 1e-5, "basis")
+
+
 def test_classifier_pipeline_gridsearch_pickle():
     rng = np.random.default_rng(0)
     X, y = planted_classes(n_classes=2, per_class=8)
@@ -96,4 +117,5 @@ def test_centroid_head_is_sign_invariant_and_learns_directions():
     np.testing.assert_allclose(clf.predict_proba(B), clf.predict_proba(-B))
     assert clf.score(B, y) == 1.0
     assert np.abs(clf.centroids_ @ [1.0, 0.0]).argmax() == 0
+    assert clf.history_ is clf.net_.history and len(clf.history_) == clf.n_iter_
     check_bad_inputs(CentroidSoftmaxClassifier(max_epochs=20), B, y, min_samples=2)
