@@ -1,5 +1,6 @@
 """Input validation shared by the families (images, shapes, sample counts, diagrams)."""
 
+import math
 import numbers
 
 import numpy as np
@@ -239,7 +240,9 @@ got -1.0.
         return bool(value)
     integer = kind == "integer"
     ok = (isinstance(value, numbers.Integral if integer else numbers.Real)
-          and not isinstance(value, (bool, np.bool_)) and np.isfinite(value))
+          and not isinstance(value, (bool, np.bool_))
+          # integers are finite (and may exceed what np.isfinite takes)
+          and (isinstance(value, numbers.Integral) or math.isfinite(value)))
     bounds = []
     if low is not None:
         strict = closed in ("right", "neither")

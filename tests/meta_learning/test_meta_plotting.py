@@ -76,7 +76,7 @@ def test_curves_are_the_history_and_the_callback_records_the_metrics(images):
     with pytest.raises(ValueError, match="has no"):
         TrainingCurvesDisplay.from_estimator({"meta": ae}, keys=["holdout_spectral_x"])
     # any gradient-trained estimator's history, against its epochs, one estimator alone
-    vae = GridVAE(hidden_sizes=(8,), max_epochs=3, device="cpu", random_state=0)
+    vae = GridVAE(hidden_layer_sizes=(8,), max_epochs=3, device="cpu", random_state=0)
     disp = TrainingCurvesDisplay.from_estimator(vae.fit(images.reshape(40, -1)))
     assert sorted(disp.keys) == ["kl", "recon", "train_loss"]
     line = disp.lines_["kl", "GridVAE 0"]
