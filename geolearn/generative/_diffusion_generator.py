@@ -1,7 +1,5 @@
 """DiffusionGenerator: a DDPM as a sampler, on the family's one diffusion core."""
 
-import copy
-import functools
 import numbers
 
 import numpy as np
@@ -11,7 +9,6 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._utils import (
-    check_hidden_sizes,
     check_scalar_param,
     iter_batches,
     to_numpy,
@@ -26,23 +23,18 @@ from .._utils.torch_estimator import (
 )
 from ..models import frozen
 from .ddpm import (
-    DenoiserWrapper,
-    NoisePredictor,
-    UNetDenoiser,
     ancestral_sample,
     denoising_objective,
     diffusion_schedule,
+    noise_model_factory,
     q_sample,
     time_grid,
-    unet_noise_model,
 )
 
 #: Rows reversed at once by ``sample`` (bounds the memory of a large draw).
 _SAMPLE_BATCH = 4096
 #: Shared ``(t, eps)`` draws of ``score_samples`` (t evenly spread over 1..T).
 _N_SCORE_DRAWS = 16
-#: 'auto' picks the UNet above this many features (with a known image shape).
-_MLP_MAX_FEATURES = 1024
 
 
 class DiffusionGenerator(ObjectiveTrainingMixin, BaseEstimator):
@@ -188,26 +180,10 @@ class DiffusionGenerator(ObjectiveTrainingMixin, BaseEstimator):
 
     def _module_factory(self, n_features):
         """The noise model for skorch (built under the seed at ``initialize``)."""
-        a = self.alphas_cumprod_
-        if not isinstance(self.denoiser, str):
-            return functools.partial(DenoiserWrapper, copy.deepcopy(self.denoiser), a)
-        images = self.image_shape_ is not None
-        kind = self.denoiser
-        if kind == "auto":
-            kind = "unet" if images and n_features > _MLP_MAX_FEATURES else "mlp"
-        if kind == "mlp":
-            return functools.partial(NoisePredictor, n_features,
-                                     check_hidden_sizes(self.hidden_layer_sizes), a, n_freq=16,
-                                     frequencies="geometric")
-        if not images:
-            raise ValueError("denoiser='unet' needs images: pass image_shape=(C, H, W) or "
-                             "image arrays (n, C, H, W).")
-        channels = check_hidden_sizes(self.unet_channels, "unet_channels")
-        if len(channels) != 2:
-            raise ValueError(f"unet_channels must be two integers; got {self.unet_channels!r}.")
-        UNetDenoiser.check_shape(self.image_shape_, channels)
-        # the UNet is built at initialize(), under the training seed
-        return functools.partial(unet_noise_model, self.image_shape_, channels, a)
+        return noise_model_factory(self.denoiser, self.alphas_cumprod_, n_features=n_features,
+                                   image_shape=self.image_shape_,
+                                   hidden_layer_sizes=self.hidden_layer_sizes,
+                                   unet_channels=self.unet_channels, n_freq=16)
 
     def _eps(self, x_t, t):
         return self.module_.eps(x_t, torch.full((len(x_t),), t, dtype=torch.long,

@@ -25,12 +25,16 @@ The module is public (its ``__all__``): other families build on it through these
 the samplers.
 """
 
+import copy
+import functools
 import math
 
 import numpy as np
 import torch
 from skorch.callbacks import Callback
 from torch import nn
+
+from .._utils import check_hidden_sizes
 
 __all__ = [
     "DenoiserWrapper",
@@ -39,11 +43,13 @@ __all__ = [
     "UNetDenoiser",
     "ancestral_sample",
     "check_noise_shape",
+    "denoiser_kind",
     "denoising_objective",
     "diffusion_schedule",
     "inpaint_sample",
     "inpainting_mask",
     "make_beta_schedule",
+    "noise_model_factory",
     "q_sample",
     "respaced_grid",
     "time_features",
@@ -354,6 +360,94 @@ def unet_noise_model(image_shape, channels, alphas_cumprod):
     torch.Size([2, 64])
     """
     return DenoiserWrapper(UNetDenoiser(image_shape, channels), alphas_cumprod)
+
+
+#: ``denoiser="auto"`` takes the UNet above this many values per image, else the MLP.
+MLP_MAX_FEATURES = 1024
+
+
+def denoiser_kind(denoiser, n_features, image_shape=None):
+    """``"custom"``, ``"mlp"`` or ``"unet"``: the noise model a ``denoiser`` parameter names.
+
+    ``"auto"`` is the UNet for images of more than 1,024 values, the MLP otherwise; a
+    module is ``"custom"``.
+
+    Parameters
+    ----------
+    denoiser : {"auto", "mlp", "unet"} or torch.nn.Module
+    n_features : int
+        Values per (flat) sample.
+    image_shape : tuple of int or None, default=None
+
+    Returns
+    -------
+    kind : {"custom", "mlp", "unet"}
+
+    Examples
+    --------
+    >>> from geolearn.generative.ddpm import denoiser_kind
+    >>> denoiser_kind("auto", 3 * 32 * 32, (3, 32, 32)), denoiser_kind("auto", 64, (1, 8, 8))
+    ('unet', 'mlp')
+    """
+    if not isinstance(denoiser, str):
+        return "custom"
+    if denoiser == "auto":
+        return "unet" if image_shape is not None and n_features > MLP_MAX_FEATURES else "mlp"
+    return denoiser
+
+
+def noise_model_factory(denoiser, alphas_cumprod, *, n_features, image_shape=None,
+                        hidden_layer_sizes=(256, 256, 256), unet_channels=(32, 64), n_freq=32):
+    """The skorch module factory of the noise model a ``denoiser`` parameter names.
+
+    The one reading of the ``denoiser`` parameter of the diffusion estimators:
+    ``"auto"`` is the UNet for images of more than 1,024 values and the MLP otherwise;
+    ``"mlp"`` a :class:`NoisePredictor` on ``hidden_layer_sizes``; ``"unet"`` a
+    :class:`UNetDenoiser` (images only); a module, a copy of it wrapped by
+    :class:`DenoiserWrapper`. The factory is a ``functools.partial``, so that skorch
+    draws the weights when it initialises the net, under the training seed.
+
+    Parameters
+    ----------
+    denoiser : {"auto", "mlp", "unet"} or torch.nn.Module
+    alphas_cumprod : torch.Tensor of shape (n_timesteps + 1,)
+        The schedule's ``abar`` (index 0 = 1).
+    n_features : int
+        Values per (flat) sample.
+    image_shape : tuple of int or None, default=None
+        ``(C, H, W)`` of the samples, or None for vectors.
+    hidden_layer_sizes : tuple of int, default=(256, 256, 256)
+    unet_channels : tuple of two int, default=(32, 64)
+    n_freq : int, default=32
+        Time-feature frequencies of the MLP.
+
+    Returns
+    -------
+    factory : callable
+        Builds the noise model (a :class:`DenoiserWrapper` or :class:`NoisePredictor`).
+
+    Examples
+    --------
+    >>> from geolearn.generative.ddpm import diffusion_schedule, noise_model_factory
+    >>> factory = noise_model_factory("auto", diffusion_schedule(100)[1], n_features=4,
+    ...                               hidden_layer_sizes=(8,))
+    >>> type(factory()).__name__
+    'NoisePredictor'
+    """
+    kind = denoiser_kind(denoiser, n_features, image_shape)
+    if kind == "custom":
+        return functools.partial(DenoiserWrapper, copy.deepcopy(denoiser), alphas_cumprod)
+    if kind == "mlp":
+        return functools.partial(NoisePredictor, n_features, check_hidden_sizes(hidden_layer_sizes),
+                                 alphas_cumprod, n_freq=n_freq, frequencies="geometric")
+    if image_shape is None:
+        raise ValueError("denoiser='unet' needs images: pass image_shape=(C, H, W) or "
+                         "image arrays (n, C, H, W).")
+    channels = check_hidden_sizes(unet_channels, "unet_channels")
+    if len(channels) != 2:
+        raise ValueError(f"unet_channels must be two integers; got {unet_channels!r}.")
+    UNetDenoiser.check_shape(image_shape, channels)
+    return functools.partial(unet_noise_model, tuple(image_shape), channels, alphas_cumprod)
 
 
 def denoising_objective(module, y_pred, x, y, epoch=0, reduction="sum"):

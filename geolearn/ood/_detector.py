@@ -9,7 +9,6 @@ respaced grid, replacement inpainting sampler, masks), trained through
 :class:`geolearn.models.ObjectiveNet` like :class:`~geolearn.generative.DiffusionDensity`.
 """
 
-import copy
 import functools
 import math
 import numbers
@@ -23,7 +22,6 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_consistent_length, check_is_fitted, column_or_1d
 
 from .._utils import (
-    check_hidden_sizes,
     check_scalar_param,
     fitted_on_success,
     iter_batches,
@@ -40,18 +38,16 @@ from .._utils.row_noise import RowNoise
 from .._utils.torch_estimator import NET_CONSTRAINTS, ObjectiveTrainingMixin, check_max_epochs
 from ..exceptions import DataRangeWarning, GeolearnWarning
 from ..generative.ddpm import (
-    DenoiserWrapper,
     EMAWeights,
-    NoisePredictor,
-    UNetDenoiser,
     check_noise_shape,
+    denoiser_kind,
     denoising_objective,
     diffusion_schedule,
     inpaint_sample,
     inpainting_mask,
+    noise_model_factory,
     q_sample,
     respaced_grid,
-    unet_noise_model,
 )
 from ..models import frozen
 from ._distances import ImageDistance, lpips_model
@@ -59,8 +55,6 @@ from ._distances import ImageDistance, lpips_model
 __all__ = ["InpaintingOODDetector"]
 
 MASKS = ("checkerboard_alt", "checkerboard", "center", "random_patch")
-#: 'auto' takes the UNet above this many values per image (spec: C*H*W <= 1024 -> MLP).
-_MLP_MAX_FEATURES = 1024
 #: At most this many held-out rows score the offset.
 _MAX_VALIDATION = 500
 _MIN_INLIERS = 10
@@ -394,26 +388,14 @@ default='checkerboard_alt'
     # -- training -------------------------------------------------------------------------
 
     def _denoiser_kind(self):
-        if not isinstance(self.denoiser, str):
-            return "custom"
-        if self.denoiser == "auto":
-            return "unet" if self.n_features_in_ > _MLP_MAX_FEATURES else "mlp"
-        return self.denoiser
+        return denoiser_kind(self.denoiser, self.n_features_in_, self.image_shape_)
 
     def _module_factory(self):
         """The noise model for skorch (built under the seed at ``initialize``)."""
-        a, kind = self.alphas_cumprod_, self._denoiser_kind()
-        if kind == "custom":
-            return functools.partial(DenoiserWrapper, copy.deepcopy(self.denoiser), a)
-        if kind == "mlp":
-            return functools.partial(NoisePredictor, self.n_features_in_,
-                                     check_hidden_sizes(self.hidden_layer_sizes), a, n_freq=32,
-                                     frequencies="geometric")
-        channels = check_hidden_sizes(self.unet_channels, "unet_channels")
-        if len(channels) != 2:
-            raise ValueError(f"unet_channels must be two integers; got {self.unet_channels!r}.")
-        UNetDenoiser.check_shape(self.image_shape_, channels)
-        return functools.partial(unet_noise_model, self.image_shape_, channels, a)
+        return noise_model_factory(self.denoiser, self.alphas_cumprod_,
+                                   n_features=self.n_features_in_, image_shape=self.image_shape_,
+                                   hidden_layer_sizes=self.hidden_layer_sizes,
+                                   unet_channels=self.unet_channels, n_freq=32)
 
     def _threads(self):
         """Torch threads per worker: 1 for small ops on the CPU or shared cores, else unchanged.
