@@ -2,8 +2,9 @@
 
 One page per family (``geolearn.<sub>``) and one for ``geolearn.exceptions``, listing every
 name of its ``__all__`` and then the names that only its public submodules
-(``geolearn.<sub>.metrics`` and the like) export. A new public name therefore appears in the docs with no edit here. ``tests/test_docs.py`` imports this
-module to check that every public name is listed.
+(``geolearn.<sub>.metrics`` and the like) export. A new public name therefore appears in the
+docs with no edit here. ``tests/test_docs.py`` imports this module to check that every public
+name is listed.
 """
 
 import importlib
