@@ -82,13 +82,9 @@ sphinx_gallery_conf = {
 
 html_theme = "pydata_sphinx_theme"
 html_title = f"geolearn {version}"
-html_theme_options = {
-    "navigation_with_keys": False,
-    # the top bar lists the sections of index.md's toctree; the left bar of a page lists its
-    # section's pages (the user guide's pages on each guide page), opened two levels deep
-    "header_links_before_dropdown": 6,
-    "show_nav_level": 2,
-}
+# The top bar lists the entries of index.md's toctree; the left bar of a page lists the pages
+# of its entry: user_guide/index.md's toctree on every guide page, the families on API pages.
+html_theme_options = {"navigation_with_keys": False, "header_links_before_dropdown": 6}
 
 
 def _skip_metadata_requests(app, what, name, obj, skip, options):
