@@ -24,6 +24,7 @@ logger = logging.getLogger(__name__)
 # a dotted name, optionally called with no arguments: `CIDM`, `CIDM.transform`, `deform()`
 _NAME = re.compile(r"[A-Za-z_][\w.]*")
 _LEAF_TYPES = {"class", "function", "exception", "data"}
+_NO_LINK_INSIDE = (nodes.reference, addnodes.pending_xref, addnodes.desc_signature, nodes.title)
 
 
 def _family(fullname):
@@ -76,8 +77,9 @@ def _choose(hits, docname):
     """Pick one target among ``hits`` for a literal written on ``docname``."""
     if len(hits) == 1:
         return hits[0]
-    page_family = docname.split("/")[-1].split(".")[1] if docname.startswith(
-        "api/generated/") else docname.split("/")[-1]
+    # user_guide/<family>, api/<family> or api/generated/geolearn.<family>.<name>
+    page = docname.rpartition("/")[2]
+    page_family = page.split(".")[1] if page.startswith("geolearn.") else page
     same_page = [h for h in hits if _family(h[0]) == page_family]
     if same_page:
         return same_page[0]
@@ -87,14 +89,10 @@ def _choose(hits, docname):
 
 
 def _link_code(app, doctree, docname):
-    targets = getattr(app, "geolearn_code_targets", None)
-    if targets is None:
-        _collect_targets(app, app.env)
-        targets = app.geolearn_code_targets
+    targets = app.geolearn_code_targets
     for literal in list(doctree.findall(nodes.literal)):
-        if isinstance(literal.parent, (nodes.reference, addnodes.pending_xref)) or \
-                any(isinstance(a, (addnodes.desc_signature, nodes.title))
-                    for a in _ancestors(literal)):
+        # already a link, or in a signature or a heading (whose links would clutter the TOC)
+        if any(isinstance(a, _NO_LINK_INSIDE) for a in _ancestors(literal)):
             continue
         text = literal.astext().strip()
         name = text[:-2] if text.endswith("()") else text
@@ -110,7 +108,7 @@ def _link_code(app, doctree, docname):
         new["classes"] += ["xref", "py", "py-obj"]
         ref = nodes.reference("", "", new, internal=True, refuri=uri, reftitle=fullname)
         literal.replace_self(ref)
-        app.geolearn_code_links = getattr(app, "geolearn_code_links", 0) + 1
+        app.geolearn_code_links += 1
 
 
 def _ancestors(node):
@@ -121,6 +119,7 @@ def _ancestors(node):
 
 
 def _reset(app, env):
+    """Once every page is read (each build), index the documented objects anew."""
     _collect_targets(app, env)
     app.geolearn_code_links = 0
 
