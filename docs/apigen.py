@@ -1,9 +1,10 @@
 """Write the API reference from the package's ``__all__`` lists (run by ``conf.py`` at build time).
 
-One page per family (``geolearn.<sub>``), listing every name of its ``__all__`` and then the
-names that only its public submodules (``geolearn.<sub>.metrics`` and the like) export. A new
-public name therefore appears in the docs with no edit here. ``tests/test_docs.py`` imports this
-module to check that every public name is listed.
+One page per family (``geolearn.<sub>``) and one for ``geolearn.exceptions``, listing every
+name of its ``__all__`` and then the names that only its public submodules
+(``geolearn.<sub>.metrics`` and the like) export. A new public name therefore appears in the
+docs with no edit here. ``tests/test_docs.py`` imports this module to check that every public
+name is listed.
 """
 
 import importlib
@@ -13,9 +14,12 @@ from pathlib import Path
 
 import geolearn
 
-# The user-guide page of each family (datasets are described with the adapter layer).
+# The families, then the public modules that are not one (the warnings, which every family
+# emits): each gets an API page.
+API_MODULES = [*geolearn.__all__, "exceptions"]
+# The user-guide page of each (datasets and warnings are described with the adapter layer).
 USER_GUIDE = {sub: f"user_guide/{sub}" for sub in geolearn.__all__} | {
-    "datasets": "user_guide/models"}
+    "datasets": "user_guide/models", "exceptions": "user_guide/models"}
 
 
 def user_guide_pages(docs_dir):
@@ -34,7 +38,7 @@ def public_modules(sub):
     names = [n for n in family.__all__ if not inspect.ismodule(getattr(family, n))]
     out = [(family.__name__, names)]
     seen = set(family.__all__)
-    for info in pkgutil.iter_modules(family.__path__):
+    for info in pkgutil.iter_modules(getattr(family, "__path__", [])):  # a module has none
         if info.name.startswith("_") or info.name == "__main__":
             continue
         mod = importlib.import_module(f"{family.__name__}.{info.name}")
@@ -71,7 +75,7 @@ def api_pages(docs_dir):
              "Every public name of each family, generated from its ``__all__``.", "",
              ".. toctree::", "   :maxdepth: 1", ""]
     guides = user_guide_pages(docs_dir)
-    for sub in geolearn.__all__:
+    for sub in API_MODULES:
         pages[f"api/{sub}.rst"] = _page(sub, guides.get(sub))
         index.append(f"   {sub}")
     pages["api/index.rst"] = "\n".join(index) + "\n"
@@ -83,7 +87,7 @@ def write_api_pages(docs_dir):
 
     Stubs that autosummary generated for names no longer public are removed.
     """
-    public = {f"{mod}.{name}.rst" for sub in geolearn.__all__
+    public = {f"{mod}.{name}.rst" for sub in API_MODULES
               for mod, names in public_modules(sub) for name in names}
     for stub in (Path(docs_dir) / "api" / "generated").glob("*.rst"):
         if stub.name not in public:

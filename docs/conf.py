@@ -16,6 +16,7 @@ from pathlib import Path
 DOCS = Path(__file__).resolve().parent
 sys.path.insert(0, str(DOCS.parent))  # this checkout's geolearn, not an installed copy
 sys.path.insert(0, str(DOCS))
+sys.path.insert(0, str(DOCS / "_ext"))  # codelinks: inline code names -> API pages
 
 import geolearn  # noqa: E402
 from apigen import user_guide_pages, write_api_pages  # noqa: E402
@@ -37,6 +38,7 @@ extensions = [
     "numpydoc",
     "myst_parser",
     "sphinx_gallery.gen_gallery",
+    "codelinks",
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
@@ -55,7 +57,8 @@ numpydoc_show_class_members = False  # autodoc's :members: lists them once
 numpydoc_class_members_toctree = False
 
 myst_heading_anchors = 3
-myst_enable_extensions = ["dollarmath"]
+# $...$ and $$...$$ are maths; amsmath environments (align, ...) may stand alone
+myst_enable_extensions = ["dollarmath", "amsmath"]
 
 intersphinx_mapping = {}
 if os.environ.get("GEOLEARN_DOCS_INTERSPHINX") == "1":
@@ -79,7 +82,9 @@ sphinx_gallery_conf = {
 
 html_theme = "pydata_sphinx_theme"
 html_title = f"geolearn {version}"
-html_theme_options = {"navigation_with_keys": False}
+# The top bar lists the entries of index.md's toctree; the left bar of a page lists the pages
+# of its entry: user_guide/index.md's toctree on every guide page, the families on API pages.
+html_theme_options = {"navigation_with_keys": False, "header_links_before_dropdown": 6}
 
 
 def _skip_metadata_requests(app, what, name, obj, skip, options):

@@ -198,6 +198,7 @@ def risk_decomposition(estimator, X, y, *, manifold, epsilon=0.1, norm="l2",
         The risks at this budget, with per-sample indicators:
 
         epsilon : float
+            The budget.
         norm : str
             The ambient attack's norm.
         std_risk : float
@@ -217,6 +218,7 @@ def risk_decomposition(estimator, X, y, *, manifold, epsilon=0.1, norm="l2",
         rhs : float
             ``std + normal + in_manifold + nnr`` (Theorem 1's sum).
         rhs_without_nnr : float
+            ``std + normal + in_manifold`` (the paper's Table 3 sum).
         rhs_pointwise : float
             Mean of ``std | nor | in2 | nnr``.
         bound_holds : bool

@@ -576,18 +576,23 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
             (distances along it: :func:`dual_distances`):
 
             patterns : ndarray of shape (N, h), bool
+                The on/off bit string of each region's hidden units.
             n_regions : int
+                The number of regions ``N``.
             bounded : ndarray of shape (N,), bool
                 Whether each region itself (ignoring the box) is bounded.
             chebyshev_radius : ndarray of shape (N,)
                 Of the region cut by the box (``inf`` for unbounded balls).
             W : ndarray of shape (N, o, m)
+                The linear part of each region's affine map (the Jacobian there).
             b : ndarray of shape (N, o)
+                The offset of each region's affine map.
             adjacency : scipy.sparse.csr_matrix of shape (N, N)
                 Regions sharing a facet; the value is the flipped unit + 1.
             polygons : list of ndarray or None
                 Ordered vertices of each region cut by the box (2-D with a box only).
             areas : ndarray of shape (N,) or None
+                The area of each polygon (2-D with a box only).
             complete : bool
                 False when ``max_regions`` or ``max_time`` stopped the enumeration (a
                 warning says how far it got). The regions given are then a part of the
