@@ -498,13 +498,13 @@ class SkorchTrainingMixin:
     _refused_net_settings = ()
 
     @classmethod
-    def _net_settings(cls):
+    def _skorch_settings(cls):
         """The unprefixed skorch settings this estimator takes as keyword arguments."""
         own = set(cls._get_param_names()) | set(cls._refused_net_settings)
         return tuple(name for name in NET_SETTINGS if name not in own)
 
     def _is_net_param(self, key):
-        return (key.startswith(NET_PARAM_PREFIXES) or key in self._net_settings()
+        return (key.startswith(NET_PARAM_PREFIXES) or key in self._skorch_settings()
                 or key == "net_class")
 
     def _set_net_params(self, net_params):
@@ -542,12 +542,12 @@ class SkorchTrainingMixin:
             raise TypeError(
                 f"{type(self).__name__} got unexpected keyword arguments {sorted(unknown)}; "
                 f"besides its parameters it accepts the skorch settings "
-                f"{', '.join(self._net_settings())} and those starting with "
+                f"{', '.join(self._skorch_settings())} and those starting with "
                 f"{', '.join(NET_PARAM_PREFIXES)}.")
 
     def _net_params(self, prefix=""):
         """The skorch settings given by the user as keywords (those starting with ``prefix``)."""
-        settings = self._net_settings()
+        settings = self._skorch_settings()
         return {k: v for k, v in vars(self).items()
                 if (k.startswith(NET_PARAM_PREFIXES) or k in settings) and k.startswith(prefix)}
 
