@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from geolearn.representations import NetworkRDM
-from geolearn.riemannian import ConformalKernelSVC
+from geolearn.riemannian import ConformalKernelSVC, RiemannianFeatureGeometry
 from geolearn.subspaces import SVBF, SVBFClassifier
 from geolearn.topology import PersistenceTransformer
 
@@ -49,3 +49,15 @@ def test_progress_only_when_verbose(name, capsys):
     make(1).fit(X, y)
     err = capsys.readouterr().err
     assert name in err and "100%" in err
+
+
+def test_riemannian_geometry_shows_progress_over_chunks_only_when_verbose(capsys):
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(2, 8), torch.nn.Tanh())
+    X = np.random.default_rng(0).normal(size=(10, 2))
+    geo = RiemannianFeatureGeometry(net, batch_size=4).fit(X)
+    geo.transform(X)
+    assert capsys.readouterr() == ("", "")
+    geo.set_params(verbose=1).transform(X)
+    err = capsys.readouterr().err
+    assert "3/3" in err and "chunk" in err
