@@ -500,7 +500,10 @@ class SkorchTrainingMixin:
     @classmethod
     def _skorch_settings(cls):
         """The unprefixed skorch settings this estimator takes as keyword arguments."""
-        own = set(cls._get_param_names()) | set(cls._refused_net_settings)
+        import inspect
+
+        own = {p.name for p in inspect.signature(cls).parameters.values()
+               if p.kind is not p.VAR_KEYWORD} | set(cls._refused_net_settings)
         return tuple(name for name in NET_SETTINGS if name not in own)
 
     def _is_net_param(self, key):
