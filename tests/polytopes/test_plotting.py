@@ -4,11 +4,11 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import torch  # noqa: E402
+import matplotlib.pyplot as plt
+import torch
 
-from geolearn.plotting import PolytopePartitionDisplay  # noqa: E402
-from geolearn.polytopes import ReLUPolytopes  # noqa: E402
+from geolearn.plotting import PolytopePartitionDisplay
+from geolearn.polytopes import ReLUPolytopes
 
 
 def test_title_clears_the_colour_bar_at_4_by_4_inches():
