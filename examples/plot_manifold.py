@@ -26,7 +26,8 @@ X, t = make_circle_points(800, noise=0.05, random_state=0, return_params=True)
 cidm = CIDM(n_eigenpairs=20, random_state=0).fit(X)
 
 fig, axes = plt.subplots(2, 2, figsize=(10, 9))
-DiffusionEmbeddingDisplay.from_estimator(cidm, color=t, ax=axes[0, 0])
+DiffusionEmbeddingDisplay.from_estimator(cidm, color=t, color_label="angle t (rad)",
+                                         ax=axes[0, 0])
 axes[0, 0].set_title("CIDM embedding, coloured by angle")
 rng = np.random.default_rng(1)
 s = rng.uniform(0, 2 * np.pi, 60)

@@ -57,6 +57,8 @@ class ObjectiveTrainingMixin(SkorchTrainingMixin):
     """
 
     net_class = ObjectiveNet
+    # the objective replaces the criterion, and the rows arrive as a built dataset
+    _refused_net_settings = ("criterion", "dataset")
 
     def _train(self, module, objective, X, y=None, *, seed, max_epochs, parts=(), **settings):
         """Train ``module`` on the rows of the tensor ``X`` (and ``y``); sets ``net_``.

@@ -746,13 +746,20 @@ class EMAWeights(Callback):
 
     After every training batch the average moves by ``(1 - decay)`` towards the current
     weights; at the end of training the module gets the average (as DDPM and the
-    paper's configurations do, with ``decay = 0.9999``). Buffers (the schedule) are
-    copied, not averaged.
+    paper's configurations do, with ``decay = 0.9999``). The average is torch's
+    :class:`~torch.optim.swa_utils.AveragedModel` with
+    :func:`~torch.optim.swa_utils.get_ema_multi_avg_fn`, started at the weights
+    training begins from. Buffers (the schedule) are the module's own, not averaged.
 
     Parameters
     ----------
     decay : float
         In ``[0, 1)``.
+
+    Attributes
+    ----------
+    average_ : torch.optim.swa_utils.AveragedModel
+        The running average of the module being trained.
 
     Examples
     --------
@@ -762,28 +769,29 @@ class EMAWeights(Callback):
     >>> net = NeuralNetRegressor(torch.nn.Linear(1, 1), max_epochs=2, train_split=None,
     ...                          callbacks=[EMAWeights(0.0)], verbose=0)  # 0: the last weights
     >>> net = net.fit(torch.ones(4, 1), torch.ones(4, 1))
-    >>> sorted(net.callbacks[0].average_)
-    ['bias', 'weight']
+    >>> int(net.callbacks[0].average_.n_averaged)  # the start and 2 batches
+    3
     """
 
     def __init__(self, decay):
         self.decay = decay
 
+    @torch.no_grad()
     def on_train_begin(self, net, **kwargs):
-        self.average_ = {k: v.detach().clone() for k, v in net.module_.state_dict().items()}
+        from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
+
+        self.average_ = AveragedModel(net.module_, multi_avg_fn=get_ema_multi_avg_fn(self.decay))
+        self.average_.update_parameters(net.module_)  # the first update copies: the start
 
     @torch.no_grad()
     def on_batch_end(self, net, training=False, **kwargs):
-        if not training:
-            return
-        for k, v in net.module_.state_dict().items():
-            if v.is_floating_point():
-                self.average_[k].mul_(self.decay).add_(v, alpha=1 - self.decay)
-            else:
-                self.average_[k].copy_(v)
+        if training:
+            self.average_.update_parameters(net.module_)
 
+    @torch.no_grad()
     def on_train_end(self, net, **kwargs):
-        net.module_.load_state_dict(self.average_)
+        for param, average in zip(net.module_.parameters(), self.average_.module.parameters()):
+            param.copy_(average)
 
 
 def q_sample(x0, t, alphas_cumprod, noise):

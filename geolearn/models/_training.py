@@ -12,6 +12,7 @@ import warnings
 
 import numpy as np
 import torch
+from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNet
 from skorch.callbacks import Callback, EarlyStopping, PassthroughScoring, ProgressBar
 from skorch.utils import to_tensor
@@ -22,6 +23,11 @@ from ..exceptions import GeolearnWarning
 #: Prefixes of the skorch settings an estimator accepts as keyword arguments.
 NET_PARAM_PREFIXES = ("module__", "optimizer__", "criterion__", "iterator_train__",
                       "iterator_valid__", "callbacks__", "dataset__")
+
+#: skorch's own net settings an estimator accepts as keyword arguments (where they are not
+#: already parameters of the estimator, and not refused by its ``_refused_net_settings``).
+NET_SETTINGS = ("train_split", "compile", "optimizer", "criterion", "iterator_train",
+                "iterator_valid", "dataset", "predict_nonlinearity")
 
 
 def unwrap_module(module):
@@ -438,8 +444,20 @@ class SkorchTrainingMixin:
     ``device``, ``verbose`` and ``random_state``, and accepts skorch's prefixed
     settings as keyword arguments (``module__*``, ``optimizer__*``,
     ``criterion__*``, ``iterator_train__*``, ``iterator_valid__*``,
-    ``callbacks__*``, ``dataset__*``), which ``get_params``/``set_params``,
-    ``clone`` and ``GridSearchCV`` see like any other parameter.
+    ``callbacks__*``, ``dataset__*``) and skorch's own net settings that are
+    not already its parameters (``train_split``, ``compile``, ``optimizer``,
+    ``criterion``, ``iterator_train``, ``iterator_valid``, ``dataset``,
+    ``predict_nonlinearity``), which ``get_params``/``set_params``, ``clone``
+    and ``GridSearchCV`` see like any other parameter. ``criterion`` is refused
+    where the estimator's objective replaces it.
+
+    - ``train_split``: e.g. ``skorch.dataset.ValidSplit(5)`` holds out a fifth
+      of the rows each epoch and records ``valid_loss``, which
+      ``EarlyStopping(monitor="valid_loss")`` and checkpoints can watch
+      (default: no split, where the estimator has no ``validation_fraction``).
+    - ``compile=True``: ``torch.compile`` the module (a boolean).
+    - :meth:`save_params` / :meth:`load_params`: skorch's checkpoint files of
+      the fitted net (weights, optimiser state, history).
 
     - ``callbacks``: skorch callbacks (early stopping, checkpoints, LR
       schedulers, ...) added to the net's defaults; a non-finite training loss
@@ -468,19 +486,38 @@ class SkorchTrainingMixin:
     True
     >>> GridVAE(optimizer__weight_decay=1e-4).get_params()["optimizer__weight_decay"]
     0.0001
+    >>> from skorch.dataset import ValidSplit
+    >>> GridVAE(train_split=ValidSplit(5)).get_params()["train_split"].cv
+    5
     """
 
     #: The skorch net class the estimator trains with (an extension point for subclasses).
     net_class = NeuralNet
 
+    #: skorch settings of :data:`NET_SETTINGS` the estimator's net would ignore.
+    _refused_net_settings = ()
+
+    @classmethod
+    def _skorch_settings(cls):
+        """The unprefixed skorch settings this estimator takes as keyword arguments."""
+        import inspect
+
+        own = {p.name for p in inspect.signature(cls).parameters.values()
+               if p.kind is not p.VAR_KEYWORD} | set(cls._refused_net_settings)
+        return tuple(name for name in NET_SETTINGS if name not in own)
+
+    def _is_net_param(self, key):
+        return (key.startswith(NET_PARAM_PREFIXES) or key in self._skorch_settings()
+                or key == "net_class")
+
     def _set_net_params(self, net_params):
-        """Store skorch's prefixed settings given to ``__init__`` or ``set_params``.
+        """Store skorch's settings given to ``__init__`` or ``set_params``.
 
         Anything else is kept aside and refused by ``fit`` (scikit-learn estimators
         validate in ``fit``, never in ``__init__`` or ``set_params``).
         """
         for key, value in net_params.items():
-            if key.startswith(NET_PARAM_PREFIXES) or key == "net_class":
+            if self._is_net_param(key):
                 setattr(self, key, value)
             else:
                 self.__dict__.setdefault("_unknown_net_params", {})[key] = value
@@ -498,7 +535,7 @@ class SkorchTrainingMixin:
         var_kw = [p.name for p in inspect.signature(type(self)).parameters.values()
                   if p.kind is p.VAR_KEYWORD]
         net_params = {k: params.pop(k) for k in list(params)
-                      if k.startswith(NET_PARAM_PREFIXES) or k in var_kw or k == "net_class"}
+                      if self._is_net_param(k) or k in var_kw}
         self._set_net_params(net_params)
         return super().set_params(**params) if params else self
 
@@ -507,13 +544,66 @@ class SkorchTrainingMixin:
         if unknown:
             raise TypeError(
                 f"{type(self).__name__} got unexpected keyword arguments {sorted(unknown)}; "
-                f"besides its parameters it accepts skorch settings starting with "
+                f"besides its parameters it accepts the skorch settings "
+                f"{', '.join(self._skorch_settings())} and those starting with "
                 f"{', '.join(NET_PARAM_PREFIXES)}.")
 
     def _net_params(self, prefix=""):
-        """The prefixed skorch settings given by the user (those starting with ``prefix``)."""
+        """The skorch settings given by the user as keywords (those starting with ``prefix``)."""
+        settings = self._skorch_settings()
         return {k: v for k, v in vars(self).items()
-                if k.startswith(NET_PARAM_PREFIXES) and k.startswith(prefix)}
+                if (k.startswith(NET_PARAM_PREFIXES) or k in settings) and k.startswith(prefix)}
+
+    def save_params(self, **kwargs):
+        """Save the fitted net's parameters with skorch's ``NeuralNet.save_params``.
+
+        Parameters
+        ----------
+        **kwargs
+            skorch's ``f_params``, ``f_optimizer``, ``f_criterion``, ``f_history``
+            (file names or file objects; ``None`` skips that part), ...
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        >>> import io, numpy as np
+        >>> from geolearn.generative import GridVAE
+        >>> X = np.random.default_rng(0).random((32, 8))
+        >>> vae = GridVAE(hidden_layer_sizes=(8,), max_epochs=1, random_state=0).fit(X)
+        >>> f = io.BytesIO()
+        >>> vae.save_params(f_params=f)
+        >>> other = GridVAE(hidden_layer_sizes=(8,), max_epochs=1, random_state=1).fit(X)
+        >>> _ = f.seek(0)
+        >>> other.load_params(f_params=f)
+        >>> bool(np.array_equal(other.transform(X), vae.transform(X)))
+        True
+        """
+        check_is_fitted(self, "net_")
+        self.net_.save_params(**kwargs)
+
+    def load_params(self, **kwargs):
+        """Load saved parameters into the fitted net (skorch's ``NeuralNet.load_params``).
+
+        The estimator must be fitted first with the same settings (as a skorch net
+        must be initialised): the files restore the net's weights, optimiser state
+        and history, not the fitted attributes that ``fit`` computes from the data.
+
+        Parameters
+        ----------
+        **kwargs
+            skorch's ``f_params``, ``f_optimizer``, ``f_criterion``, ``f_history``,
+            ``checkpoint``, ...
+
+        Returns
+        -------
+        None
+        """
+        check_is_fitted(self, "net_")
+        self.net_.load_params(**kwargs)
+        self.history_ = self.net_.history
 
     def _warm(self):
         """Whether this ``fit`` continues the fitted net (``warm_start`` and a net to continue)."""

@@ -30,11 +30,16 @@ class DiffusionEmbeddingDisplay:
     >>> from geolearn.datasets import make_circle_points
     >>> from geolearn.manifold import CIDM
     >>> from geolearn.plotting import DiffusionEmbeddingDisplay
-    >>> X, t = make_circle_points(200, noise=0.02, random_state=0, return_params=True)
+    >>> X, t = make_circle_points(200, grid=True, noise=0.02, random_state=0,
+    ...                           return_params=True)
     >>> cidm = CIDM(n_eigenpairs=5).fit(X)
-    >>> disp = DiffusionEmbeddingDisplay.from_estimator(cidm, color=t)
-    >>> disp.scatter_.get_offsets().shape
-    (200, 2)
+    >>> disp = DiffusionEmbeddingDisplay.from_estimator(cidm, color=t, color_label="angle (rad)")
+    >>> disp.scatter_.get_offsets().shape, disp.colorbar_.ax.get_ylabel()
+    ((200, 2), 'angle (rad)')
+
+    Evenly spaced points (``grid=True``) embed as a circle. 200 random angles leave
+    gaps several times the mean spacing; the graph is then nearly cut there, and the
+    first coordinates describe that cut (an arc and a detached cluster), as they should.
     """
 
     def __init__(self, embedding, color=None, labels=("cidm1", "cidm2"), color_label=None):

@@ -15,7 +15,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._utils import check_model_inputs, iter_batches, to_numpy
+from .._utils import check_model_inputs, iter_batches, progress_bar, to_numpy
 from ..models import as_model
 from ._rdm import METRICS, compute_rdm
 from ._rdm_compare import compare_rdms
@@ -147,6 +147,8 @@ class NetworkRDM(BaseEstimator):
     random_state : int, RandomState instance or None
         Seeds the projections; a layer's projection depends only on it and the
         layer's name.
+    verbose : int, default=0
+        ``> 0`` shows a progress bar over the layers.
 
     Attributes
     ----------
@@ -190,10 +192,11 @@ class NetworkRDM(BaseEstimator):
         "device": [str, torch.device, None],
         "max_features": [Interval(Integral, 1, None, closed="left"), None],
         "random_state": ["random_state"],
+        "verbose": ["verbose"],
     }
 
     def __init__(self, module, layers=None, image_shape=None, metric="correlation", batch_size=64,
-                 device="auto", max_features=None, random_state=None):
+                 device="auto", max_features=None, random_state=None, verbose=0):
         self.module = module
         self.layers = layers
         self.image_shape = image_shape
@@ -202,6 +205,7 @@ class NetworkRDM(BaseEstimator):
         self.device = device
         self.max_features = max_features
         self.random_state = random_state
+        self.verbose = verbose
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
@@ -236,7 +240,7 @@ class NetworkRDM(BaseEstimator):
             check_layer_names(adapter, layers)
         base = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
         rdms, widths = {}, {}
-        for layer in layers:
+        for layer in progress_bar(layers, desc="NetworkRDM", unit="layer", verbose=self.verbose):
             seed = int(np.random.SeedSequence([base, zlib.crc32(layer.encode())])
                        .generate_state(1)[0])
             rdms[layer], widths[layer] = layer_rdm(

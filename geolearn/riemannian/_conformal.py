@@ -23,7 +23,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._utils import check_squares_finite, fitted_on_success
+from .._utils import check_squares_finite, fitted_on_success, progress_bar
 from ..exceptions import ConvergenceWarning, NumericalWarning
 from ._kernels import KernelMetric
 
@@ -126,6 +126,8 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
         positive value accepts unconverged fits with a ConvergenceWarning.
     max_samples_precomputed : int, default=20000
         Refuse to build larger ``n × n`` Gram matrices.
+    verbose : int, default=0
+        ``> 0`` shows a progress bar over the conformal refits.
 
     Attributes
     ----------
@@ -181,12 +183,13 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
         "break_ties": ["boolean"],
         "random_state": ["random_state"],
         "max_samples_precomputed": [Interval(numbers.Real, 0, None, closed="left")],
+        "verbose": ["verbose"],
     }
 
     def __init__(self, C=1.0, kernel="rbf", gamma="scale", degree=3, coef0=0.0, tau="auto",
                  n_refits=1, class_weight=None, probability=False, tol=1e-3, max_iter=-1,
                  decision_function_shape="ovr", break_ties=False, random_state=None,
-                 max_samples_precomputed=20000):
+                 max_samples_precomputed=20000, verbose=0):
         self.C = C
         self.kernel = kernel
         self.gamma = gamma
@@ -202,6 +205,7 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
         self.break_ties = break_ties
         self.random_state = random_state
         self.max_samples_precomputed = max_samples_precomputed
+        self.verbose = verbose
 
     def _check_params(self, X):
         """The numeric ``gamma``, once a list ``tau`` is checked to hold one value per refit."""
@@ -326,7 +330,8 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
         taus = (self.tau if isinstance(self.tau, (list, tuple, np.ndarray))
                 else [self.tau] * self.n_refits)
         self.tau_, self.centers_, self.n_support_history_ = [], [], [len(svc.support_)]
-        for tau in taus:
+        for tau in progress_bar(taus, desc="ConformalKernelSVC", unit="refit",
+                                verbose=self.verbose):
             centers = X[svc.support_]
             tau = self._auto_tau(centers) if isinstance(tau, str) else float(tau)
             self.centers_.append(centers)

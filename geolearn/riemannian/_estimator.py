@@ -129,6 +129,8 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
         copied there once); ``None`` keeps a module where it lives (CPU for kernels).
     fd_step : float, default=None
         Step of ``jacobian="fd"``.
+    verbose : int, default=0
+        ``> 0`` shows a progress bar over the chunks of points of each computation.
 
     Attributes
     ----------
@@ -187,13 +189,15 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
         "dtype": [StrOptions(set(_DTYPES)), Options(torch.dtype, set(_DTYPES.values()))],
         "device": "no_validation",
         "fd_step": [Interval(numbers.Real, 0, None, closed="neither"), None],
+        "verbose": ["verbose"],
     }
 
     def __init__(self, feature_map=None, kernel=None, kernel_params=None, layer=None,
                  image_shape=None, scale="width", quantities=("log_volume",), jacobian="auto",
                  volume_method="svd", rank=None, rtol=None, curvature_method="auto",
                  max_curvature_dim=10, max_condition=1e12, allow_nonsmooth=False,
-                 batch_size=256, max_memory=2**30, dtype="float64", device="auto", fd_step=None):
+                 batch_size=256, max_memory=2**30, dtype="float64", device="auto", fd_step=None,
+                 verbose=0):
         self.feature_map = feature_map
         self.kernel = kernel
         self.kernel_params = kernel_params
@@ -214,6 +218,7 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
         self.dtype = dtype
         self.device = device
         self.fd_step = fd_step
+        self.verbose = verbose
 
     # -- validation --------------------------------------------------------------------------
     def _quantity_names(self):
@@ -391,7 +396,9 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
                                         batch_size=self.batch_size, max_memory=self.max_memory,
                                         dtype=dtype, device=self.device_, fd_step=self.fd_step)
             self._cache.setdefault(key, engine)  # one engine, also when threads race here
-        return self._cache[key]
+        engine = self._cache[key]
+        engine.verbose = self.verbose  # a set_params after fit reaches the cached engine too
+        return engine
 
     def __getstate__(self):
         state = self.__dict__.copy()

@@ -17,6 +17,7 @@ from .._utils import (
     check_numeric_array,
     check_scalar_param,
     iter_batches,
+    progress_bar,
     resolve_device,
     thread_map,
     torch_threads,
@@ -29,8 +30,10 @@ from . import _curvature
 CURVATURE_METHODS = ("auto", "gauss", "kernel_gauss", "christoffel", "hessian_metric")
 
 
-def _concat(fn, X, size):
+def _concat(fn, X, size, verbose=0):
     """``fn`` applied to ``X`` in chunks of ``size`` points, concatenated.
+
+    ``verbose > 0`` shows a progress bar over the chunks.
 
     Runs under ``no_grad``: ``torch.func`` transforms still differentiate with
     respect to the inputs, but no graph is kept to the module's parameters. Each
@@ -38,8 +41,15 @@ def _concat(fn, X, size):
     (every point, times the tangents), not of the chunk.
     """
     with torch.no_grad():  # grad mode is per thread: n_jobs=1 keeps the calls in this one
-        return torch.cat(thread_map(lambda sl: fn(X[sl].clone()),
-                                    iter_batches(len(X), max(1, int(size))), n_jobs=1))
+        chunks = list(iter_batches(len(X), max(1, int(size))))
+        return torch.cat(thread_map(lambda sl: fn(X[sl].clone()), chunks, n_jobs=1,
+                                    progress=_chunk_progress(len(chunks), verbose)))
+
+
+def _chunk_progress(n_chunks, verbose):
+    """``thread_map``'s progress over the chunks of points (shown when ``verbose``)."""
+    return lambda results: progress_bar(results, total=n_chunks, desc="metric", unit="chunk",
+                                        verbose=verbose)
 
 
 def check_scale(scale):
@@ -90,6 +100,8 @@ class _MetricEngine:
     """Shared machinery: a metric field ``x -> g(x)`` given by ``_metric_single``."""
 
     _default_curvature = "christoffel"
+    #: ``> 0`` shows progress over the chunks of points (RiemannianFeatureGeometry sets it).
+    verbose = 0
 
     def __init__(self, *, dtype=torch.float64, device="auto", batch_size=256):
         self.dtype = dtype
@@ -123,7 +135,7 @@ class _MetricEngine:
     def metric(self, X):
         """Metric tensors ``g(x)`` of shape (N, d, d), symmetrised."""
         X = self._as_points(X)
-        g = _concat(vmap(self._metric_single), X, self.batch_size)
+        g = _concat(vmap(self._metric_single), X, self.batch_size, self.verbose)
         return self._check_finite(0.5 * (g + g.transpose(1, 2)), "metric")
 
     def metric_eigvals(self, X):
@@ -147,12 +159,12 @@ class _MetricEngine:
         """Christoffel symbols of the second kind ``Γ^κ_{μν}``, shape (N, d, d, d)."""
         X = self._as_points(X)
         fn = vmap(_curvature.christoffel_from_metric(self._metric_single))
-        return _concat(fn, X, self.batch_size)
+        return _concat(fn, X, self.batch_size, self.verbose)
 
     def metric_derivative(self, X):
         """``T_{λμν} = ∂_λ g_{μν}``, shape (N, d, d, d)."""
         X = self._as_points(X)
-        dg = _concat(vmap(jacfwd(self._metric_single)), X, self.batch_size)
+        dg = _concat(vmap(jacfwd(self._metric_single)), X, self.batch_size, self.verbose)
         return dg.permute(0, 3, 1, 2)
 
     def ricci_scalar(self, X, method="auto", max_condition=1e12):
@@ -177,7 +189,8 @@ class _MetricEngine:
         good = (eig[:, 0] > 0) & (eig[:, -1] <= max_condition * eig[:, 0])
         R = torch.full((len(X),), float("nan"), dtype=self.dtype, device=self.device)
         if good.any():
-            R[good] = _concat(lambda Z: self._ricci(Z, method), X[good], self.batch_size)
+            R[good] = _concat(lambda Z: self._ricci(Z, method), X[good], self.batch_size,
+                              self.verbose)
         if not good.all():
             warnings.warn(
                 f"Ricci scalar set to NaN at {int((~good).sum())} of {len(X)} points where the "
@@ -400,8 +413,9 @@ class PullbackMetric(_MetricEngine):
         mode = self._mode(X.shape[1], self.n_outputs(X))
         # copies, not views: see _concat
         # many small ops per chunk: one torch thread (thread_map), restored after
-        outs = thread_map(lambda sl: fn(X[sl].clone()),
-                          iter_batches(len(X), self._chunk_points(X, mode)), n_jobs=1)
+        chunks = list(iter_batches(len(X), self._chunk_points(X, mode)))
+        outs = thread_map(lambda sl: fn(X[sl].clone()), chunks, n_jobs=1,
+                          progress=_chunk_progress(len(chunks), self.verbose))
         if isinstance(outs[0], tuple):
             return tuple(torch.cat(parts) for parts in zip(*outs))
         return torch.cat(outs)
@@ -447,7 +461,7 @@ class PullbackMetric(_MetricEngine):
                               "instead. Pass vectorize=False to skip the attempt.",
                               GeolearnWarning,
                               stacklevel=4)
-        return _concat(lambda Z: single(Z[0])[None], X, 1)
+        return _concat(lambda Z: single(Z[0])[None], X, 1, self.verbose)
 
     def _batched(self, X):
         return torch.as_tensor(self._map(X)).to(X).reshape(len(X), -1)
@@ -482,7 +496,8 @@ class PullbackMetric(_MetricEngine):
             else:
                 single = jacfwd(self._jac_fn(mode))
                 chunk = self._chunk(2 * m * d * d)
-                H = self._per_point(lambda: _concat(vmap(single), X, chunk), single, X)
+                H = self._per_point(lambda: _concat(vmap(single), X, chunk, self.verbose),
+                                    single, X)
         return self._check_finite(H, "Hessian of the feature map")
 
     def _fd_hessian(self, X):

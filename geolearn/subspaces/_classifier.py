@@ -12,7 +12,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 from torch import nn
 
-from .._utils import thread_map, to_numpy, to_tensor
+from .._utils import progress_bar, thread_map, to_numpy, to_tensor
 from ..models import SkorchTrainingMixin
 from ..models._internal import FunctionalCriterion, TensorDataset, collate_batch
 from ._grassmann import METRICS
@@ -50,6 +50,8 @@ orth_penalty, lr, batch_size, input_type, subspace_dim, set_shape, dtype, device
     n_jobs : int or None, default=None
         Classes fitted in parallel (threads).
     random_state : int, RandomState instance or None, default=None
+    verbose : int, default=0
+        ``> 0`` shows a progress bar over the classes.
 
     Attributes
     ----------
@@ -86,7 +88,7 @@ orth_penalty, lr, batch_size, input_type, subspace_dim, set_shape, dtype, device
                  max_iter=None, tol=1e-10, n_init=4, init="flag_mean", shift=1e-6,
                  orth_penalty=1e4, lr=1e-3, batch_size=None, input_type="auto",
                  subspace_dim=None, set_shape=None, metric="chordal", temperature=0.05,
-                 dtype="float64", device="auto", n_jobs=None, random_state=None):
+                 dtype="float64", device="auto", n_jobs=None, random_state=None, verbose=0):
         self.n_components = n_components
         self.intersection_dim = intersection_dim
         self.objective = objective
@@ -108,6 +110,7 @@ orth_penalty, lr, batch_size, input_type, subspace_dim, set_shape, dtype, device
         self.device = device
         self.n_jobs = n_jobs
         self.random_state = random_state
+        self.verbose = verbose
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
@@ -132,7 +135,7 @@ orth_penalty, lr, batch_size, input_type, subspace_dim, set_shape, dtype, device
         # bases by now), their own seeds and threads
         params = {name: getattr(self, name) for name in SVBF._get_param_names()
                   if name not in ("transform_output", "n_jobs", "input_type", "set_shape",
-                                  "subspace_dim", "random_state")}
+                                  "subspace_dim", "random_state", "verbose")}
         seeds = check_random_state(self.random_state).randint(np.iinfo(np.int32).max,
                                                               size=len(self.classes_))
         members = [np.flatnonzero(y_idx == j) for j in range(len(self.classes_))]
@@ -145,8 +148,10 @@ orth_penalty, lr, batch_size, input_type, subspace_dim, set_shape, dtype, device
             est = SVBF(**params, input_type="basis", random_state=seed)
             return est.fit(unpad(bases[idx], dims[idx]), sample_weight=w[idx])
 
-        self.estimators_ = thread_map(lambda job: fit_class(*job), list(zip(members, seeds)),
-                                      self.n_jobs)
+        self.estimators_ = thread_map(
+            lambda job: fit_class(*job), list(zip(members, seeds)), self.n_jobs,
+            progress=lambda fits: progress_bar(fits, total=len(members), desc="SVBFClassifier",
+                                               unit="class", verbose=self.verbose))
         self.bases_ = np.stack([est.basis_ for est in self.estimators_])
         self.n_iter_ = np.array([est.n_iter_ for est in self.estimators_])
         return self

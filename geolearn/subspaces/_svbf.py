@@ -11,7 +11,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
-from .._utils import fitted_on_success, resolve_device, thread_map, to_tensor
+from .._utils import fitted_on_success, progress_bar, resolve_device, thread_map, to_tensor
 from ..exceptions import ConvergenceWarning
 from ._adam import adam_solve
 from ._grassmann import angles_kernel, check_metric, distance_from_angles, stacked_flag_mean
@@ -40,6 +40,7 @@ SVBF_PARAMETERS = {
     "device": [str, torch.device],
     "n_jobs": [Integral, None],
     "random_state": ["random_state"],
+    "verbose": ["verbose"],
 }
 
 
@@ -177,6 +178,8 @@ class SVBF(_SetsMixin, TransformerMixin, BaseEstimator):
     n_jobs : int or None, default=None
         Restarts in parallel (threads).
     random_state : int, RandomState instance or None, default=None
+    verbose : int, default=0
+        ``> 0`` shows a progress bar over the ``n_init`` runs.
 
     Attributes
     ----------
@@ -245,7 +248,7 @@ class SVBF(_SetsMixin, TransformerMixin, BaseEstimator):
                  max_iter=None, tol=1e-10, n_init=4, init="flag_mean", shift=1e-6,
                  orth_penalty=1e4, lr=1e-3, batch_size=None, input_type="auto",
                  subspace_dim=None, set_shape=None, transform_output="coordinates",
-                 dtype="float64", device="auto", n_jobs=None, random_state=None):
+                 dtype="float64", device="auto", n_jobs=None, random_state=None, verbose=0):
         self.n_components = n_components
         self.intersection_dim = intersection_dim
         self.objective = objective
@@ -266,6 +269,7 @@ class SVBF(_SetsMixin, TransformerMixin, BaseEstimator):
         self.device = device
         self.n_jobs = n_jobs
         self.random_state = random_state
+        self.verbose = verbose
 
     # ----------------------------------------------------------------- fitting
     @fitted_on_success
@@ -335,7 +339,9 @@ class SVBF(_SetsMixin, TransformerMixin, BaseEstimator):
         return thread_map(
             lambda i: self._run(XT, wt, XT64, w64, blocks, self._start(i, bases, w, k, seeds),
                                 seeds[i]),
-            range(self.n_init), self.n_jobs)
+            range(self.n_init), self.n_jobs,
+            progress=lambda runs: progress_bar(runs, total=self.n_init, desc="SVBF runs",
+                                               verbose=self.verbose))
 
     def _set_basis(self, best, XT64, w64, blocks):
         """The canonical basis of the best run, its objective and the run's record."""

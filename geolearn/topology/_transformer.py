@@ -9,7 +9,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
-from .._utils import thread_map
+from .._utils import progress_bar, thread_map
 from ._betti import betti_curve
 from ._persistence import persistence_diagrams
 from ._validation import BACKENDS, SUBSAMPLES, is_prime
@@ -62,6 +62,8 @@ class PersistenceTransformer(TransformerMixin, BaseEstimator):
         Clouds processed in parallel (joblib).
     random_state : int, RandomState instance or None, default=None
         Seeds the subsampling; an int gives the same features at every call.
+    verbose : int, default=0
+        ``> 0`` shows a progress bar over the clouds.
 
     Attributes
     ----------
@@ -99,12 +101,13 @@ class PersistenceTransformer(TransformerMixin, BaseEstimator):
         "backend": [StrOptions(set(BACKENDS))],
         "n_jobs": [numbers.Integral, None],
         "random_state": ["random_state"],
+        "verbose": ["verbose"],
     }
 
     def __init__(self, homology_dimensions=(0, 1), *, features="betti_curve", n_bins=16,
                  thresh=np.inf, coeff=2, metric="euclidean", n_subsample=None,
                  subsample="uniform", point_dim=None, backend="auto", n_jobs=None,
-                 random_state=None):
+                 random_state=None, verbose=0):
         self.homology_dimensions = homology_dimensions
         self.features = features
         self.n_bins = n_bins
@@ -117,6 +120,7 @@ class PersistenceTransformer(TransformerMixin, BaseEstimator):
         self.backend = backend
         self.n_jobs = n_jobs
         self.random_state = random_state
+        self.verbose = verbose
 
     # ------------------------------------------------------------------ validation
     def _dims(self):
@@ -183,12 +187,13 @@ class PersistenceTransformer(TransformerMixin, BaseEstimator):
         kw = dict(maxdim=max(dims), thresh=self.thresh, coeff=self.coeff, metric=self.metric,
                   n_subsample=self.n_subsample, subsample=self.subsample, n_jobs=1,
                   backend=self.backend)
-        if self.n_jobs in (None, 1) or len(clouds) == 1:
-            out = [persistence_diagrams(c, random_state=s, **kw) for c, s in zip(clouds, seeds)]
-        else:
-            # processes: ripser holds the GIL
-            out = thread_map(functools.partial(_diagrams_of, kw=kw), list(zip(clouds, seeds)),
-                             self.n_jobs, backend="loky")
+        def progress(results):
+            return progress_bar(results, total=len(clouds), desc="PersistenceTransformer",
+                                unit="cloud", verbose=self.verbose)
+
+        # processes: ripser holds the GIL (one worker runs the clouds in this process)
+        out = thread_map(functools.partial(_diagrams_of, kw=kw), list(zip(clouds, seeds)),
+                         self.n_jobs, backend="loky", progress=progress)
         return [[dgms[k] for k in dims] for dgms in out]
 
     # ------------------------------------------------------------------ estimator

@@ -297,3 +297,15 @@ def test_an_unfitted_skorch_net_is_fitted_and_a_frozen_estimator_used_as_is(ring
     assert attack.estimator_ is frozen and attack.model_.estimator is mlp
     res = attack.generate(starts[:2], y=[0, 0])
     np.testing.assert_array_equal(res.y_pred, mlp.predict(res.X_adv))
+
+
+def test_fit_leaves_a_torch_model_as_it_was(rings):
+    """What the estimator check on overwritten parameters cannot see (joblib hashes a module
+    and its deepcopy differently): fit changes neither the weights nor the mode."""
+    X, y, _ = rings
+    net = _cut_net().train()
+    before = {k: v.clone() for k, v in net.state_dict().items()}
+    attack = OnManifoldPGD(net, tangent="jacobian", intrinsic_dim=1, **FAST).fit(X, y)
+    assert attack.estimator_ is net and net.training
+    for k, v in net.state_dict().items():
+        torch.testing.assert_close(v, before[k], rtol=0, atol=0)

@@ -149,3 +149,51 @@ def test_non_finite_check_reads_only_the_last_epoch_while_finite():
         else:
             with pytest.raises(RuntimeError, match=r"epoch 3 \(last finite loss: 0.5\)"):
                 check.on_epoch_end(SimpleNamespace(history=history))
+
+
+def test_skorchs_own_settings_are_parameters(data):
+    """GridVAE(train_split=...) and GridVAE(compile=True) raised "Invalid parameter"."""
+    from skorch.dataset import ValidSplit
+
+    from geolearn.generative import GridVAE
+
+    X, y = data
+    est = _Regressor(train_split=ValidSplit(4), compile=False, iterator_train__shuffle=True)
+    params = clone(est).get_params()
+    assert isinstance(params["train_split"], ValidSplit) and params["compile"] is False
+    est.set_params(train_split=None, compile=True)
+    assert est.get_params()["train_split"] is None and est.compile is True
+    est.set_params(compile=False, train_split=ValidSplit(4)).fit(X, y)
+    assert "valid_loss" in est.history_[-1]
+    with pytest.raises(ValueError, match="compile must be True or False; got 'yes'"):
+        _Regressor(compile="yes").fit(X, y)
+    # the objective replaces the criterion: a GridVAE criterion would be ignored, so it is refused
+    with pytest.raises(TypeError, match="unexpected keyword arguments \\['criterion'\\]"):
+        GridVAE(criterion=torch.nn.MSELoss, max_epochs=1).fit(np.abs(X) / np.abs(X).max())
+
+
+def test_early_stopping_on_valid_loss_through_train_split():
+    from skorch.dataset import ValidSplit
+
+    from geolearn.generative import GridVAE
+
+    X = np.random.default_rng(0).random((64, 8)).astype(np.float32)
+    stop = EarlyStopping(monitor="valid_loss", patience=2, threshold=10.0)
+    vae = GridVAE(hidden_layer_sizes=(8,), max_epochs=30, train_split=ValidSplit(4),
+                  callbacks=[stop], random_state=0).fit(X)
+    assert len(vae.history_) == 3  # no epoch improves valid_loss by 1000 %
+    assert all(np.isfinite(vae.history_[:, "valid_loss"]))
+    assert clone(vae).get_params()["train_split"].cv == 4
+
+
+def test_save_and_load_params_round_trip(data, tmp_path):
+    X, y = data
+    a = _Regressor().fit(X, y)
+    a.save_params(f_params=tmp_path / "w.pt", f_history=tmp_path / "h.json")
+    b = _Regressor(random_state=1).fit(X, y)
+    assert not np.array_equal(a.predict(X), b.predict(X))
+    b.load_params(f_params=tmp_path / "w.pt", f_history=tmp_path / "h.json")
+    np.testing.assert_array_equal(b.predict(X), a.predict(X))
+    assert b.history_ is b.net_.history and len(b.history_) == len(a.history_)
+    with pytest.raises(Exception, match="not fitted"):
+        _Regressor().save_params(f_params=tmp_path / "x.pt")

@@ -50,9 +50,9 @@ def test_non_boolean_compile_is_refused_by_every_trained_estimator(est, kind):
         clone(est).set_params(net_class=net_class).fit(X, y)
 
 
-def test_svbf_net_takes_compile_only_through_its_net():
-    """SVBFNetClassifier(compile="yes") ran torch.compile for minutes; it is no net itself now
-    (its net's compile is checked above, through ``net_class``)."""
+def test_svbf_net_refuses_a_non_boolean_compile_keyword():
+    """SVBFNetClassifier(compile="yes") ran torch.compile for minutes; skorch's compile is a
+    keyword of every trained estimator now, checked to be a boolean."""
     X, y = _sets()
-    with pytest.raises(TypeError, match="compile"):
+    with pytest.raises(ValueError, match="compile must be True or False; got 'yes'"):
         SVBFNetClassifier(n_components=2, max_epochs=2, compile="yes").fit(X, y)
