@@ -348,9 +348,6 @@ class CentroidSoftmaxClassifier(SkorchTrainingMixin, ClassifierMixin, BaseEstima
         if sample_weight is not None:
             sample_weight = torch.from_numpy(_check_sample_weight(
                 sample_weight, X, dtype=np.float64, ensure_non_negative=True))
-            if not sample_weight.sum() > 0:
-                raise ValueError("sample_weight is zero for every sample: pass some positive "
-                                 "weights.")
         data = TensorDataset(to_tensor(X, dtype=None), torch.from_numpy(y_idx), sample_weight)
         net = self._fit_net(
             CentroidHead, data, seed=rng, max_epochs=self.max_epochs,
