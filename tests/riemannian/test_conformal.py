@@ -4,6 +4,7 @@ import warnings
 
 import numpy as np
 import pytest
+import sklearn
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -257,3 +258,14 @@ def test_negative_weights_are_refused(data):
     X, y = data
     with pytest.raises(ValueError, match="[Nn]egative"):
         ConformalKernelSVC().fit(X, y, sample_weight=-np.ones(len(X)))
+
+
+def test_weighted_calibration_is_the_same_with_metadata_routing(data):
+    X, y = data
+    w = np.linspace(0.5, 2.0, len(X))
+    kw = dict(gamma=2.0, probability=True, random_state=0)
+    plain = ConformalKernelSVC(**kw).fit(X, y, sample_weight=w).predict_proba(X)
+    with sklearn.config_context(enable_metadata_routing=True):
+        routed = ConformalKernelSVC(**kw).fit(X, y, sample_weight=w).predict_proba(X)
+    np.testing.assert_array_equal(routed, plain)
+    assert not np.allclose(ConformalKernelSVC(**kw).fit(X, y).predict_proba(X), plain)
