@@ -24,7 +24,6 @@ from geolearn.manifold import OnManifoldPGD
 from geolearn.polytopes import LocalLinearClustering, LocalLinearMap, ReLUPolytopes
 from geolearn.riemannian import RiemannianFeatureGeometry
 
-
 RECEIVED = []  # the sample_weight of every fit of a recording model, in order
 
 
@@ -146,7 +145,7 @@ def test_without_routing_metadata_are_refused(case):
 
 
 def test_diffeo_stability_without_routing_forwards_fit_params_as_before():
-    make, models, X, y = _cases()["DiffeoStability"]
+    make, _, X, y = _cases()["DiffeoStability"]
     w = np.linspace(0.5, 2.0, len(X))
     make({"estimator": RecordingLogisticRegression()}).fit(X, y, sample_weight=w)
     np.testing.assert_array_equal(RECEIVED[0], w)

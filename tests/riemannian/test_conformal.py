@@ -222,7 +222,7 @@ def test_zero_weight_is_dropping_the_row(data):
     X, y = data
     w = np.ones(len(X))
     w[::7] = 0
-    kw = dict(gamma=2.0, n_refits=2, probability=True, random_state=0)
+    kw = {"gamma": 2.0, "n_refits": 2, "probability": True, "random_state": 0}
     weighted = ConformalKernelSVC(**kw).fit(X, y, sample_weight=w)
     dropped = ConformalKernelSVC(**kw).fit(X[w > 0], y[w > 0])
     np.testing.assert_array_equal(weighted.n_support_history_, dropped.n_support_history_)
@@ -263,7 +263,7 @@ def test_negative_weights_are_refused(data):
 def test_weighted_calibration_is_the_same_with_metadata_routing(data):
     X, y = data
     w = np.linspace(0.5, 2.0, len(X))
-    kw = dict(gamma=2.0, probability=True, random_state=0)
+    kw = {"gamma": 2.0, "probability": True, "random_state": 0}
     plain = ConformalKernelSVC(**kw).fit(X, y, sample_weight=w).predict_proba(X)
     with sklearn.config_context(enable_metadata_routing=True):
         routed = ConformalKernelSVC(**kw).fit(X, y, sample_weight=w).predict_proba(X)

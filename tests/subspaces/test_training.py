@@ -228,7 +228,7 @@ def test_svbf_net_stops_on_a_non_finite_loss():
 def test_centroid_softmax_integer_weights_are_repeated_rows():
     rng = np.random.RandomState(0)
     X, y, w = rng.randn(30, 3), rng.randint(0, 3, 30), rng.randint(0, 4, 30)
-    params = dict(max_epochs=50, random_state=0, device="cpu")
+    params = {"max_epochs": 50, "random_state": 0, "device": "cpu"}
     weighted = CentroidSoftmaxClassifier(**params).fit(X, y, sample_weight=w)
     repeated = CentroidSoftmaxClassifier(**params).fit(X.repeat(w, axis=0), y.repeat(w))
     unweighted = CentroidSoftmaxClassifier(**params).fit(X, y)
