@@ -23,7 +23,7 @@ from .._utils import (
     to_tensor,
 )
 from ..models import fit_or_use
-from ..models._internal import is_prefit, tabular_input
+from ..models._internal import fit_router, is_prefit, route_fit_params, tabular_input
 from ._exceptions import StabilityWarning
 from ._images import check_fitted_shape, image_side, tabular_check_failures
 from ._probe import RESPONSES, Probe, resolve_response
@@ -557,7 +557,10 @@ class DiffeoStability(MetaEstimatorMixin, BaseEstimator):
             Training images, in the layout the estimator takes.
         y : array-like of shape (N,), optional
         **fit_params : dict
-            Passed to the estimator's ``fit``.
+            Metadata for the estimator's ``fit`` (``sample_weight``, ...): with
+            ``sklearn.set_config(enable_metadata_routing=True)``, routed to it as
+            it requested (``estimator.set_fit_request(sample_weight=True)``);
+            else all passed to it.
 
         Returns
         -------
@@ -570,7 +573,8 @@ class DiffeoStability(MetaEstimatorMixin, BaseEstimator):
         self.n_features_in_ = int(np.prod(self.image_shape_))
         n = self.image_shape_[-1]
         c = _check_c(self.c, n)
-        self.estimator_ = fit_or_use(self.estimator, X, y, **fit_params)
+        routed = route_fit_params(self, fit_params, legacy=True)
+        self.estimator_ = fit_or_use(self.estimator, X, y, **routed["estimator"])
         self.response_ = resolve_response(self.estimator_, self.response)
         # the one conversion of the model; raises early for unknown layers or a bad device
         self._probe = Probe(self.estimator_, self.response_, layers=self.layers or (),
@@ -593,6 +597,15 @@ class DiffeoStability(MetaEstimatorMixin, BaseEstimator):
         if hasattr(self.estimator_, "classes_"):
             self.classes_ = self.estimator_.classes_
         return self
+
+    def get_metadata_routing(self):
+        """The metadata routing of this object: ``fit`` routes to the estimator's ``fit``.
+
+        Returns
+        -------
+        routing : sklearn.utils.metadata_routing.MetadataRouter
+        """
+        return fit_router(self, estimator=self.estimator)
 
     def _images(self, X, image_shape, min_samples):
         images = check_images(X, image_shape, dtype=np.float64, estimator=self,

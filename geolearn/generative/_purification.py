@@ -12,6 +12,7 @@ from .._utils import check_mask, iter_batches, preserved_dtype, to_numpy
 from .._utils.autoencoder import check_unit_interval
 from .._utils.row_noise import row_draws, row_seeds
 from ..models import as_model, fit_or_use
+from ..models._internal import fit_router, route_fit_params
 
 
 class ELBOPurifier(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
@@ -105,7 +106,7 @@ class ELBOPurifier(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self.random_state = random_state
 
     @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, **fit_params):
         """Fit the VAE unless it is already fitted, and check the data against it.
 
         Parameters
@@ -113,12 +114,17 @@ class ELBOPurifier(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,), default=None
             Passed to ``estimator.fit`` (needed by a VAEClassifier).
+        **fit_params : dict
+            Metadata (``sample_weight``, ...) routed to the estimator's ``fit`` as
+            it requested (``set_fit_request``); only with
+            ``sklearn.set_config(enable_metadata_routing=True)``.
 
         Returns
         -------
         self : ELBOPurifier
         """
-        self.estimator_ = fit_or_use(self.estimator, X, y)
+        routed = route_fit_params(self, fit_params)
+        self.estimator_ = fit_or_use(self.estimator, X, y, **routed["estimator"])
         X = validate_data(self, X, dtype=np.float32, reset=True)
         if X.shape[1] != self.estimator_.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features but the estimator expects "
@@ -126,6 +132,15 @@ class ELBOPurifier(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         if self.mask is not None:
             check_mask(self.mask, X.shape[1])
         return self
+
+    def get_metadata_routing(self):
+        """The metadata routing of this object: ``fit`` routes to the estimator's ``fit``.
+
+        Returns
+        -------
+        routing : sklearn.utils.metadata_routing.MetadataRouter
+        """
+        return fit_router(self, estimator=self.estimator)
 
     def _project(self, delta, x):
         """Onto the norm ball (if bounded), then onto the box ``clip``."""

@@ -14,6 +14,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._utils import check_image_shape, fitted_on_success, to_numpy, to_tensor
 from ..exceptions import GeolearnWarning, NumericalWarning
 from ..models import as_model, fit_or_use
+from ..models._internal import fit_router, route_fit_params
 from ._cidm import CIDM
 from ._sec import SECVectorFields
 
@@ -238,6 +239,15 @@ class OnManifoldPGD(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             return np.searchsorted(model_classes, labels)
         return np.asarray(labels).astype(int)
 
+    def get_metadata_routing(self):
+        """The metadata routing of this object: ``fit`` routes to the estimator's ``fit``.
+
+        Returns
+        -------
+        routing : sklearn.utils.metadata_routing.MetadataRouter
+        """
+        return fit_router(self, estimator=self.estimator)
+
     def _model_classes(self):
         """The fitted model's ``classes_`` (None: classes are output indices)."""
         classes = getattr(self.estimator_, "classes_", None)
@@ -246,7 +256,7 @@ class OnManifoldPGD(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     # ------------------------------------------------------------------ fit
     @fitted_on_success
     @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X, y, intrinsic_params=None):
+    def fit(self, X, y, intrinsic_params=None, **fit_params):
         """Learn one manifold (CIDM, and SEC fields for ``tangent="sec"``) per class.
 
         An unfitted ``estimator`` is first cloned and fitted on ``X, y`` (a prefit
@@ -260,6 +270,10 @@ class OnManifoldPGD(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         intrinsic_params : array-like of shape (N,) or (N, q), default=None
             Known intrinsic coordinates of the training points (periodic ones as
             cos/sin pairs); ``generate`` then reports them for the adversaries.
+        **fit_params : dict
+            Metadata (``sample_weight``, ...) routed to the estimator's ``fit`` as
+            it requested (``set_fit_request``); only with
+            ``sklearn.set_config(enable_metadata_routing=True)``.
 
         Returns
         -------
@@ -273,7 +287,9 @@ class OnManifoldPGD(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             raise ValueError(f"intrinsic_dim={self.intrinsic_dim} exceeds the number of "
                              f"features {X.shape[1]}.")
         intrinsic_params = self._check_intrinsic_params(intrinsic_params, len(X))
-        self.estimator_ = fit_or_use(self.estimator, self._fold(X.astype(np.float32)), y)
+        routed = route_fit_params(self, fit_params)
+        self.estimator_ = fit_or_use(self.estimator, self._fold(X.astype(np.float32)), y,
+                                     **routed["estimator"])
         self.model_ = as_model(self.estimator_, device=self.device)
         self.model_.require_gradients("OnManifoldPGD")
         self._cidm_kw = self._cidm_params()

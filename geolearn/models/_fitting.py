@@ -2,6 +2,13 @@
 
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
+from sklearn.utils.metadata_routing import (
+    MetadataRouter,
+    MethodMapping,
+    _raise_for_params,
+    _routing_enabled,
+    process_routing,
+)
 from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
@@ -126,7 +133,8 @@ def fit_or_use(model, X, y=None, **fit_params):
     X, y : array-like
         Training data, used only when ``model`` is fitted here.
     **fit_params : dict
-        Passed to ``model.fit``.
+        Passed to ``model.fit``: the metadata :func:`route_fit_params` routed
+        to it.
 
     Returns
     -------
@@ -163,3 +171,76 @@ def fit_or_use(model, X, y=None, **fit_params):
             "it was trained before and GridSearchCV, cross_val_score or clone() passed it on, "
             "those unfit models given as parameters: wrap it in "
             "sklearn.frozen.FrozenEstimator(model) to keep it as trained.]") from exc
+
+
+def fit_router(owner, **models):
+    """The metadata router of an estimator whose ``fit`` fits the given models.
+
+    Every geolearn estimator that fits a user's model with :func:`fit_or_use`
+    returns this from ``get_metadata_routing``, with its model parameters by
+    name, as scikit-learn's meta-estimators do: each model's ``fit`` receives
+    the metadata it requested (``set_fit_request``) from the owner's ``fit``.
+
+    Parameters
+    ----------
+    owner : estimator
+        The estimator whose routing this is.
+    **models : estimator, torch.nn.Module or callable
+        The models ``owner.fit`` fits, by parameter name. Modules and callables
+        request no metadata.
+
+    Returns
+    -------
+    router : sklearn.utils.metadata_routing.MetadataRouter
+
+    Examples
+    --------
+    >>> import sklearn
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from geolearn.models._internal import fit_router
+    >>> with sklearn.config_context(enable_metadata_routing=True):
+    ...     model = LogisticRegression().set_fit_request(sample_weight=True)
+    ...     router = fit_router(object(), estimator=model)
+    >>> sorted(router.consumes("fit", ["sample_weight", "groups"]))
+    ['sample_weight']
+    """
+    router = MetadataRouter(owner=owner)
+    for name, model in models.items():
+        router.add(**{name: model}, method_mapping=MethodMapping().add(caller="fit", callee="fit"))
+    return router
+
+
+def route_fit_params(owner, fit_params, names=("estimator",), legacy=False):
+    """The metadata for each model ``owner.fit`` fits, by the model's parameter name.
+
+    With metadata routing enabled (``sklearn.set_config(enable_metadata_routing=True)``)
+    the metadata are routed by ``owner.get_metadata_routing()`` (see
+    :func:`fit_router`): each model gets what it requested, and metadata that no
+    model requested raise scikit-learn's errors (``UnsetMetadataPassedError``
+    where a model's ``fit`` takes it but did not say whether it wants it).
+    Without routing, every model gets all of ``fit_params`` where ``owner.fit``
+    forwarded them before routing existed (``legacy=True``), and any metadata
+    raise a ``ValueError`` otherwise.
+
+    Parameters
+    ----------
+    owner : estimator
+        The estimator whose ``fit`` received ``fit_params``.
+    fit_params : dict
+        The keyword arguments of ``owner.fit`` that are metadata.
+    names : tuple of str, default=("estimator",)
+        The parameters of ``owner`` holding the models it fits.
+    legacy : bool, default=False
+        Whether ``owner.fit`` forwards ``fit_params`` without routing.
+
+    Returns
+    -------
+    params : dict
+        ``name -> dict`` of the keyword arguments for that model's ``fit``.
+    """
+    if _routing_enabled():
+        routed = process_routing(owner, "fit", **fit_params)
+        return {name: routed[name].fit for name in names}
+    if not legacy:
+        _raise_for_params(fit_params, owner, "fit")
+    return {name: fit_params for name in names}

@@ -7,7 +7,7 @@ the response reader, the torch counterparts of scikit-learn layers) is here, so 
 shared without becoming public. Names may change between releases without notice.
 """
 
-from ._fitting import is_prefit, tabular_input
+from ._fitting import fit_router, is_prefit, route_fit_params, tabular_input
 from ._forward_ad import locked_jacfwd, locked_jvp
 from ._response import RESPONSES, respond
 from ._sklearn import Affine, BinaryProba
@@ -31,11 +31,13 @@ __all__ = [
     "RaiseOnNonFiniteLoss",
     "TensorDataset",
     "collate_batch",
+    "fit_router",
     "floats_in_history",
     "is_prefit",
     "locked_jacfwd",
     "locked_jvp",
     "respond",
+    "route_fit_params",
     "softmax_rows",
     "split_torch_tail",
     "tabular_input",

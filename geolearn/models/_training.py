@@ -75,6 +75,10 @@ class TensorDataset(torch.utils.data.Dataset):
         The inputs.
     y : torch.Tensor of shape (n_samples, ...), optional
         The targets; without them a batch's ``y`` is an empty ``(n, 0)`` tensor.
+    sample_weight : torch.Tensor of shape (n_samples,), optional
+        Per-sample weights: a batch's ``y`` is then the pair ``(y, sample_weight)``,
+        which :class:`FunctionalCriterion` turns into a weighted mean of the
+        per-sample losses.
 
     Examples
     --------
@@ -86,9 +90,10 @@ class TensorDataset(torch.utils.data.Dataset):
     ([[4.0, 5.0], [0.0, 1.0]], [0, 0], 3)
     """
 
-    def __init__(self, X, y=None):
+    def __init__(self, X, y=None, sample_weight=None):
         self.X = X
         self.y = y
+        self.sample_weight = sample_weight
 
     def __len__(self):
         return len(self.X)
@@ -99,6 +104,8 @@ class TensorDataset(torch.utils.data.Dataset):
     def __getitems__(self, indices):
         idx = torch.as_tensor(indices, dtype=torch.long)
         y = self.y[idx] if self.y is not None else torch.empty(len(idx), 0)
+        if self.sample_weight is not None:
+            return self.X[idx], (y, self.sample_weight[idx])
         return self.X[idx], y
 
 
@@ -208,6 +215,11 @@ class FunctionalCriterion:
     CPU; a plain callable is left alone. Keyword arguments (skorch's
     ``criterion__*`` settings) are passed on to ``fn``.
 
+    A target that is a pair ``(y, sample_weight)`` (a :class:`TensorDataset` with
+    ``sample_weight``) gives the weighted mean ``sum_i w_i l_i / sum_i w_i`` of the
+    per-sample losses ``l_i`` of ``fn(..., reduction="none")``: integer weights
+    equal repeated rows, and a weight 0 drops a row.
+
     Parameters
     ----------
     fn : callable, default=torch.nn.functional.cross_entropy
@@ -224,6 +236,10 @@ class FunctionalCriterion:
     >>> bool(torch.isclose(loss(logits, y),
     ...                    torch.nn.CrossEntropyLoss(label_smoothing=0.1)(logits, y)))
     True
+    >>> logits, y = torch.tensor([[2.0, 0.0], [0.0, 1.0]]), torch.tensor([0, 0])
+    >>> weighted = FunctionalCriterion()(logits, (y, torch.tensor([2.0, 0.0])))
+    >>> bool(torch.isclose(weighted, FunctionalCriterion()(logits[:1], y[:1])))
+    True
     """
 
     def __init__(self, fn=torch.nn.functional.cross_entropy, **kwargs):
@@ -231,6 +247,11 @@ class FunctionalCriterion:
         self.kwargs = kwargs
 
     def __call__(self, y_pred, y_true):
+        if isinstance(y_true, (tuple, list)):  # (targets, sample weights)
+            y_true, sample_weight = y_true
+            losses = self.fn(y_pred, y_true, reduction="none", **self.kwargs)
+            sample_weight = sample_weight.to(losses)
+            return (losses * sample_weight).sum() / sample_weight.sum()
         return self.fn(y_pred, y_true, **self.kwargs)
 
 

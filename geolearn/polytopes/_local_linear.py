@@ -28,7 +28,7 @@ from .._utils import (
 )
 from ..exceptions import GeolearnWarning, NumericalWarning
 from ..models import as_model
-from ..models._internal import BinaryProba
+from ..models._internal import BinaryProba, fit_router, route_fit_params
 from ._maps import forward_bits, local_maps, unique_patterns
 from ._network import (
     _OUTPUT_ACTIVATIONS,
@@ -246,9 +246,18 @@ class LocalLinearMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         return _form_rows(self._forms[which], X, image_shape=self.image_shape,
                          batch_size=self.batch_size, device=self._device)
 
+    def get_metadata_routing(self):
+        """The metadata routing of this object: ``fit`` routes to the networks' ``fit``.
+
+        Returns
+        -------
+        routing : sklearn.utils.metadata_routing.MetadataRouter
+        """
+        return fit_router(self, source=self.source, target=self.target)
+
     @fitted_on_success
     @_fit_context(prefer_skip_nested_validation=False)  # unfitted networks are fitted here
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, **fit_params):
         """Fit one map per output from the local rows of both networks at ``X``.
 
         Parameters
@@ -257,15 +266,20 @@ class LocalLinearMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         y : array-like, optional
             Used only to fit unfitted scikit-learn / skorch networks (on ``X, y``
             as given).
+        **fit_params : dict
+            Metadata (``sample_weight``, ...) routed to the networks' ``fit`` as
+            it requested (``set_fit_request``); only with
+            ``sklearn.set_config(enable_metadata_routing=True)``.
 
         Returns
         -------
         self : LocalLinearMap
         """
+        routed = route_fit_params(self, fit_params, names=("source", "target"))
         self._device = resolve_device(self.device)
         X_given, X = X, validate_data(self, X, dtype=np.float64)
-        self.source_ = fitted_network(self.source, X_given, y, "source")
-        self.target_ = fitted_network(self.target, X_given, y, "target")
+        self.source_ = fitted_network(self.source, X_given, y, "source", **routed["source"])
+        self.target_ = fitted_network(self.target, X_given, y, "target", **routed["target"])
         self._forms = {"source": _local_form(self.source_, self.batch_size),
                        "target": _local_form(self.target_, self.batch_size)}
         o = self._check_networks(X)
@@ -463,9 +477,18 @@ class LocalLinearClustering(ClassifierMixin, BaseEstimator):
                          batch_size=self.batch_size, device=self._device)
         return _rows(W, b, self.include_bias)
 
+    def get_metadata_routing(self):
+        """The metadata routing of this object: ``fit`` routes to the network's ``fit``.
+
+        Returns
+        -------
+        routing : sklearn.utils.metadata_routing.MetadataRouter
+        """
+        return fit_router(self, network=self.network)
+
     @fitted_on_success
     @_fit_context(prefer_skip_nested_validation=False)  # an unfitted network is fitted here
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, **fit_params):
         """Cluster the local rows of the network at ``X``, output by output.
 
         Parameters
@@ -474,17 +497,22 @@ class LocalLinearClustering(ClassifierMixin, BaseEstimator):
         y : array-like, optional
             Used only to fit an unfitted scikit-learn / skorch ``network`` (on
             ``X, y`` as given).
+        **fit_params : dict
+            Metadata (``sample_weight``, ...) routed to the network's ``fit`` as
+            it requested (``set_fit_request``); only with
+            ``sklearn.set_config(enable_metadata_routing=True)``.
 
         Returns
         -------
         self : LocalLinearClustering
         """
+        routed = route_fit_params(self, fit_params, names=("network",))
         self._device = resolve_device(self.device)
         X_given, X = X, validate_data(self, X, dtype=np.float64)
         if self.n_clusters > len(X):
             raise ValueError(f"n_clusters={self.n_clusters} exceeds the number of samples "
                              f"({len(X)}).")
-        self.network_ = fitted_network(self.network, X_given, y)
+        self.network_ = fitted_network(self.network, X_given, y, **routed["network"])
         self._form = _local_form(self.network_, self.batch_size)
         C = self._rows(X)
         if C.shape[2] - int(self.include_bias) != X.shape[1]:

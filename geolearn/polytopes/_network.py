@@ -232,10 +232,10 @@ def needs_fit(network):
     return hasattr(network, "fit") and not is_prefit(network)
 
 
-def fitted_network(network, X, y, name="network"):
+def fitted_network(network, X, y, name="network", **fit_params):
     """The network to analyse: a prefit one as given; an unfitted scikit-learn or skorch
     estimator fitted on a clone with ``(X, y)`` as the user passed them (its clone inside
-    GridSearchCV, say), by :func:`geolearn.models.fit_or_use`."""
+    GridSearchCV, say), by :func:`geolearn.models.fit_or_use` with ``fit_params``."""
     if network is None:
         raise ValueError(f"{name}=None: pass a trained network (torch nn.Sequential, skorch net, "
                          "or MLPClassifier/MLPRegressor with activation='relu'), or an unfitted "
@@ -246,4 +246,4 @@ def fitted_network(network, X, y, name="network"):
         raise NotFittedError(f"{name} is an unfitted {type(network).__name__}, so fit requires y "
                              "to be passed, but the target y is None. Pass a fitted network, or y "
                              "to fit it on (X, y).")
-    return fit_or_use(network, X, y)
+    return fit_or_use(network, X, y, **fit_params)

@@ -19,6 +19,7 @@ from .._utils import (
     thread_map,
 )
 from ..exceptions import GeolearnWarning, PartialResultWarning
+from ..models._internal import fit_router, route_fit_params
 from ._enumeration import region_neighbours, subdivide, traverse
 from ._lp import _SOLVERS, check_solver
 from ._maps import forward_bits, hrep, local_maps, unique_patterns
@@ -237,9 +238,18 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
         return check_solver(self.lp_solver)
 
     # ----------------------------------------------------------------------- fit
+    def get_metadata_routing(self):
+        """The metadata routing of this object: ``fit`` routes to the network's ``fit``.
+
+        Returns
+        -------
+        routing : sklearn.utils.metadata_routing.MetadataRouter
+        """
+        return fit_router(self, network=self.network)
+
     @fitted_on_success
     @_fit_context(prefer_skip_nested_validation=False)  # an unfitted network is fitted here
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, **fit_params):
         """Record the region of every sample of ``X``.
 
         Parameters
@@ -249,17 +259,22 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
         y : array-like, optional
             Used only to fit an unfitted scikit-learn / skorch ``network`` (on
             ``X, y`` as given).
+        **fit_params : dict
+            Metadata (``sample_weight``, ...) routed to the network's ``fit`` as
+            it requested (``set_fit_request``); only with
+            ``sklearn.set_config(enable_metadata_routing=True)``.
 
         Returns
         -------
         self : ReLUPolytopes
         """
+        routed = route_fit_params(self, fit_params, names=("network",))
         self._check_region_stats()
         check_solver(self.lp_solver)  # highspy must be installed when asked for
         # resolved first: a CUDA device that is absent is a clear error before any work
         self._device = resolve_device(self.device)
         X_given, X = X, validate_data(self, X, dtype=np.float64)
-        net = as_relu_network(fitted_network(self.network, X_given, y))
+        net = as_relu_network(fitted_network(self.network, X_given, y, **routed["network"]))
         if net.n_inputs != X.shape[1]:
             raise ValueError(f"X has {X.shape[1]} features, but the network is expecting "
                              f"{net.n_inputs} features as input.")

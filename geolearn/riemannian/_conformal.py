@@ -19,9 +19,14 @@ from sklearn.metrics.pairwise import (
 from sklearn.model_selection import StratifiedKFold
 from sklearn.svm import SVC
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.metadata_routing import _routing_enabled
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import (
+    _check_sample_weight,
+    check_is_fitted,
+    validate_data,
+)
 
 from .._utils import check_squares_finite, fitted_on_success, progress_bar
 from ..exceptions import ConvergenceWarning, NumericalWarning
@@ -144,7 +149,8 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
         Number of support vectors after each fit (``n_refits + 1`` entries).
     svc_ : SVC
         The final inner SVC on the precomputed conformal kernel.
-    X_fit_ : ndarray of shape (n_samples, n_features)
+    X_fit_ : ndarray of shape (n_samples_fit, n_features)
+        The training samples (those of positive weight).
     log_factor_fit_ : ndarray of shape (n_samples,)
         ``L = Σ_t log c_t`` at the training points.
     support_, support_vectors_, n_support_, dual_coef_, intercept_
@@ -165,6 +171,15 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
     >>> clf.predict(X[:3]).shape
     (3,)
     """
+
+    _expected_failed_checks = {  # noqa: RUF012
+        "check_sample_weight_equivalence_on_dense_data": (
+            "the conformal factor sums over the support vectors, so a repeated support vector "
+            "counts once per copy and a weighted one once: the method itself tells weights from "
+            "repeats (with n_refits=0 they agree to libsvm's tol, as for sklearn.svm.SVC, "
+            "whose check scikit-learn also marks as failing)"
+        ),
+    }
 
     _parameter_constraints = {  # noqa: RUF012
         "C": [Interval(numbers.Real, 0, None, closed="neither")],
@@ -255,7 +270,7 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
                    max_iter=max_iter, decision_function_shape=self.decision_function_shape,
                    break_ties=self.break_ties)
 
-    def _fit_svc(self, K, y, iteration, L):
+    def _fit_svc(self, K, y, iteration, L, sample_weight):
         """The inner SVC fitted on ``K`` within a bounded libsvm budget.
 
         Iteration 0 is the base kernel; ``L`` the log factors of the conformal one.
@@ -278,7 +293,7 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SVCConvergenceWarning)  # re-raised below, clearer
             try:
-                svc.fit(K, y)
+                svc.fit(K, y, sample_weight=sample_weight)
             except ValueError as exc:
                 if iteration == 0 or "not finite" not in str(exc):
                     raise
@@ -296,13 +311,20 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
 
     @fitted_on_success
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit the SVC, then ``n_refits`` conformal refits.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), default=None
+            Per-sample weights, passed to every inner SVC fit (they rescale ``C``
+            per sample, as in :class:`sklearn.svm.SVC`) and to the Platt scaling
+            of ``probability=True``. Samples of weight 0 are dropped, as libsvm
+            does (on a precomputed kernel its ``support_`` would index the rows it
+            kept): they are never support vectors, so they do not shape the
+            conformal factors either.
 
         Returns
         -------
@@ -311,6 +333,11 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_squares_finite(X)  # kernels of overflowing distances give NaN
         check_classification_targets(y)
+        if sample_weight is not None:
+            sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
+                                                 ensure_non_negative=True)
+            kept = sample_weight > 0
+            X, y, sample_weight = X[kept], y[kept], sample_weight[kept]
         self.classes_ = np.unique(y)
         if len(self.classes_) < 2:
             raise ValueError(f"ConformalKernelSVC needs at least 2 classes in y; got "
@@ -326,7 +353,7 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
         K0 = self._base_kernel(X, X)
         L = np.zeros(n)
         K = K0
-        svc = self._fit_svc(K, y, 0, L)
+        svc = self._fit_svc(K, y, 0, L, sample_weight)
         taus = (self.tau if isinstance(self.tau, (list, tuple, np.ndarray))
                 else [self.tau] * self.n_refits)
         self.tau_, self.centers_, self.n_support_history_ = [], [], [len(svc.support_)]
@@ -342,7 +369,7 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
                 raise ValueError(f"the conformal kernel overflows float64 at iteration "
                                  f"{len(self.tau_)} (max L = {L.max():.0f}); use fewer n_refits "
                                  "or a smaller tau.")
-            svc = self._fit_svc(K, y, len(self.tau_), L)
+            svc = self._fit_svc(K, y, len(self.tau_), L, sample_weight)
             self.n_support_history_.append(len(svc.support_))
         self.svc_ = svc
         if self.probability:
@@ -355,8 +382,12 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
                                  "(Platt scaling is fitted on cross-validated decision values).")
             folds = StratifiedKFold(min(5, smallest), shuffle=True,
                                     random_state=self.random_state)
+            inner = clone(svc)
+            if _routing_enabled():  # the calibrator then passes weights only where requested
+                inner.set_fit_request(sample_weight=True)
             self.calibrator_ = CalibratedClassifierCV(
-                clone(svc), method="sigmoid", cv=folds, ensemble=False).fit(K, y)
+                inner, method="sigmoid", cv=folds, ensemble=False).fit(K, y,
+                                                                       sample_weight=sample_weight)
         self.X_fit_ = X
         self.log_factor_fit_ = L
         self.support_ = svc.support_

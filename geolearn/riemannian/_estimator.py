@@ -22,7 +22,7 @@ from .._utils import (
 )
 from ..exceptions import NumericalWarning
 from ..models import as_model, fit_or_use, frozen
-from ..models._internal import is_prefit
+from ..models._internal import fit_router, is_prefit, route_fit_params
 from ._kernels import KERNELS, KernelMetric, make_kernel
 from ._metrics import CURVATURE_METHODS, PullbackMetric, check_scale, scale_value
 from ._slices import geometry_slice, grid_points, path_points, plane_points
@@ -277,7 +277,7 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
     # -- fitting -----------------------------------------------------------------------------
     @fitted_on_success
     @_fit_context(prefer_skip_nested_validation=False)  # an unfitted feature_map is fitted here
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, **fit_params):
         """Validate ``X``, resolve the feature map (fitting it when it is unfitted).
 
         Parameters
@@ -285,12 +285,17 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
         X : array-like of shape (n_samples, n_features) or (n_samples,) + image_shape
         y : array-like of shape (n_samples,), default=None
             Only used to fit an unfitted ``feature_map``.
+        **fit_params : dict
+            Metadata (``sample_weight``, ...) routed to the feature map's ``fit`` as
+            it requested (``set_fit_request``); only with
+            ``sklearn.set_config(enable_metadata_routing=True)``.
 
         Returns
         -------
         self : RiemannianFeatureGeometry
         """
         self._check_params()
+        routed = route_fit_params(self, fit_params, names=("feature_map",))
         Xf = self._check_X(X, reset=True)
         self.__dict__.pop("estimator_", None)  # from an earlier fit on an unfitted skorch net
         self.dtype_ = _DTYPES.get(self.dtype, self.dtype)
@@ -304,11 +309,20 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
             self.scale_ = 1.0
             self.engine_.check_smooth(torch.as_tensor(Xf[0]))
             return self
-        self._model = self._resolve_model(X, y)
+        self._model = self._resolve_model(X, y, routed["feature_map"])
         self._check_map(Xf)
         return self
 
-    def _resolve_model(self, X, y):
+    def get_metadata_routing(self):
+        """The metadata routing of this object: ``fit`` routes to the feature map's ``fit``.
+
+        Returns
+        -------
+        routing : sklearn.utils.metadata_routing.MetadataRouter
+        """
+        return fit_router(self, feature_map=self.feature_map)
+
+    def _resolve_model(self, X, y, fit_params):
         """The feature map's :class:`~geolearn.models.ModelAdapter`, in ``dtype_`` on ``device_``.
 
         One :func:`~geolearn.models.as_model` call per fit. An unfitted estimator
@@ -321,7 +335,7 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
                 raise ValueError(f"feature_map is an unfitted {type(fm).__name__}: fit needs y to "
                                  "fit it on (X, y), or pass a fitted model.")
             X = np.asarray(X, dtype=np.float32) if self.dtype_ == torch.float32 else X
-            fm = self.estimator_ = fit_or_use(fm, X, y)
+            fm = self.estimator_ = fit_or_use(fm, X, y, **fit_params)
         model = as_model(fm, dtype=self.dtype_)
         model.require_gradients("the pullback metric")
         self.device_ = model.device if self.device is None else resolve_device(self.device)

@@ -322,7 +322,7 @@ class CentroidSoftmaxClassifier(SkorchTrainingMixin, ClassifierMixin, BaseEstima
         self._set_net_params(net_params)
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Learn the centroids.
 
         Parameters
@@ -330,6 +330,10 @@ class CentroidSoftmaxClassifier(SkorchTrainingMixin, ClassifierMixin, BaseEstima
         X : array-like of shape (r, k)
             Coordinates ``b_i``.
         y : array-like of shape (r,)
+        sample_weight : array-like of shape (r,), default=None
+            Per-sample weights of the cross-entropy: the loss is the weighted mean
+            ``sum_i w_i CE_i / sum_i w_i``, so integer weights equal repeated rows
+            and a weight 0 drops a row.
 
         Returns
         -------
@@ -346,7 +350,10 @@ class CentroidSoftmaxClassifier(SkorchTrainingMixin, ClassifierMixin, BaseEstima
         check_two_classes(self.classes_, self)
         rng = check_random_state(self.random_state)
         omega0 = None if warm else rng.standard_normal((len(self.classes_), X.shape[1]))
-        data = TensorDataset(to_tensor(X, dtype=None), torch.from_numpy(y_idx))
+        if sample_weight is not None:
+            sample_weight = torch.from_numpy(_check_sample_weight(
+                sample_weight, X, dtype=np.float64, ensure_non_negative=True))
+        data = TensorDataset(to_tensor(X, dtype=None), torch.from_numpy(y_idx), sample_weight)
         net = self._fit_net(
             CentroidHead, data, seed=rng, max_epochs=self.max_epochs,
             criterion=FunctionalCriterion, train_split=None, iterator_train__shuffle=False,

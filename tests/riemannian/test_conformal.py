@@ -4,6 +4,7 @@ import warnings
 
 import numpy as np
 import pytest
+import sklearn
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -11,6 +12,7 @@ from scipy.special import logsumexp
 from sklearn.datasets import make_blobs
 from sklearn.metrics.pairwise import polynomial_kernel as sk_poly
 from sklearn.metrics.pairwise import rbf_kernel as sk_rbf
+from sklearn.svm import SVC
 
 from geolearn.datasets import make_sinusoid_boundary
 from geolearn.riemannian import ConformalKernelSVC, KernelMetric, polynomial_kernel
@@ -214,3 +216,56 @@ def test_a_positive_max_iter_warns_with_the_parameter_named(data):
     X, y = data
     with pytest.warns(ConvergenceWarning, match="max_iter=2"):
         ConformalKernelSVC(gamma=2.0, max_iter=2).fit(X, y)
+
+
+def test_zero_weight_is_dropping_the_row(data):
+    X, y = data
+    w = np.ones(len(X))
+    w[::7] = 0
+    kw = {"gamma": 2.0, "n_refits": 2, "probability": True, "random_state": 0}
+    weighted = ConformalKernelSVC(**kw).fit(X, y, sample_weight=w)
+    dropped = ConformalKernelSVC(**kw).fit(X[w > 0], y[w > 0])
+    np.testing.assert_array_equal(weighted.n_support_history_, dropped.n_support_history_)
+    np.testing.assert_allclose(weighted.decision_function(X), dropped.decision_function(X),
+                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(weighted.predict_proba(X), dropped.predict_proba(X), atol=1e-12)
+
+
+def test_weights_reach_every_refit(data):
+    X, y = data
+    w = np.where(y == y[0], 10.0, 0.1)
+    plain = ConformalKernelSVC(gamma=2.0, n_refits=1).fit(X, y)
+    weighted = ConformalKernelSVC(gamma=2.0, n_refits=1).fit(X, y, sample_weight=w)
+    assert weighted.n_support_history_ != plain.n_support_history_
+    # the final fit is the weighted SVC on the final conformal kernel
+    L = weighted.log_factor_fit_
+    K = np.exp(L[:, None] + L[None, :]) * sk_rbf(X, X, gamma=2.0)
+    svc = SVC(kernel="precomputed").fit(K, y, sample_weight=w)
+    np.testing.assert_allclose(weighted.dual_coef_, svc.dual_coef_, rtol=1e-10)
+
+
+def test_integer_weights_are_repeats_without_refits():
+    X, y = make_blobs(40, centers=2, cluster_std=3.0, random_state=0)
+    w = np.random.RandomState(0).randint(1, 4, len(X))
+    weighted = ConformalKernelSVC(gamma=0.5, n_refits=0, tol=1e-10).fit(X, y, sample_weight=w)
+    repeated = ConformalKernelSVC(gamma=0.5, n_refits=0, tol=1e-10).fit(
+        X.repeat(w, axis=0), y.repeat(w))
+    np.testing.assert_allclose(weighted.decision_function(X), repeated.decision_function(X),
+                               atol=1e-8)
+
+
+def test_negative_weights_are_refused(data):
+    X, y = data
+    with pytest.raises(ValueError, match="[Nn]egative"):
+        ConformalKernelSVC().fit(X, y, sample_weight=-np.ones(len(X)))
+
+
+def test_weighted_calibration_is_the_same_with_metadata_routing(data):
+    X, y = data
+    w = np.linspace(0.5, 2.0, len(X))
+    kw = {"gamma": 2.0, "probability": True, "random_state": 0}
+    plain = ConformalKernelSVC(**kw).fit(X, y, sample_weight=w).predict_proba(X)
+    with sklearn.config_context(enable_metadata_routing=True):
+        routed = ConformalKernelSVC(**kw).fit(X, y, sample_weight=w).predict_proba(X)
+    np.testing.assert_array_equal(routed, plain)
+    assert not np.allclose(ConformalKernelSVC(**kw).fit(X, y).predict_proba(X), plain)

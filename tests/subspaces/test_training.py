@@ -223,3 +223,21 @@ def test_svbf_net_stops_on_a_non_finite_loss():
                             random_state=0)
     with pytest.raises(RuntimeError, match="non-finite at epoch 2"):
         net.fit(X, y)
+
+
+def test_centroid_softmax_integer_weights_are_repeated_rows():
+    rng = np.random.RandomState(0)
+    X, y, w = rng.randn(30, 3), rng.randint(0, 3, 30), rng.randint(0, 4, 30)
+    params = {"max_epochs": 50, "random_state": 0, "device": "cpu"}
+    weighted = CentroidSoftmaxClassifier(**params).fit(X, y, sample_weight=w)
+    repeated = CentroidSoftmaxClassifier(**params).fit(X.repeat(w, axis=0), y.repeat(w))
+    unweighted = CentroidSoftmaxClassifier(**params).fit(X, y)
+    # full-batch Adam on the same weighted mean loss: the same centroids up to rounding
+    np.testing.assert_allclose(weighted.centroids_, repeated.centroids_, atol=1e-12)
+    assert not np.allclose(weighted.centroids_, unweighted.centroids_, atol=1e-3)
+
+
+def test_centroid_softmax_refuses_all_zero_weights():
+    X, y = np.eye(4), [0, 0, 1, 1]
+    with pytest.raises(ValueError, match="non-zero"):
+        CentroidSoftmaxClassifier(max_epochs=1, device="cpu").fit(X, y, sample_weight=np.zeros(4))
