@@ -169,8 +169,6 @@ CALLS = {
     "compare_rdms": ("R1", RDM, lambda R: representations.compare_rdms(R, RDM)),
     "compute_rdm": ("X", TABLE, representations.compute_rdm),
     "condense_rdm": ("R", RDM, representations.condense_rdm),
-    "differentiable_rdm": ("features", TABLE,
-                           lambda X: representations.differentiable_rdm(torch.as_tensor(X))),
     "embedding_mse": ("Y_true", TABLE, lambda Y: representations.embedding_mse(Y, TABLE[:len(Y)])),
     "fiedler_accuracy": ("R", RDM, lambda R: representations.fiedler_accuracy(
         R, LABELS[:len(R)], random_state=0)),
@@ -231,11 +229,12 @@ SKIPS = {
     "split_indices": "labels are categories of any type, not numbers",
     "dual_distances": "takes a polytope enumeration built from a validated network",
     # torch building blocks run on every training or sampling step, on tensors the
-    # estimators validated once (DiffusionGenerator, DisentangledAttributeAutoencoder):
+    # estimators validated once (DiffusionGenerator, DisentangledAttributeAutoencoder,
+# RDMRegularizedClassifier):
     # a finiteness check per step would synchronise the GPU each time
     **{name: "a torch step inside a fit or sample loop of validated tensors" for name in [
         "ancestral_sample", "check_noise_shape", "denoising_objective", "inpaint_sample",
-        "q_sample", "time_features", "latent_regularization"]},
+        "q_sample", "time_features", "latent_regularization", "differentiable_rdm"]},
     "cross_model_detection": "trains networks and attacks; its X is checked by the attacks "
                              "(pgd, fgsm above) and by LinearEmbeddingMap (registered)",
 }

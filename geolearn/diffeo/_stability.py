@@ -103,7 +103,8 @@ def log_std(values, axis=None):
     >>> round(log_std([0.01, 1.0]), 6)
     1.0
     """
-    v = np.asarray(values, dtype=float)
+    v = check_numeric_array(values, "values", dtype=np.float64, ensure_2d=False,
+                            allow_nd=True)
     if np.any(v <= 0):
         raise ValueError("log_std needs values > 0.")
     out = np.std(np.log10(v), axis=axis)
