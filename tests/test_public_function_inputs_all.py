@@ -279,6 +279,8 @@ def _values(out):
         return out.detach().double().numpy().ravel()
     if isinstance(out, (dict, Bunch)):
         out = list(out.values())
+    if out is None:
+        return np.empty(0)
     if isinstance(out, (list, tuple)):
         parts = [_values(o) for o in out]
         return np.concatenate(parts) if parts else np.empty(0)

@@ -457,7 +457,8 @@ def max_xi(fields):
         raise ValueError(f"fields must have shape (size, 2, n, n); got {tuple(fields.shape)}.")
     n = _check_n(fields.shape[-1], name="the field side")
     peak = float(fields.abs().max()) if fields.numel() else 0.0
-    if peak > np.finfo(np.float64).max / n**3:  # the sine series' derivatives scale by n^2
+    # the sine series' derivatives scale by up to n^2, and Xi takes their squares
+    if peak * n**2 > np.sqrt(np.finfo(np.float64).max):
         raise ValueError(f"fields holds displacements up to {peak:.3g} pixels: their Jacobian "
                          "overflows float64; fields are in pixels.")
     S, _ = _sine_tables(n, n - 2, fields.device, fields.dtype)

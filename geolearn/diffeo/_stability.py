@@ -17,6 +17,7 @@ from sklearn.utils.validation import check_array, check_is_fitted
 from .._utils import (
     check_images,
     check_numeric_array,
+    check_squares_finite,
     fitted_on_success,
     iter_batches,
     row_seeds,
@@ -900,7 +901,8 @@ def make_stability_scorer(quantity="R", **params):
 
 def _check_subspace_args(X, parallel_dims, radius, average):
     """``X`` as float64 and the sorted ``parallel_dims``, or a ValueError naming the argument."""
-    X = check_array(X, dtype=np.float64, ensure_min_samples=2)
+    X = check_array(X, dtype=np.float64, ensure_min_samples=2, input_name="X")
+    check_squares_finite(X)  # the pair distances of the denominator
     d = X.shape[1]
     dims = np.unique(np.atleast_1d(np.asarray(parallel_dims)))
     if dims.dtype.kind not in "iu" or len(dims) == 0 or dims[0] < 0 or dims[-1] >= d \
