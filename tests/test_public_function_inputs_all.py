@@ -6,17 +6,22 @@ is either called by :data:`CALLS` or skipped by :data:`SKIPS` with the reason, a
 :func:`test_every_public_function_is_called_or_skipped` fails when a new public function
 is in neither, so the table cannot fall behind the package.
 
-Each call poisons one array argument (``NAME`` is the parameter) four ways: a NaN entry,
-an infinite entry, no rows, and every value times ``1e300`` (whose squares overflow
-float64 and which float32 cannot hold). NaN and infinities must raise a ``ValueError``
-or ``TypeError`` naming the parameter; no rows and ``1e300`` may instead give a finite
-result. Never a silent NaN or infinity, never another exception type (numpy's
-``FloatingPointError``, torch's ``RuntimeError``, an ``IndexError``).
+Each call poisons one array argument (the parameter named in :data:`CALLS`) four ways: a
+NaN entry, an infinite entry, no rows, and every value times ``1e300`` (whose squares
+overflow float64 and which float32 cannot hold). NaN and infinities must raise a
+``ValueError`` or ``TypeError`` naming the parameter; no rows and ``1e300`` may instead
+give a finite result. An error must be the package's own (or scikit-learn's validation):
+raised in ``geolearn`` or ``sklearn.utils``, not inside numpy, scipy or torch ("cost
+matrix is infeasible", ``LinAlgError``, "cannot reshape array of size 0"). Never a silent
+NaN or infinity, never another exception type (``FloatingPointError``, torch's
+``RuntimeError``, an ``IndexError``).
 """
 
 import importlib
 import inspect
 import pkgutil
+import re
+import traceback
 import warnings
 
 import numpy as np
@@ -245,6 +250,11 @@ DOCUMENTED_NAN = {
 }
 
 
+# numpy's own messages, raised from a line of the package that did not check its input
+RAW = re.compile("cannot reshape|could not be broadcast|out of bounds|unsupported operand|"
+                 "not supported between|must have the same dtype|cost matrix is infeasible")
+
+
 def _public_functions():
     found = {}
     for info in pkgutil.walk_packages(geolearn.__path__, "geolearn."):
@@ -313,9 +323,39 @@ def test_public_function_refuses_or_is_finite(name, kind):
             out = call(A)
         except (ValueError, TypeError) as exc:
             message = str(exc)
+            where = traceback.extract_tb(exc.__traceback__)[-1].filename
+            assert re.search(r"[/\\](geolearn|sklearn[/\\]utils)[/\\]", where), \
+                f"raised in {where}: {type(exc).__name__}: {message}"
+            assert not RAW.search(message), f"numpy's message: {message}"
             if kind in ("nan", "inf"):
                 assert param in message, f"the error does not name {param}: {message}"
             return
     assert kind not in ("nan", "inf"), f"{kind} in {param} accepted"
     if name not in DOCUMENTED_NAN:
         assert np.isfinite(_values(out)).all(), f"silent NaN or inf from {kind} {param}"
+
+
+# name: (k, f(c), the function at inputs scaled by c): f(1e300) == 1e300**k * f(1) for
+# these scale-covariant functions, so a finite result at 1e300 is also the right one
+OTHER = DIAGRAM[:2] + 0.05
+HOMOGENEOUS = {
+    "compare_rdms": (0, lambda c: representations.compare_rdms(c * RDM, RDM ** 2)),
+    "bootstrap_compare_rdms": (0, lambda c: representations.bootstrap_compare_rdms(
+        c * RDM, RDM ** 2, n_boot=10, random_state=0).statistic),
+    "diagram_wasserstein": (1, lambda c: topology.diagram_wasserstein(c * DIAGRAM, c * OTHER)),
+    "diagram_bottleneck": (1, lambda c: topology.diagram_bottleneck(c * DIAGRAM, c * OTHER)),
+    "knn_graph_statistic": (0, lambda c: disentanglement.knn_graph_statistic(
+        c * TABLE, c * (TABLE + 0.5))),
+    "compute_rdm": (0, lambda c: representations.compute_rdm(c * TABLE)),
+    "log_average": (1, lambda c: diffeo.log_average(c * (TABLE[:, 0] + 0.5))),
+    "log_std": (0, lambda c: diffeo.log_std(c * (TABLE[:, 0] + 0.5))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOMOGENEOUS))
+def test_huge_values_give_the_scaled_result(name):
+    """diagram_wasserstein and bootstrap_compare_rdms failed at 1e300 ("cost matrix is
+    infeasible", "every bootstrap resample gave a constant RDM vector")."""
+    k, f = HOMOGENEOUS[name]
+    np.testing.assert_allclose(np.asarray(f(1e300), float) / 1e300**k,
+                               np.asarray(f(1.0), float), rtol=1e-12, atol=1e-12)

@@ -17,6 +17,7 @@ from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_array
 
+from .._utils import check_squares_finite
 from ..datasets import CC_BOND, bond_lengths
 from ..exceptions import NumericalWarning
 from ._sampling import draw_samples
@@ -36,7 +37,8 @@ def _pair(X, Y, xname, yname, min_samples=1):
     if X.shape[1] != Y.shape[1]:
         raise ValueError(f"{xname} and {yname} must have the same number of features; got "
                          f"{X.shape[1]} and {Y.shape[1]}.")
-    return X, Y
+    # every metric here takes squared distances or covariances
+    return check_squares_finite(X, xname), check_squares_finite(Y, yname)
 
 
 def empirical_wasserstein2(X, Y):
