@@ -31,8 +31,17 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.utils import Bunch
 
 import geolearn
-from geolearn import adversarial, diffeo, disentanglement, invariance, ood, polytopes
-from geolearn import representations, subspaces, topology
+from geolearn import (
+    adversarial,
+    diffeo,
+    disentanglement,
+    invariance,
+    ood,
+    polytopes,
+    representations,
+    subspaces,
+    topology,
+)
 from geolearn.datasets import bond_lengths, make_cyclooctane
 from geolearn.disentanglement import metrics as dmetrics
 from geolearn.generative import grid_codes
@@ -61,7 +70,7 @@ CONV = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 2))
 NET.double(), NET2.double(), CONV.double()
 CLF = LogisticRegression().fit(TABLE, LABELS)
 CIRCLE = SphereManifold(ambient_dim=2)
-FEW = dict(n_boot=10, n_permutations=10, random_state=0)
+FEW = {"n_boot": 10, "n_permutations": 10, "random_state": 0}
 
 # name: (the poisoned parameter, its clean value, a call of the function with it)
 CALLS = {

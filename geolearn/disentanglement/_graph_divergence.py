@@ -20,7 +20,12 @@ from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
 from torch import nn
 
-from .._utils import check_numeric_array, check_scalar_param, check_squares_finite, to_tensor
+from .._utils import (
+    check_numeric_array,
+    check_scalar_param,
+    check_squares_finite,
+    to_tensor,
+)
 
 #: added to squared distances under the square root (distance floor 1e-5; finite gradients
 #: for duplicate points)
