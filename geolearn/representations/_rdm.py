@@ -236,34 +236,41 @@ def _condensed_rdm(X, metric, chunk_size, work, scale):
 
     Each block of rows is compared with the rows from its first one on, so the peak
     memory is the output and one block of about ``_BLOCK**2 / 4`` entries, never the
-    ``(m, m)`` matrix. The entries agree with the square RDM's to rounding.
+    ``(m, m)`` matrix. Feature chunks are accumulated into the output itself. The
+    entries agree with the square RDM's to rounding.
     """
     m, n = X.shape
     chunks = _chunks(n, chunk_size)
     row_means = _row_means(X, metric, chunks)
+    blocks = _chunks(m - 1, max(1, _BLOCK**2 // (4 * m)))
+    starts = np.r_[0, np.cumsum(np.arange(m - 1, 0, -1))]  # of each row's segment
     if len(chunks) == 1:
         V = _transformed_chunk(X, chunks[0], metric, row_means, work)
-
-        def parts():
-            return [V]
-    else:
-        def parts():
-            return (_transformed_chunk(X, c, metric, row_means, work) for c in chunks)
-    sq = sum(np.einsum("ij,ij->i", V, V, dtype=np.float64) for V in parts())
+        sq = np.einsum("ij,ij->i", V, V, dtype=np.float64)
+        out = np.empty(m * (m - 1) // 2, dtype=work)
+    else:  # the Gram triangle, accumulated in float64 in the output, one chunk at a time
+        out, sq = np.zeros(m * (m - 1) // 2), np.zeros(m)
+        for c in chunks:
+            V = _transformed_chunk(X, c, metric, row_means, work)
+            sq += np.einsum("ij,ij->i", V, V, dtype=np.float64)
+            for rows in blocks:
+                B = V[rows] @ V[rows.start:].T
+                for r, i in enumerate(range(rows.start, rows.stop)):
+                    out[starts[i]:starts[i + 1]] += B[r, r + 1:]
+        V = None
     distance = metric in ("euclidean", "sqeuclidean_per_feature")
     if not distance:
         norms = np.sqrt(sq)
         _row_check(norms, _row_scale(X, chunk_size), n, metric)
         inv = (1.0 / norms).astype(work)
-    out = np.empty(m * (m - 1) // 2, dtype=work)
-    for rows in _chunks(m - 1, max(1, _BLOCK**2 // (4 * m))):
+    for rows in blocks:
         cols = slice(rows.start, m)
-        if len(chunks) == 1:
+        if V is not None:
             B = V[rows] @ V[cols].T
-        else:  # float64 accumulation over the feature chunks, as in _gram
+        else:  # the block's Gram entries from the triangle (the rest is never read)
             B = np.zeros((rows.stop - rows.start, m - rows.start))
-            for W in parts():
-                B += W[rows] @ W[cols].T
+            for r, i in enumerate(range(rows.start, rows.stop)):
+                B[r, r + 1:] = out[starts[i]:starts[i + 1]]
         if distance:
             B = squared_distances(B, sq[rows], sq[cols], X[rows], X[cols])
             with np.errstate(over="ignore", invalid="ignore"):  # refused just below
@@ -283,9 +290,8 @@ def _condensed_rdm(X, metric, chunk_size, work, scale):
             np.subtract(1.0, B, out=B)
         np.clip(B, 0.0, np.inf if distance else 2.0, out=B)
         for r, i in enumerate(range(rows.start, rows.stop)):
-            start = i * (2 * m - i - 1) // 2
-            out[start:start + m - 1 - i] = B[r, r + 1:]
-    return out
+            out[starts[i]:starts[i + 1]] = B[r, r + 1:]
+    return out.astype(work, copy=False)
 
 
 def _row_scale(X, chunk_size):
