@@ -9,7 +9,14 @@ import numpy as np
 import torch
 from sklearn.neighbors import NearestNeighbors
 
-from .._utils import check_choice, iter_batches, row_seeds, to_numpy, torch_threads
+from .._utils import (
+    check_choice,
+    check_squares_finite,
+    iter_batches,
+    row_seeds,
+    to_numpy,
+    torch_threads,
+)
 from ._pgd import (
     Classifier,
     attack_loss,
@@ -458,6 +465,8 @@ def _validated(model, X, y, image_shape, device, manifold=None):
     if manifold is not None and manifold.ambient_dim != X.shape[1]:
         raise ValueError(f"manifold.ambient_dim={manifold.ambient_dim} but X has "
                          f"{X.shape[1]} features (flattened).")
+    if manifold is not None:  # projections onto the manifold take squared distances
+        check_squares_finite(X)
     return X, clf, t
 
 

@@ -17,7 +17,7 @@ from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import Bunch
 from sklearn.utils.validation import check_is_fitted
 
-from .._utils import check_choice, check_scalar_param, progress_bar
+from .._utils import check_choice, check_scalar_param, check_squares_finite, progress_bar
 from ..exceptions import GeolearnWarning
 from ._manifold_attacks import (
     MAX_GRID,
@@ -254,6 +254,7 @@ def risk_decomposition(estimator, X, y, *, manifold, epsilon=0.1, norm="l2",
                          n_restarts, loss, nnr, n_nnr_probes, nnr_a_radius_factor, grid_step,
                          batch_size)
     X, shape = flat_inputs(X, image_shape)
+    check_squares_finite(X)  # the manifold's projections and the NNR take squared distances
     clf = Classifier(estimator, X.shape[1], shape, device)
     t = label_indices(getattr(clf.model, "estimator", estimator), y, len(X), clf.n_classes())
     if manifold is None and tangent_bases is not None:

@@ -11,6 +11,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from .._utils import check_scalar_param
+from .._utils.validation import check_numeric_array, check_squares_finite
 from ._synthetic import make_torus_points
 
 #: C-C bond length of cyclooctane in Angstrom (Martin et al. 2010).
@@ -257,7 +258,10 @@ def bond_lengths(X):
     >>> L.shape, bool(abs(L - CC_BOND).max() < 1e-8)
     ((3, 8), True)
     """
-    C = np.asarray(X, dtype=float).reshape(len(X), 8, 3)
+    X = check_squares_finite(check_numeric_array(X, dtype=np.float64), what="bond lengths")
+    if X.shape[1] != 24:
+        raise ValueError(f"X must hold 8 carbon positions per row, shape (n, 24); got {X.shape}.")
+    C = X.reshape(len(X), 8, 3)
     return np.linalg.norm(np.roll(C, -1, axis=1) - C, axis=2)
 
 

@@ -23,6 +23,7 @@ from sklearn.utils import Bunch, check_random_state
 from .._utils import (
     check_choice,
     check_memory,
+    check_numeric_array,
     check_scalar_param,
     check_tensor,
     resolve_device,
@@ -451,10 +452,15 @@ def max_xi(fields):
     >>> round(T_max, 3)
     0.014
     """
-    fields = torch.as_tensor(fields, dtype=torch.float64)
+    fields = check_tensor(fields, "fields", dtype=torch.float64)
     if fields.ndim != 4 or fields.shape[1] != 2 or fields.shape[2] != fields.shape[3]:
         raise ValueError(f"fields must have shape (size, 2, n, n); got {tuple(fields.shape)}.")
     n = _check_n(fields.shape[-1], name="the field side")
+    peak = float(fields.abs().max()) if fields.numel() else 0.0
+    # the sine series' derivatives scale by up to n^2, and Xi takes their squares
+    if peak * n**2 > np.sqrt(np.finfo(np.float64).max):
+        raise ValueError(f"fields holds displacements up to {peak:.3g} pixels: their Jacobian "
+                         "overflows float64; fields are in pixels.")
     S, _ = _sine_tables(n, n - 2, fields.device, fields.dtype)
     # DST-I orthogonality: sum_p S[p, i] S[p, j] = (n - 1) / 2 delta_ij
     coeffs = torch.empty((len(fields), 2, n - 2, n - 2), dtype=fields.dtype, device=fields.device)
@@ -628,7 +634,10 @@ def deformation_grid(image, *, temperatures=None, cutoffs=(1, 3, 5), interp="bil
     >>> grid.images.shape, grid.valid.shape
     ((2, 5, 16, 16), (2, 5))
     """
-    image = np.asarray(image, dtype=np.float64)
+    image = check_numeric_array(image, "image", dtype=np.float64, ensure_2d=False,
+                                allow_nd=True)
+    if image.ndim not in (2, 3) or image.size != np.prod(image.shape[-2:]):
+        raise ValueError(f"image must have shape (n, n) or (1, n, n); got {image.shape}.")
     image = image.reshape(image.shape[-2:])
     n = image.shape[-1]
     temperatures = np.logspace(-4, -1, 5) if temperatures is None else np.asarray(

@@ -17,6 +17,7 @@ from sklearn.utils.validation import check_array, check_is_fitted
 from .._utils import (
     check_images,
     check_numeric_array,
+    check_squares_finite,
     fitted_on_success,
     iter_batches,
     row_seeds,
@@ -103,7 +104,8 @@ def log_std(values, axis=None):
     >>> round(log_std([0.01, 1.0]), 6)
     1.0
     """
-    v = np.asarray(values, dtype=float)
+    v = check_numeric_array(values, "values", dtype=np.float64, ensure_2d=False,
+                            allow_nd=True)
     if np.any(v <= 0):
         raise ValueError("log_std needs values > 0.")
     out = np.std(np.log10(v), axis=axis)
@@ -912,7 +914,8 @@ def make_stability_scorer(quantity="R", **params):
 
 def _check_subspace_args(X, parallel_dims, radius, average):
     """``X`` as float64 and the sorted ``parallel_dims``, or a ValueError naming the argument."""
-    X = check_array(X, dtype=np.float64, ensure_min_samples=2)
+    X = check_array(X, dtype=np.float64, ensure_min_samples=2, input_name="X")
+    check_squares_finite(X)  # the pair distances of the denominator
     d = X.shape[1]
     dims = np.unique(np.atleast_1d(np.asarray(parallel_dims)))
     if dims.dtype.kind not in "iu" or len(dims) == 0 or dims[0] < 0 or dims[-1] >= d \

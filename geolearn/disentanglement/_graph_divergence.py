@@ -20,7 +20,12 @@ from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
 from torch import nn
 
-from .._utils import check_scalar_param, check_squares_finite, to_tensor
+from .._utils import (
+    check_numeric_array,
+    check_scalar_param,
+    check_squares_finite,
+    to_tensor,
+)
 
 #: added to squared distances under the square root (distance floor 1e-5; finite gradients
 #: for duplicate points)
@@ -102,11 +107,13 @@ def _check_tensor_pair(x0, x1, names=("x_target", "x_model")):
 def _check_array_pair(X0, X1, names=("X0", "X1")):
     out = []
     for X, name in zip((X0, X1), names):
-        X = np.asarray(X, dtype=np.float64)
+        # finiteness is checked below, after the shapes
+        X = check_numeric_array(X, name, dtype=np.float64, ensure_2d=False, allow_nd=True,
+                                ensure_min_samples=0, ensure_all_finite=False)
         if X.ndim < 2:
             raise ValueError(f"{name} must be an array of shape (n, d) (extra dimensions are "
                              f"flattened); got shape {X.shape}.")
-        out.append(X.reshape(X.shape[0], -1))
+        out.append(X.reshape(len(X), int(np.prod(X.shape[1:]))))
     X0, X1 = out
     _check_sample_sizes(len(X0), len(X1), names)
     if X0.shape[1] != X1.shape[1]:

@@ -20,7 +20,7 @@ from sklearn.metrics import make_scorer
 from sklearn.utils import Bunch
 from sklearn.utils.validation import check_array, check_consistent_length
 
-from .._utils import check_choice, check_scalar_param
+from .._utils import check_choice, check_scalar_param, check_squares_finite
 from ..exceptions import GeolearnWarning
 
 __all__ = [
@@ -518,6 +518,8 @@ def psnr(X, X_rec, data_range=1.0):
         raise ValueError(f"X and X_rec must have the same shape; got {X.shape} and "
                          f"{X_rec.shape}.")
     X, X_rec = X.reshape(len(X), -1), X_rec.reshape(len(X_rec), -1)
+    check_squares_finite(X, "X", what="squared errors")
+    check_squares_finite(X_rec, "X_rec", what="squared errors")
     mse = np.mean((X - X_rec) ** 2, axis=1)
     with np.errstate(divide="ignore"):
         values = 10.0 * np.log10(data_range**2 / mse)

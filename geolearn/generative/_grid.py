@@ -4,6 +4,8 @@ import math
 
 import numpy as np
 
+from .._utils import check_numeric_array
+
 #: Largest number of grid cells for which dense per-cell outputs are built.
 MAX_DENSE_COMPONENTS = 4096
 
@@ -89,7 +91,7 @@ def grid_codes(Z, grid):
     >>> grid_codes(np.array([[-1.5], [-1.4999], [9.0]]), grid).ravel().tolist()
     [0, 1, 5]
     """
-    Z = np.asarray(Z, dtype=np.float64)
+    Z = check_numeric_array(Z, "Z", dtype=np.float64, ensure_min_samples=0)
     centres = padded_grid(grid, np.inf)
     # argmin returns the first minimum, which resolves ties to the lower code
     return np.abs(Z[:, :, None] - centres[None]).argmin(axis=2).astype(np.int64)

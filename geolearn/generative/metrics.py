@@ -31,7 +31,10 @@ __all__ = [
 
 
 def _check_labels(y_true, y_pred):
-    y_true, y_pred = np.asarray(y_true).ravel(), np.asarray(y_pred).ravel()
+    # labels of any type; float labels must be finite
+    y_true, y_pred = (check_array(y, ensure_2d=False, dtype=None, ensure_min_samples=0,
+                                  input_name=name).ravel()
+                      for y, name in [(y_true, "y_true"), (y_pred, "y_pred")])
     check_consistent_length(y_true, y_pred)
     if len(y_true) == 0:
         raise ValueError("y_true and y_pred must be non-empty.")
@@ -39,8 +42,8 @@ def _check_labels(y_true, y_pred):
 
 
 def _check_table(attributes, messages):
-    A = check_array(attributes, ensure_2d=False, dtype=None)
-    M = check_array(messages, ensure_2d=False, dtype=None)
+    A = check_array(attributes, ensure_2d=False, dtype=None, input_name="attributes")
+    M = check_array(messages, ensure_2d=False, dtype=None, input_name="messages")
     A = A[:, None] if A.ndim == 1 else A
     M = M[:, None] if M.ndim == 1 else M
     check_consistent_length(A, M)
@@ -228,8 +231,8 @@ def attribute_neighbor_kl(embedding, attributes):
     >>> float(attribute_neighbor_kl(E, A)[0]) > 1
     True
     """
-    E = check_array(embedding, ensure_min_samples=2)
-    A = check_array(attributes, ensure_2d=False)
+    E = check_array(embedding, ensure_min_samples=2, input_name="embedding")
+    A = check_array(attributes, ensure_2d=False, input_name="attributes")
     A = A[:, None] if A.ndim == 1 else A
     check_consistent_length(E, A)
     if not np.isin(A, (0, 1)).all():

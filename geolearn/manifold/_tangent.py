@@ -65,8 +65,8 @@ def local_pca_tangent_basis(X_ref, X, dim, n_neighbors=20):
     >>> B.shape, bool(abs(B[0, 1, 0]) > 0.999)  # the tangent at (1, 0) is vertical
     ((1, 2, 1), True)
     """
-    X_ref = check_array(X_ref, dtype=np.float64, ensure_min_samples=2)
-    X = check_array(X, dtype=np.float64)
+    X_ref = check_array(X_ref, dtype=np.float64, ensure_min_samples=2, input_name="X_ref")
+    X = check_array(X, dtype=np.float64, input_name="X")
     if X.shape[1] != X_ref.shape[1]:
         raise ValueError(f"X has {X.shape[1]} features but X_ref has {X_ref.shape[1]}.")
     if not isinstance(dim, Integral) or not 1 <= dim <= X.shape[1]:

@@ -17,7 +17,7 @@ from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import Bunch
 from sklearn.utils.validation import check_array
 
-from .._utils import check_choice, check_scalar_param
+from .._utils import check_choice, check_scalar_param, check_squares_finite
 from ..topology import diagram_wasserstein, persistence_diagrams
 
 __all__ = [
@@ -44,7 +44,8 @@ def _check_pair(X_ref, X_rec):
         raise ValueError("X_ref and X_rec must be rows (n, n_features) or images "
                          f"(n, C, H, W); got shape {X_ref.shape}.")
     n, d = X_ref.shape[0], int(np.prod(X_ref.shape[1:]))
-    return tuple(check_array(X.reshape(n, d), dtype=np.float64, input_name=name)
+    return tuple(check_squares_finite(check_array(X.reshape(n, d), dtype=np.float64,
+                                                  input_name=name), name)
                  for X, name in ((X_ref, "X_ref"), (X_rec, "X_rec")))
 
 

@@ -2,7 +2,7 @@
 
 import numpy as np
 from sklearn.metrics import make_scorer, roc_auc_score
-from sklearn.utils.validation import column_or_1d
+from sklearn.utils.validation import check_array, column_or_1d
 
 __all__ = ["make_ood_auroc_scorer", "ood_roc_auc"]
 
@@ -30,8 +30,9 @@ def ood_roc_auc(scores_in, scores_out):
     >>> ood_roc_auc([0.1, 0.2, 0.3], [0.25, 0.4])
     0.8333333333333334
     """
-    s_in = column_or_1d(np.asarray(scores_in, dtype=np.float64))
-    s_out = column_or_1d(np.asarray(scores_out, dtype=np.float64))
+    s_in, s_out = (column_or_1d(check_array(s, ensure_2d=False, dtype=np.float64,
+                                            ensure_min_samples=0, input_name=name))
+                   for s, name in [(scores_in, "scores_in"), (scores_out, "scores_out")])
     if not (len(s_in) and len(s_out)):
         raise ValueError(f"ood_roc_auc needs scores of both kinds; got {len(s_in)} "
                          f"in-distribution and {len(s_out)} OOD scores.")

@@ -52,7 +52,8 @@ def describe(values):
     >>> describe([1, 2, 3])
     {'n': 3, 'mean': 2.0, 'sd': 1.0, 'median': 2.0, 'min': 1.0, 'max': 3.0}
     """
-    v = np.asarray(values, float).ravel()
+    v = check_numeric_array(values, "values", dtype=np.float64, ensure_2d=False,
+                            allow_nd=True, ensure_min_samples=0).ravel()
     n = v.size
     if n == 0:
         return Bunch(n=0, mean=np.nan, sd=np.nan, median=np.nan, min=np.nan, max=np.nan)

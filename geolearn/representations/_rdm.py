@@ -65,15 +65,20 @@ def _transformed_chunk(X, cols, metric, row_means, work):
     return V.astype(work, copy=False)
 
 
+def _row_means(X, metric, chunks):
+    """The row means the correlation metrics centre by (None for the others)."""
+    if metric not in ("correlation", "zscore_correlation"):
+        return None
+    # a first pass for the row means: centring before the product keeps every digit
+    return sum(_transformed_chunk(X, c, metric, None, np.float64).sum(1)
+               for c in chunks) / X.shape[1]
+
+
 def _gram(X, metric, chunk_size, work):
     """Gram matrix of the metric's rows, with float64 accumulation over feature chunks."""
     m, n = X.shape
     chunks = _chunks(n, chunk_size)
-    row_means = None
-    if metric in ("correlation", "zscore_correlation"):
-        # a first pass for the row means: centring before the product keeps every digit
-        row_means = sum(_transformed_chunk(X, c, metric, None, np.float64).sum(1)
-                        for c in chunks) / n
+    row_means = _row_means(X, metric, chunks)
     if len(chunks) == 1:
         V = _transformed_chunk(X, chunks[0], metric, row_means, work)
         return V @ V.T, np.einsum("ij,ij->i", V, V, dtype=np.float64)
@@ -194,6 +199,8 @@ def compute_rdm(X, metric="correlation", *, condensed=False, chunk_size=None,
         X = X / scale
     else:
         scale = 1.0
+    if condensed:
+        return _condensed_rdm(X, metric, chunk_size, work, scale)
     G, sq = _gram(X, metric, chunk_size, work)
     if metric in ("euclidean", "sqeuclidean_per_feature"):
         R = squared_distances(G, sq, sq, X, X, upper=True)
@@ -221,8 +228,70 @@ def compute_rdm(X, metric="correlation", *, condensed=False, chunk_size=None,
     _symmetrize(R)
     np.clip(R, 0.0, high, out=R)
     np.fill_diagonal(R, 0.0)
-    R = R.astype(work, copy=False)
-    return _upper_triangle(R) if condensed else R
+    return R.astype(work, copy=False)
+
+
+def _condensed_rdm(X, metric, chunk_size, work, scale):
+    """:func:`compute_rdm`'s strict upper triangle, computed by blocks of rows.
+
+    Each block of rows is compared with the rows from its first one on, so the peak
+    memory is the output and one block of about ``_BLOCK**2 / 4`` entries, never the
+    ``(m, m)`` matrix. Feature chunks are accumulated into the output itself. The
+    entries agree with the square RDM's to rounding.
+    """
+    m, n = X.shape
+    chunks = _chunks(n, chunk_size)
+    row_means = _row_means(X, metric, chunks)
+    blocks = _chunks(m - 1, max(1, _BLOCK**2 // (4 * m)))
+    starts = np.r_[0, np.cumsum(np.arange(m - 1, 0, -1))]  # of each row's segment
+    if len(chunks) == 1:
+        V = _transformed_chunk(X, chunks[0], metric, row_means, work)
+        sq = np.einsum("ij,ij->i", V, V, dtype=np.float64)
+        out = np.empty(m * (m - 1) // 2, dtype=work)
+    else:  # the Gram triangle, accumulated in float64 in the output, one chunk at a time
+        out, sq = np.zeros(m * (m - 1) // 2), np.zeros(m)
+        for c in chunks:
+            V = _transformed_chunk(X, c, metric, row_means, work)
+            sq += np.einsum("ij,ij->i", V, V, dtype=np.float64)
+            for rows in blocks:
+                B = V[rows] @ V[rows.start:].T
+                for r, i in enumerate(range(rows.start, rows.stop)):
+                    out[starts[i]:starts[i + 1]] += B[r, r + 1:]
+        V = None
+    distance = metric in ("euclidean", "sqeuclidean_per_feature")
+    if not distance:
+        norms = np.sqrt(sq)
+        _row_check(norms, _row_scale(X, chunk_size), n, metric)
+        inv = (1.0 / norms).astype(work)
+    for rows in blocks:
+        cols = slice(rows.start, m)
+        if V is not None:
+            B = V[rows] @ V[cols].T
+        else:  # the block's Gram entries from the triangle (the rest is never read)
+            B = np.zeros((rows.stop - rows.start, m - rows.start))
+            for r, i in enumerate(range(rows.start, rows.stop)):
+                B[r, r + 1:] = out[starts[i]:starts[i + 1]]
+        if distance:
+            B = squared_distances(B, sq[rows], sq[cols], X[rows], X[cols])
+            with np.errstate(over="ignore", invalid="ignore"):  # refused just below
+                if metric == "euclidean":
+                    np.sqrt(B, out=B)
+                    B *= scale
+                else:
+                    B /= n
+                    B *= scale
+                    B *= scale
+            if scale != 1.0 and not np.isfinite(B).all():
+                raise ValueError(f"X holds values up to {scale:.3g} in absolute value: its "
+                                 f"{metric} distances overflow {work.name}; rescale X.")
+        else:
+            B *= inv[rows, None]
+            B *= inv[None, cols]
+            np.subtract(1.0, B, out=B)
+        np.clip(B, 0.0, np.inf if distance else 2.0, out=B)
+        for r, i in enumerate(range(rows.start, rows.stop)):
+            out[starts[i]:starts[i + 1]] = B[r, r + 1:]
+    return out.astype(work, copy=False)
 
 
 def _row_scale(X, chunk_size):

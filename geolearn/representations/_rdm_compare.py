@@ -43,7 +43,16 @@ def _paired(R1, R2):
     if a.size < 3:
         raise ValueError(f"R1 and R2 share {a.size} defined pairs; a comparison needs at "
                          "least 3 (NaN marks undefined pairs).")
-    return a, b, m, keep
+    return _unsquared(a), _unsquared(b), m, keep
+
+
+def _unsquared(v):
+    """``v`` scaled to a largest entry of 1 where its sums of squares would overflow.
+
+    Every comparison in :data:`METHODS` is invariant to the scale of each vector.
+    """
+    scale = np.abs(v).max()
+    return v / scale if scale > np.sqrt(np.finfo(np.float64).max / (4 * v.size)) else v
 
 
 def _check_varies(v, name, method):

@@ -16,6 +16,7 @@ import torch
 from sklearn.utils import Bunch
 
 from .._utils import check_scalar_param
+from .._utils.validation import check_squares_finite
 from ..models._internal import locked_jvp as jvp  # forward AD is process-global in torch
 
 __all__ = [
@@ -36,6 +37,8 @@ def _points(X):
         raise ValueError(f"X must be a non-empty (N, d) array; got shape {tuple(T.shape)}.")
     if not torch.isfinite(T).all():
         raise ValueError("X contains NaN or infinity.")
+    # the metrics hold |x|^2 and x x^T
+    check_squares_finite(T.detach().cpu(), what="squared norms")
     return T, is_tensor
 
 

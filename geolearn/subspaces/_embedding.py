@@ -46,7 +46,7 @@ def make_subspace_sets(X, y, set_size, *, random_state=None):
     >>> sets.shape, labels.tolist()
     ((4, 2, 2), [0, 0, 1, 1])
     """
-    X = check_array(X, dtype=np.float64)
+    X = check_array(X, dtype=np.float64, input_name="X")
     y = np.asarray(y)
     check_consistent_length(X, y)
     check_classification_targets(y)

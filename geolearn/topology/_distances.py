@@ -147,11 +147,21 @@ def diagram_wasserstein(D1, D2, p=2, internal_p=np.inf):
         warnings.warn(f"diagram_wasserstein on {len(A) + len(B)} finite points: the exact "
                       "assignment costs O((m1 + m2)^3) time and O((m1 + m2)^2) memory.",
                       GeolearnWarning, stacklevel=2)
+    # the costs are sums of |x|^p: where they would overflow, compute at unit scale (the
+    # distance is homogeneous of degree 1)
+    scale = max(np.abs(A).max(initial=0.0), np.abs(B).max(initial=0.0),
+                np.abs(ea).max(initial=0.0), np.abs(eb).max(initial=0.0))
+    n_terms = 2 * (len(A) + len(B) + len(ea))
+    if np.isfinite(p) and scale > 0 and (
+            p * np.log(2 * scale) + np.log(n_terms) > np.log(np.finfo(np.float64).max)):
+        A, B, ea, eb = A / scale, B / scale, ea / scale, eb / scale
+    else:
+        scale = 1.0
     ess = np.abs(ea - eb)
     finite = _finite_cost(A, B, p, q)
     if np.isinf(p):
         return float(max(finite, ess.max(initial=0.0)))
-    return float((finite + (ess**p).sum()) ** (1.0 / p))
+    return scale * float((finite + (ess**p).sum()) ** (1.0 / p))
 
 
 def diagram_bottleneck(D1, D2):

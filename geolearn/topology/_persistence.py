@@ -6,7 +6,7 @@ from sklearn.metrics import pairwise_distances
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_array
 
-from .._utils import resolve_n_jobs
+from .._utils import check_squares_finite, resolve_n_jobs
 from ._rips import MAX_SIMPLICES, ComplexTooLarge, mst_edges, rips_persistence
 from ._validation import check_persistence_params
 
@@ -155,7 +155,7 @@ def _prepare(X, metric, maxdim, thresh, coeff, n_subsample, subsample, backend, 
     if metric == "precomputed":
         X = check_distance_matrix(X)
     else:
-        X = check_array(X, dtype=np.float64, input_name="X")
+        X = check_squares_finite(check_array(X, dtype=np.float64, input_name="X"))
     if len(X) < 2:
         raise ValueError(f"X has {len(X)} point(s); persistence needs at least 2.")
     X = _subsample(X, metric, n_subsample, subsample, random_state, n_jobs)

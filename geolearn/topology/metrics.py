@@ -17,6 +17,7 @@ from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_array
 
+from .._utils import check_squares_finite
 from ..datasets import CC_BOND, bond_lengths
 from ..exceptions import NumericalWarning
 from ._sampling import draw_samples
@@ -36,7 +37,8 @@ def _pair(X, Y, xname, yname, min_samples=1):
     if X.shape[1] != Y.shape[1]:
         raise ValueError(f"{xname} and {yname} must have the same number of features; got "
                          f"{X.shape[1]} and {Y.shape[1]}.")
-    return X, Y
+    # every metric here takes squared distances or covariances
+    return check_squares_finite(X, xname), check_squares_finite(Y, yname)
 
 
 def empirical_wasserstein2(X, Y):
@@ -189,9 +191,6 @@ def bond_length_error(X, bond=CC_BOND):
     >>> bond_length_error(X) < 1e-8, round(bond_length_error(1.1 * X), 3)
     (True, 0.152)
     """
-    X = check_array(X, dtype=np.float64, input_name="X")
-    if X.shape[1] != 24:
-        raise ValueError(f"X must hold 8 carbon positions per row, shape (n, 24); got {X.shape}.")
     return float(np.abs(bond_lengths(X) - bond).mean())
 
 
