@@ -11,6 +11,8 @@ from ._rips import MAX_SIMPLICES, ComplexTooLarge, mst_edges, rips_persistence
 from ._validation import check_persistence_params
 
 INSTALL_HINT = 'pip install "geolearn[tda]"'
+#: Distinct distances float32 holds exactly as ranks (integers up to 2^24).
+_MAX_RANKS = 2**24
 # Euclidean distances pair by pair (exact) up to n^2 d of this; BLAS (GEMM) beyond
 _EXACT_WORK = 4e7
 
@@ -95,48 +97,62 @@ def _edge_length(A, a, b):
 
 
 def _exact_values(dgm, finite_edges, essential_edges, D, D_given):
-    """The float64 lengths of the critical edges of one giotto-ph diagram.
+    """One giotto-ph diagram rebuilt from the float64 lengths of its critical edges.
 
     A Rips birth or death is the length of one edge (the diameter of the simplex that
     creates or kills the class), and giotto-ph names those edges: rows ``(b0, b1, d0, d1)``
-    for the finite pairs and ``(b0, b1)`` for the essential ones, in the order of the
-    diagram's finite and infinite rows (checked against the values it saw, ``D_given``).
+    for the finite pairs and ``(b0, b1)`` for the essential ones. The pairs are built from
+    the edges and checked, as a multiset, against the values giotto-ph saw (``D_given``).
     """
-    dgm = np.asarray(dgm, dtype=np.float32).reshape(-1, 2)
-    finite = np.isfinite(dgm[:, 1])
-    out = np.full(dgm.shape, np.inf)
-    seen = np.full(dgm.shape, np.inf, dtype=np.float32)
-    if finite.sum() == len(finite_edges) and (~finite).sum() == len(essential_edges):
-        for M, A in ((out, D), (seen, D_given)):
-            M[finite, 0] = _edge_length(A, finite_edges[:, 0], finite_edges[:, 1])
-            M[finite, 1] = _edge_length(A, finite_edges[:, 2], finite_edges[:, 3])
-            M[~finite, 0] = _edge_length(A, essential_edges[:, 0], essential_edges[:, 1])
-    if not np.array_equal(seen, dgm):
+    def pairs(A, dtype):
+        finite = np.column_stack([_edge_length(A, finite_edges[:, 0], finite_edges[:, 1]),
+                                  _edge_length(A, finite_edges[:, 2], finite_edges[:, 3])])
+        essential = np.column_stack([_edge_length(A, essential_edges[:, 0], essential_edges[:, 1]),
+                                     np.full(len(essential_edges), np.inf)])
+        return np.concatenate([finite, essential]).astype(dtype)
+
+    def rows(M):
+        return M[np.lexsort((M[:, 1], M[:, 0]))]
+
+    seen = pairs(D_given, np.float32)
+    given = np.asarray(dgm, dtype=np.float32).reshape(-1, 2)
+    if seen.shape != given.shape or not np.array_equal(rows(seen), rows(given)):
         raise RuntimeError("giotto-ph returned generators that do not match its diagram.")
-    return out
+    return pairs(D, np.float64)
 
 
 def _giotto_diagrams(ripser_parallel, D, maxdim, thresh, coeff, n_jobs):
     # giotto-ph filters in float32, where distinct distances can tie and so pair other
     # edges than the float64 filtration does. Rips persistence depends only on the order
-    # of the distances: give it their ranks (exact in float32 up to 2^24 distinct values),
-    # then read each class's exact value off the critical edges it reports.
+    # of the distances: on their ranks (exact in float32 up to 2^24 distinct values) its
+    # values are exact ranks, read back as the distances they stand for.
     iu = np.triu_indices(len(D), 1)
     values, ranks = np.unique(D[iu], return_inverse=True)
-    if len(values) <= 2**24:
-        D_given = np.zeros(D.shape, dtype=np.float32)
-        D_given[iu] = ranks
-        D_given += D_given.T
+    if len(values) <= _MAX_RANKS:
+        R = np.zeros(D.shape, dtype=np.float32)
+        R[iu] = ranks
+        R += R.T
         thresh = np.searchsorted(values, thresh, "right") - 1.0 if np.isfinite(thresh) else thresh
-    else:  # beyond, float32 ties among distinct distances follow giotto-ph's order
-        D_given = D.astype(np.float32)
-    res = ripser_parallel(D_given, maxdim=maxdim, thresh=thresh, coeff=coeff, metric="precomputed",
-                          n_threads=resolve_n_jobs(n_jobs), return_generators=True)
+        res = ripser_parallel(R, maxdim=maxdim, thresh=thresh, coeff=coeff, metric="precomputed",
+                              n_threads=resolve_n_jobs(n_jobs))
+        out = []
+        for dgm in res["dgms"][1:]:
+            dgm = np.asarray(dgm, dtype=np.float64).reshape(-1, 2)
+            dgm = dgm[dgm[:, 1] > dgm[:, 0]]
+            finite = np.isfinite(dgm)
+            dgm[finite] = values[dgm[finite].astype(np.int64)]
+            out.append(dgm)
+        return out
+    # beyond, float32 ties among distinct distances follow giotto-ph's order; the values
+    # come from the critical edges it reports, which match its diagram on one thread only
+    D32 = D.astype(np.float32)
+    res = ripser_parallel(D32, maxdim=maxdim, thresh=thresh, coeff=coeff, metric="precomputed",
+                          n_threads=1, return_generators=True)
     _, finite_edges, _, essential_edges = res["gens"]
     out = []
     for dgm, fin, ess in zip(res["dgms"][1:], finite_edges, essential_edges):
         dgm = _exact_values(dgm, np.asarray(fin).reshape(-1, 4), np.asarray(ess).reshape(-1, 2),
-                            D, D_given)
+                            D, D32)
         out.append(dgm[dgm[:, 1] > dgm[:, 0]])
     return out
 
@@ -168,7 +184,8 @@ def persistence_diagrams(X, maxdim=1, thresh=np.inf, coeff=2, metric="euclidean"
 
     A simplex enters at its diameter. H0 is exact (``(0, w)`` per minimum-spanning-tree
     edge of length ``w > 0``, and ``(0, inf)``); higher dimensions come from giotto-ph (run on the
-    ranks of the distances, its values the exact float64 lengths of the critical edges it
+    ranks of the distances, so its values read back as the exact float64 distances; past
+    2^24 distinct distances, about 5,800 points, on one thread from the critical edges it
     reports) or an exact reduction.
 
     Parameters

@@ -223,3 +223,26 @@ def test_giotto_values_are_the_exact_distances_when_float32_ties():
     for backend in ("exact", "giotto-ph"):
         h0, h1 = persistence_diagrams(D, metric="precomputed", maxdim=1, backend=backend)
         np.testing.assert_array_equal(h1, [[s, 1.5]])
+
+
+def test_giotto_threads_give_the_one_threads_diagrams():
+    """giotto-ph's generators need not follow its diagram's row order with several threads
+    (a torus at maxdim 2 raised "generators that do not match its diagram")."""
+    from geolearn.datasets import make_torus_points
+
+    X = make_torus_points(300, embedding="r3", random_state=0)
+    one = persistence_diagrams(X, maxdim=2, n_jobs=1, backend="giotto-ph")
+    two = persistence_diagrams(X, maxdim=2, n_jobs=2, backend="giotto-ph")
+    assert len(one[0]) == 300 and len(one[2]) >= 1
+    for a, b in zip(one, two):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_past_float32_ranks_giotto_values_come_from_its_critical_edges(monkeypatch):
+    """The path for more than 2^24 distinct distances (forced here): the same diagrams."""
+    X = np.random.RandomState(3).uniform(size=(40, 3))
+    ranked = persistence_diagrams(X, maxdim=2, backend="giotto-ph")
+    monkeypatch.setattr(_persistence, "_MAX_RANKS", 0)
+    edges = persistence_diagrams(X, maxdim=2, backend="giotto-ph", n_jobs=2)
+    for a, b in zip(ranked, edges):
+        np.testing.assert_array_equal(a, b)
