@@ -39,7 +39,7 @@ class GeometryReport:
         One per (model, measure, layer): ``model``, ``measure``, ``layer``
         (``"output"`` for the model's output), ``value`` (NaN when skipped),
         ``interval`` (``(low, high)`` or None) and ``reason`` (why the measure
-        was skipped; None when it was computed).
+        was skipped; None when it was computed, missing in :meth:`to_frame`).
 
     Attributes
     ----------
