@@ -130,14 +130,22 @@ class GeometryReport:
         >>> len(fig.axes)
         2
         """
-        from ..plotting._base import axes_row
+        from ..plotting import check_matplotlib
 
         done = [row for row in self.rows if row["reason"] is None]
         measures = list(dict.fromkeys(row["measure"] for row in done))
         if not measures:
             raise ValueError("no measure was computed: nothing to plot (see the reasons in "
                              "to_frame()).")
-        figure, axes = axes_row(axes, len(measures), "GeometryReport.plot", panel_size=(3.5, 3))
+        if axes is None:
+            plt = check_matplotlib("GeometryReport.plot")
+            _, axes = plt.subplots(1, len(measures), figsize=(3.5 * len(measures), 3),
+                                   squeeze=False)
+        axes = np.asarray(axes, dtype=object).ravel()
+        if len(axes) != len(measures):
+            raise ValueError(f"axes holds {len(axes)} Axes; {len(measures)} measures were "
+                             "computed.")
+        figure = axes[0].figure
         for ax, measure in zip(axes, measures):
             rows = [row for row in done if row["measure"] == measure]
             labels = [row["model"] if row["layer"] == "output"
