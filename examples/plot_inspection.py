@@ -14,6 +14,7 @@ initialisation with the trained one, and says which measures do not apply (no im
 ReLU net).
 """
 
+import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from scipy.spatial import cKDTree
@@ -65,3 +66,10 @@ print(report.to_frame("wide"))
 print(report.to_frame().dropna(subset=["reason"])[["model", "measure", "reason"]]
       .to_string(max_colwidth=60))
 report.plot()
+
+if __name__ == "__main__":  # run as a script: save the figures in the working folder
+    for i in plt.get_fignums():
+        name = f"plot_inspection_{i}.png"
+        plt.figure(i).savefig(name, dpi=100, bbox_inches="tight")
+        print(f"saved {name}")
+plt.show()

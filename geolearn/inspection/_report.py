@@ -8,6 +8,7 @@ import io
 import numpy as np
 from sklearn.utils import check_random_state
 
+from .._utils import check_scalar_param
 from ..models import GradientsUnavailableError
 from ._measures import MEASURES, MeasureUnavailableError, evaluate_measure, resolve_measures
 
@@ -269,8 +270,7 @@ def geometry_report(model, X, y=None, *, image_shape=None, layers=None, measures
     models = model if isinstance(model, dict) else {_name(model): model}
     if not models:
         raise ValueError("model is an empty dict: pass at least one model.")
-    if max_probes < 1:
-        raise ValueError(f"max_probes must be >= 1; got {max_probes!r}.")
+    check_scalar_param(max_probes, "max_probes", kind="integer", low=1)
     resolved = dict(MEASURES) if (isinstance(measures, str) and measures == "auto") \
         else resolve_measures(measures)
     X = np.asarray(X)
