@@ -22,5 +22,6 @@ __all__ = [
     "disentanglement",
     "meta_learning",
     "topology",
+    "inspection",
     "plotting",
 ]

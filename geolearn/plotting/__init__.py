@@ -17,6 +17,7 @@ from ._generative import (
     LatentGridDisplay,
     LatentTraversalDisplay,
 )
+from ._inspection import GeometryHistoryDisplay
 from ._invariance import InvarianceReportDisplay, SaliencyOrbitDisplay
 from ._manifold import DiffusionEmbeddingDisplay, NystromProjectionDisplay
 from ._meta_learning import ReconstructionDisplay, TrainingCurvesDisplay
@@ -38,6 +39,7 @@ __all__ = [
     "DiffusionEmbeddingDisplay",
     "FiedlerDisplay",
     "GeneratedSamplesDisplay",
+    "GeometryHistoryDisplay",
     "GeometrySliceDisplay",
     "InpaintingDisplay",
     "InvarianceReportDisplay",
