@@ -164,15 +164,7 @@ def test_non_finite_measure_is_an_error():
         _net(_dropout_mlp(), [GeometryTracker(broken, X)], max_epochs=1).fit(X, y)
 
 
-# DisentangledAttributeAutoencoder's entry passes hidden_layer_sizes, which it does not take:
-# it cannot be fitted at all (a fault of the shared table, not of the tracker)
-_FITTABLE = [pytest.param(est, kind, id=name, marks=pytest.mark.skip(
-                 reason="its entry in tests/torch_estimators.py does not fit"))
-             if name == "DisentangledAttributeAutoencoder" else pytest.param(est, kind, id=name)
-             for (est, kind), name in zip(TORCH_ESTIMATORS, IDS)]
-
-
-@pytest.mark.parametrize(("estimator", "kind"), _FITTABLE)
+@pytest.mark.parametrize(("estimator", "kind"), TORCH_ESTIMATORS, ids=IDS)
 def test_tracker_is_a_callback_of_every_gradient_trained_estimator(estimator, kind):
     """Every geolearn SkorchTrainingMixin estimator takes it through callbacks=: a column of
     history_ at every epoch, measured on the frozen module."""
