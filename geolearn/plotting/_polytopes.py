@@ -95,7 +95,8 @@ class PolytopePartitionDisplay:
         ax.set_ylabel("$x_2$")
         what = {"pattern": "one colour per region", "norm": "colour: norm of the local map",
                 "sign": "colour: sign of the output"}[self.color_by]
-        ax.set_title(f"{len(self.polygons)} linear regions ({what})")
+        # two short lines: side-by-side panels and a colour bar leave no room for one long one
+        ax.set_title(f"{len(self.polygons)} linear regions\n({what})")
         if colorbar if colorbar is not None else self.color_by == "norm":
             fig.colorbar(coll, ax=ax, label="$\\|W\\|$")
         self.ax_, self.figure_, self.collection_ = ax, fig, coll
