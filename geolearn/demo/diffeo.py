@@ -7,7 +7,7 @@ from ._plots import headless_pyplot
 TITLE = "Relative stability to diffeomorphisms: R_f = D_f / G_f (Petrini et al. 2021)"
 
 
-def run(outdir=None):
+def run(outdir=None, *, full=False):
     import torch
     from sklearn.linear_model import LogisticRegression
 
@@ -47,7 +47,8 @@ def run(outdir=None):
     print(f"  untrained MLP: R_f = {r_net.R:.2f} (paper: ~1 at initialisation)")
     print(f"  logistic regression: R_f = {r_clf.R:.2f} (D_f = {r_clf.D:.3f}, G_f = {r_clf.G:.4f}):"
           " a linear model on pixels is less stable to deformations than to noise")
-    if headless_pyplot(outdir) is not None:
+    plt = headless_pyplot(outdir)
+    if plt is not None:
         from pathlib import Path
 
         from geolearn.diffeo import deformation_grid
@@ -56,5 +57,6 @@ def run(outdir=None):
         disp = DeformationGridDisplay.from_results(
             deformation_grid(X[0], cutoffs=(1, 3, 5), random_state=0))
         path = Path(outdir) / "diffeo_grid.png"
-        disp.figure_.savefig(path, dpi=80)
+        disp.figure_.savefig(path, dpi=100)
+        plt.close(disp.figure_)
         print(f"  saved {path}")

@@ -99,7 +99,7 @@ def digits_setup(seed=0):
             "autoencoder": ae, "classifier": clf, "manifold": manifold}
 
 
-def run(outdir=None):
+def run(outdir=None, *, full=False):
     import warnings
 
     import numpy as np

@@ -5,7 +5,7 @@ import numpy as np
 TITLE = "Adapter layer: one interface to torch, skorch and scikit-learn models"
 
 
-def run(outdir=None):
+def run(outdir=None, *, full=False):
     from sklearn.neural_network import MLPClassifier
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler

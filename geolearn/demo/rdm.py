@@ -5,7 +5,7 @@ from ._plots import headless_pyplot
 TITLE = "RDMs: pixels cluster by digit, noise does not (correlation with the categorical RDM)"
 
 
-def run(outdir=None):
+def run(outdir=None, *, full=False):
     import numpy as np
     from sklearn.datasets import load_digits
 
