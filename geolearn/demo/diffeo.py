@@ -5,6 +5,7 @@ import warnings
 from ._plots import headless_pyplot
 
 TITLE = "Relative stability to diffeomorphisms: R_f = D_f / G_f (Petrini et al. 2021)"
+SECONDS = (1, 1)  # quick, --full: measured CPU seconds (one thread; the idle wall time)
 
 
 def run(outdir=None, *, full=False):

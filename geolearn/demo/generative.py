@@ -1,8 +1,9 @@
 """Demo section: GridVAE clusters two-digit composites on its latent grid."""
 
-from ._plots import headless_pyplot
+from ._plots import epoch_progress, headless_pyplot
 
 TITLE = "GridVAE: a latent grid whose cells are the two digits of an image"
+SECONDS = (5, 18)  # quick, --full: measured CPU seconds (one thread; the idle wall time)
 
 
 def run(outdir=None, *, full=False):
@@ -16,7 +17,7 @@ def run(outdir=None, *, full=False):
     Xtr, _, _, Xte, yte, cte = make_two_digit_composites(3000, 1000, random_state=0)
     print(f"  training a GridVAE on 3,000 images for {epochs} epochs ...")
     vae = GridVAE(n_latent=2, max_epochs=epochs, lr=lr, image_shape=(8, 16), random_state=0,
-                  device="cpu").fit(Xtr)
+                  device="cpu", callbacks=[epoch_progress()]).fit(Xtr)
     codes = vae.predict_codes(Xte)
     print(f"  6x6 grid, {len(np.unique(vae.predict(Xte)))} of 36 cells used on the test set; "
           f"cluster accuracy {cluster_accuracy(yte, vae.predict(Xte)):.2f} (the 36 digit pairs "

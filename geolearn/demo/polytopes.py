@@ -7,6 +7,7 @@ import numpy as np
 from ._plots import headless_pyplot
 
 TITLE = "ReLU polytopes: linear regions, facets, Chebyshev balls and paths (papers 1-2)"
+SECONDS = (2, 2)  # quick, --full: measured CPU seconds (one thread; the idle wall time)
 
 
 def run(outdir=None, *, full=False):

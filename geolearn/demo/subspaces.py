@@ -3,6 +3,7 @@
 import numpy as np
 
 TITLE = "Subspaces: Schubert variety of best fit (SVBF) and nearest-variety classification"
+SECONDS = (1, 1)  # quick, --full: measured CPU seconds (one thread; the idle wall time)
 
 
 def run(outdir=None, *, full=False):
