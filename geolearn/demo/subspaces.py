@@ -27,7 +27,8 @@ def run(outdir=None, *, full=False):
           + ", ".join(f"{s:.3f}" for s in scores) + f"  -> working dimension {k0} (the knee)")
     best = fits[k0 - 1]
     gap = np.linalg.norm(best.basis_ @ best.basis_.T - W @ W.T)
-    print(f"  k = {k0}: {best.n_iter_} MM iterations (majorise-minimise steps of the fit), ||K K^T - W W^T||_F = {gap:.1e} "
+    print(f"  k = {k0}: {best.n_iter_} MM iterations (majorise-minimise steps of the fit), "
+          f"||K K^T - W W^T||_F = {gap:.1e} "
           "(distance of the fitted subspace K to the planted W; 0 = recovered)")
 
     digits = load_digits()

@@ -36,7 +36,8 @@ def run(outdir=None, *, full=False):
     klein = make_klein_bottle_points(400, random_state=0)
     top = [np.ptp(persistence_diagrams(klein, maxdim=2, coeff=p, n_jobs=1)[2], axis=1).max()
            for p in (2, 3)]
-    print(f"  Klein bottle: largest H2 (void) persistence with coefficients in Z/2 {top[0]:.3f}, over Z/3 {top[1]:.3f} "
+    print(f"  Klein bottle: largest H2 (void) persistence with coefficients in Z/2 {top[0]:.3f}, "
+          f"in Z/3 {top[1]:.3f} "
           "(the void exists over Z/2 only)")
     X = make_circle_points(300, noise=0.05, random_state=0)
     scorer = make_diagram_distance_scorer(X)
