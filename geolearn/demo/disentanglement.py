@@ -37,24 +37,29 @@ def run(outdir=None, *, full=False):
               f"reconstruction MSE {np.mean((m.reconstruct(X) - X) ** 2):.4f}, MIG "
               f"{mig(factors[:, 1:], m.transform(X)):.3f} (mutual information gap, 0-1: how much "
               "each attribute has one code of its own)")
+    # name each block by the factor its code follows best: the blocks are unsupervised
+    model = models["DAE-OG"]
+    codes = model.transform(X)
+    bounds = np.cumsum((0, *model.attribute_dims))
+    titles, followed = [], []
+    for b in range(len(model.attribute_dims)):
+        block = codes[:, bounds[b]:bounds[b + 1]]
+        r = np.nan_to_num([[abs(np.corrcoef(c, f)[0, 1]) for c in block.T]
+                           for f in factors[:, 1:].T])
+        f, best = int(r.max(axis=1).argmax()), r.max()
+        followed.append(f"{names[f]} ({best:.2f})")
+        titles.append(f"block {b}: {names[f]}\n(|r| = {best:.2f})")
+    print(f"  DAE-OG's blocks 0-{len(titles) - 1} follow {', '.join(followed)} (the factor "
+          "best correlated with a coordinate of the block, |r|); disentangled blocks would "
+          "each follow a factor of their own")
     plt = headless_pyplot(outdir)
     if plt is not None:
         from geolearn.plotting import AttributeTraversalDisplay, BlockOrthogonalityDisplay
 
-        model = models["DAE-OG"]
-        codes = model.transform(X)
-        # name each block by the factor its code follows best: the blocks are unsupervised
-        bounds = np.cumsum((0, *model.attribute_dims))
-        titles = []
-        for b in range(len(model.attribute_dims)):
-            block = codes[:, bounds[b]:bounds[b + 1]]
-            r = np.abs([[np.corrcoef(c, f)[0, 1] for c in block.T] for f in factors[:, 1:].T])
-            f = int(np.nanargmax(np.nanmax(r, axis=1)))
-            titles.append(f"block {b}: follows {names[f]}\n(|r| = {np.nanmax(r[f]):.2f})")
         # a scene whose wall, object and floor colours all differ
         shown = np.flatnonzero((factors[:, 1] != factors[:, 2]) & (factors[:, 1] > 0)
                                & (factors[:, 2] > 0))[0]
-        fig = plt.figure(figsize=(12.5, 6.8), layout="constrained")
+        fig = plt.figure(figsize=(11, 6.5), layout="constrained")
         top, bottom = fig.subfigures(2, 1, height_ratios=(1, 0.9))
         # sweep the codes over the values they take on the data, where the decoder was trained
         values = np.round(np.quantile(codes, [0.02, 0.25, 0.5, 0.75, 0.98]), 1)
@@ -62,7 +67,7 @@ def run(outdir=None, *, full=False):
                                                  attribute_names=titles,
                                                  axes=top.subplots(1, 5))
         top.suptitle("DAE-OG: one image decoded as each coordinate (row) of a block's code "
-                     "takes the values below (columns)")
+                     "takes the values\nbelow (columns); title: the factor the block follows")
         axes = bottom.subplots(1, 2)
         for ax, (name, m) in zip(axes, models.items()):
             BlockOrthogonalityDisplay.from_estimator(
