@@ -7,7 +7,7 @@ import numpy as np
 from ._plots import epoch_progress, headless_pyplot
 
 TITLE = "Disentanglement: orthogonal latent blocks, one per attribute (DAE-OG against DAE-G)"
-SECONDS = (5, 12)  # quick, --full: measured CPU seconds (one thread; the idle wall time)
+SECONDS = (8, 17)  # quick, --full: measured CPU seconds (one thread; the idle wall time)
 
 
 def run(outdir=None, *, full=False):

@@ -3,7 +3,7 @@
 from ._plots import epoch_progress
 
 TITLE = "Learned invariance: weight-tying vs data augmentation vs invariance regularisation"
-SECONDS = (2, 6)  # quick, --full: measured CPU seconds (one thread; the idle wall time)
+SECONDS = (2, 3)  # quick, --full: measured CPU seconds (one thread; the idle wall time)
 
 
 def run(outdir=None, *, full=False):

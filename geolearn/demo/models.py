@@ -3,7 +3,7 @@
 import numpy as np
 
 TITLE = "Adapter layer: one interface to torch, skorch and scikit-learn models"
-SECONDS = (2, 2)  # quick, --full: measured CPU seconds (one thread; the idle wall time)
+SECONDS = (1, 1)  # quick, --full: measured CPU seconds (one thread; the idle wall time)
 
 
 def run(outdir=None, *, full=False):

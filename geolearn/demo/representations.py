@@ -8,7 +8,7 @@ reproduction tests, the benchmark and the gallery example.
 from ._plots import headless_pyplot
 
 TITLE = "Representations: a detector in one network's space screens another's adversarial inputs"
-SECONDS = (1, 3)  # quick, --full: measured CPU seconds (one thread; the idle wall time)
+SECONDS = (1, 2)  # quick, --full: measured CPU seconds (one thread; the idle wall time)
 
 
 def digits_cnn():

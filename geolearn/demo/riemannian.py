@@ -5,7 +5,7 @@ import numpy as np
 from ._plots import headless_pyplot
 
 TITLE = "Riemannian geometry: volume element of a trained net, conformal-kernel SVM"
-SECONDS = (5, 6)  # quick, --full: measured CPU seconds (one thread; the idle wall time)
+SECONDS = (7, 8)  # quick, --full: measured CPU seconds (one thread; the idle wall time)
 
 
 def _boundary_contrast(points, log_v):
