@@ -43,7 +43,7 @@ def test_only_runs_the_named_sections_in_quick_mode_on_one_thread(tmp_path, caps
     assert re.search(r"2 section\(s\), quick mode: about \d+ s on two idle cores", out)
     assert "--full takes about" in out
     # in the package's order, each header with its expected time, and nothing else run
-    assert re.findall(r"^\[(\d)/2\] (\w+):.*\(about \d+ s\)$", out, re.M) == [
+    assert re.findall(r"^\[(\d)/2\] (\w+):.*\(about \d+ s\)$", out, re.MULTILINE) == [
         ("1", "rdm"), ("2", "subspaces")]
     assert "MM iterations (majorise-minimise" in out
     assert not list(tmp_path.iterdir())  # --no-plots

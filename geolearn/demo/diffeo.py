@@ -28,7 +28,10 @@ def run(outdir=None, *, full=False):
     T_min, T_max = temperature_range(n, c)
     fields = sample_displacement_fields(n, T, c, size=2000, random_state=0)
     rms = float(fields.square().sum(1).mean().sqrt())
-    print(f"  16x16, c={c}, delta=1 px -> T={T:.5f} in [T_min, T_max] = [{T_min:.5f}, "
+    print("  random smooth deformations of 16x16 digits: cut-off c (the highest spatial "
+          "frequency of the displacement field) and temperature T (its size); T_min, T_max: "
+          "the range where displacements are visible yet typically still diffeomorphisms")
+    print(f"  c={c}, delta=1 px -> T={T:.5f} in [T_min, T_max] = [{T_min:.5f}, "
           f"{T_max:.5f}]; sampled RMS displacement {rms:.3f} px, "
           f"{(max_xi(fields) < 1).mean():.0%} diffeomorphisms")
 

@@ -120,9 +120,10 @@ def run(outdir=None, *, full=False):
         results = risk_curve(clf, X, y, manifold=SphereManifold(), epsilons=eps, nnr="sample",
                              random_state=0)
     print("  double-boundary circle, 500 test points; the paper's MLP (Adam, 100 epochs). Risks "
-          "are fractions of test points; R_in at 2 eps; Bayes R_adv = (4/pi) arcsin eps. R_std: "
-          "misclassified; R_nor / R_in: attackable along the normal / within the circle; NNR: "
-          "attackable only along the normal of a nearby point of the circle. See "
+          "are fractions of test points; RHS: the bound's right-hand side; R_in at 2 eps; "
+          "Bayes R_adv = (4/pi) arcsin eps. R_std: misclassified; R_nor / R_in: attackable "
+          "along the normal / within the circle; NNR: attackable only along the normal of a "
+          "nearby point of the circle. See "
           "docs/user_guide/manifold_risk.md.")
     for r in results:
         bayes = 4 / np.pi * np.arcsin(r.epsilon)

@@ -40,6 +40,8 @@ def run(outdir=None, *, full=False):
           f"in Z/3 {top[1]:.3f} "
           "(the void exists over Z/2 only)")
     X = make_circle_points(300, noise=0.05, random_state=0)
+    print("  a kernel density estimate (KDE) of a noisy circle, sampled: a narrow bandwidth "
+          "keeps the hole, a wide one fills it")
     scorer = make_diagram_distance_scorer(X)
     for bw in (0.03, 0.6):
         kde = KernelDensity(bandwidth=bw).fit(X)

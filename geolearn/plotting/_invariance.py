@@ -61,8 +61,7 @@ class SaliencyOrbitDisplay:
         :func:`geolearn.invariance.saliency_invariance`. ``name`` titles the figure
         (default: the estimator's class name).
         """
-        from ..invariance import saliency_invariance
-        from ..invariance import FiniteGroup
+        from ..invariance import FiniteGroup, saliency_invariance
 
         X = X[:n_samples]
         y = None if y is None else np.asarray(y)[:n_samples]
