@@ -80,10 +80,15 @@ class SaliencyOrbitDisplay:
                    name=name or type(estimator).__name__).plot(ax=ax)
 
     def plot(self, ax=None, *, cmap="hot"):
-        """Draw the grid; ``ax`` is an array of Axes of shape ``(n_samples, |G|)`` or None."""
+        """Draw the grid; ``ax`` is an array of Axes of shape ``(n_samples, |G|)`` or None.
+
+        On a new figure the name and SI go in its title; on given Axes (a block of a larger
+        figure) the name goes in the row labels and the figure's title is left alone.
+        """
         plt = check_matplotlib("SaliencyOrbitDisplay")
         n, order = self.maps.shape[:2]
-        if ax is None:
+        own_figure = ax is None
+        if own_figure:
             fig, ax = plt.subplots(n, order, figsize=(1.9 * order + 1.2, 1.9 * n + 1),
                                    squeeze=False, layout="constrained")
         ax = np.asarray(ax).reshape(n, order)
@@ -100,7 +105,8 @@ class SaliencyOrbitDisplay:
                 ax[i, k].set_yticks([])
                 if i == 0:
                     ax[i, k].set_title(labels[k], fontsize=9)
-            ax[i, 0].set_ylabel(f"image {i}")
+            row = f"{self.name}, image {i}" if self.name and not own_figure else f"image {i}"
+            ax[i, 0].set_ylabel(row)
         self.colorbar_ = self.figure_.colorbar(self.images_[0, 0], ax=ax, shrink=0.8,
                                                label="saliency")
         title = (f"{self.name + ': ' if self.name else ''}saliency of image x turned by g, "
@@ -108,7 +114,8 @@ class SaliencyOrbitDisplay:
         if self.si is not None:
             # SI of the images shown, not of a whole test set (it varies from image to image)
             title += f"\nSI of these {n} images = {self.si:.3f} (1 = invariant)"
-        self.figure_.suptitle(title, fontsize=10)
+        if own_figure:
+            self.figure_.suptitle(title, fontsize=10)
         self.axes_ = ax
         return self
 

@@ -30,9 +30,13 @@ def test_saliency_orbit_display_shows_realigned_maps():
     assert [ax.get_ylabel() for ax in disp.axes_[:, 0]] == ["image 0", "image 1", "image 2"]
     assert disp.figure_._suptitle.get_text().startswith("function: ")
     assert disp.colorbar_.mappable.get_clim() == (0, pytest.approx(disp.maps.max()))
-    assert {im.get_clim() for im in disp.images_.flat} == {disp.colorbar_.mappable.get_clim()}
+    # a block of a larger figure: the name goes in the row labels, the title is the caller's
     import matplotlib.pyplot as plt
 
+    fig, axes = plt.subplots(6, 4)
+    SaliencyOrbitDisplay(disp.maps, si=disp.si, name="DA").plot(ax=axes[:3])
+    assert axes[1, 0].get_ylabel() == "DA, image 1" and fig.get_suptitle() == ""
+    assert {im.get_clim() for im in disp.images_.flat} == {disp.colorbar_.mappable.get_clim()}
     plt.close("all")
 
 
