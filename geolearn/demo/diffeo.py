@@ -5,9 +5,10 @@ import warnings
 from ._plots import headless_pyplot
 
 TITLE = "Relative stability to diffeomorphisms: R_f = D_f / G_f (Petrini et al. 2021)"
+SECONDS = (1, 1)  # quick, --full: measured CPU seconds (one thread; the idle wall time)
 
 
-def run(outdir=None):
+def run(outdir=None, *, full=False):
     import torch
     from sklearn.linear_model import LogisticRegression
 
@@ -27,7 +28,10 @@ def run(outdir=None):
     T_min, T_max = temperature_range(n, c)
     fields = sample_displacement_fields(n, T, c, size=2000, random_state=0)
     rms = float(fields.square().sum(1).mean().sqrt())
-    print(f"  16x16, c={c}, delta=1 px -> T={T:.5f} in [T_min, T_max] = [{T_min:.5f}, "
+    print("  random smooth deformations of 16x16 digits: cut-off c (the highest spatial "
+          "frequency of the displacement field) and temperature T (its size); T_min, T_max: "
+          "the range where displacements are visible yet typically still diffeomorphisms")
+    print(f"  c={c}, delta=1 px -> T={T:.5f} in [T_min, T_max] = [{T_min:.5f}, "
           f"{T_max:.5f}]; sampled RMS displacement {rms:.3f} px, "
           f"{(max_xi(fields) < 1).mean():.0%} diffeomorphisms")
 
@@ -47,7 +51,8 @@ def run(outdir=None):
     print(f"  untrained MLP: R_f = {r_net.R:.2f} (paper: ~1 at initialisation)")
     print(f"  logistic regression: R_f = {r_clf.R:.2f} (D_f = {r_clf.D:.3f}, G_f = {r_clf.G:.4f}):"
           " a linear model on pixels is less stable to deformations than to noise")
-    if headless_pyplot(outdir) is not None:
+    plt = headless_pyplot(outdir)
+    if plt is not None:
         from pathlib import Path
 
         from geolearn.diffeo import deformation_grid
@@ -56,5 +61,6 @@ def run(outdir=None):
         disp = DeformationGridDisplay.from_results(
             deformation_grid(X[0], cutoffs=(1, 3, 5), random_state=0))
         path = Path(outdir) / "diffeo_grid.png"
-        disp.figure_.savefig(path, dpi=80)
+        disp.figure_.savefig(path, dpi=100)
+        plt.close(disp.figure_)
         print(f"  saved {path}")

@@ -4,6 +4,7 @@ from ._plots import headless_pyplot
 
 TITLE = ("Manifold risk decomposition: adversarial risk <= standard + normal + in-manifold (2 eps) "
          "+ NNR, on the circle")
+SECONDS = (3, 3)  # quick, --full: measured CPU seconds (one thread; the idle wall time)
 
 
 def circle_mlp():
@@ -99,7 +100,7 @@ def digits_setup(seed=0):
             "autoencoder": ae, "classifier": clf, "manifold": manifold}
 
 
-def run(outdir=None):
+def run(outdir=None, *, full=False):
     import warnings
 
     import numpy as np
@@ -109,6 +110,8 @@ def run(outdir=None):
     from geolearn.manifold import SphereManifold
 
     eps = (0.05, 0.1, 0.2)
+    print("  training the paper's MLP on the double-boundary circle and attacking it at "
+          f"eps = {', '.join(map(str, eps))} ...")
     # Adam reaches the paper's SGD accuracy in far fewer epochs: a few seconds
     clf, X, y = circle_classifier("double", n_samples=500, max_epochs=100,
                                   optimizer=torch.optim.Adam, lr=0.01)
@@ -117,7 +120,10 @@ def run(outdir=None):
         results = risk_curve(clf, X, y, manifold=SphereManifold(), epsilons=eps, nnr="sample",
                              random_state=0)
     print("  double-boundary circle, 500 test points; the paper's MLP (Adam, 100 epochs). Risks "
-          "are fractions of test points; R_in at 2 eps; Bayes R_adv = (4/pi) arcsin eps. See "
+          "are fractions of test points; RHS: the bound's right-hand side; R_in at 2 eps; "
+          "Bayes R_adv = (4/pi) arcsin eps. R_std: misclassified; R_nor / R_in: attackable "
+          "along the normal / within the circle; NNR: attackable only along the normal of a "
+          "nearby point of the circle. See "
           "docs/user_guide/manifold_risk.md.")
     for r in results:
         bayes = 4 / np.pi * np.arcsin(r.epsilon)

@@ -7,9 +7,10 @@ import numpy as np
 from ._plots import headless_pyplot
 
 TITLE = "ReLU polytopes: linear regions, facets, Chebyshev balls and paths (papers 1-2)"
+SECONDS = (2, 2)  # quick, --full: measured CPU seconds (one thread; the idle wall time)
 
 
-def run(outdir=None):
+def run(outdir=None, *, full=False):
     from sklearn.datasets import load_digits
     from sklearn.neural_network import MLPClassifier
 
@@ -39,8 +40,10 @@ def run(outdir=None):
     radius, _ = digits.chebyshev(X[:5])
     P = digits.polytope(x=X[0])
     print(f"  digits 64-32-32-10: {digits.n_regions_} regions for 900 images; Chebyshev radii "
-          f"{np.round(radius, 3).tolist()}; first region has {len(P.active_bits())} active bits "
-          f"of {digits.n_hidden_units_}")
+          f"(radius of the largest ball inside an image's region) {np.round(radius, 3).tolist()}; "
+          f"the first image's region is bounded by {len(P.active_bits())} of the "
+          f"{digits.n_hidden_units_} hidden units (its \"active bits\": units whose on/off "
+          "boundary is a face of the region)")
     red = LocalLinearClustering(mlp, n_clusters=10, random_state=0).fit(X[:900])
     print(f"  network reduction, 10 affine maps per class: test accuracy "
           f"{red.score(X[900:], y[900:]):.3f} vs the network's {mlp.score(X[900:], y[900:]):.3f}")
@@ -50,7 +53,7 @@ def run(outdir=None):
 
         from geolearn.plotting import PolytopePartitionDisplay
 
-        fig, axes = plt.subplots(1, 2, figsize=(10, 4.5))
+        fig, axes = plt.subplots(1, 2, figsize=(10, 5), layout="constrained")
         PolytopePartitionDisplay.from_results(enum, color_by="pattern", ax=axes[0])
         PolytopePartitionDisplay.from_results(enum, color_by="norm", ax=axes[1])
         fig.savefig(Path(outdir) / "polytopes_partition.png", dpi=100)

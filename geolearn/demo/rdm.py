@@ -3,9 +3,10 @@
 from ._plots import headless_pyplot
 
 TITLE = "RDMs: pixels cluster by digit, noise does not (correlation with the categorical RDM)"
+SECONDS = (1, 1)  # quick, --full: measured CPU seconds (one thread; the idle wall time)
 
 
-def run(outdir=None):
+def run(outdir=None, *, full=False):
     import numpy as np
     from sklearn.datasets import load_digits
 

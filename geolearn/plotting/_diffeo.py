@@ -77,7 +77,8 @@ class DeformationGridDisplay:
         plt = check_matplotlib("DeformationGridDisplay")
         n_c, n_T = self.valid.shape
         if axes is None:
-            fig, axes = plt.subplots(n_c, n_T, figsize=(1.6 * n_T, 1.6 * n_c), squeeze=False)
+            fig, axes = plt.subplots(n_c, n_T, figsize=(2.2 * n_T, 2.2 * n_c + 0.8),
+                                     squeeze=False, layout="constrained")
         else:
             axes = np.asarray(axes).reshape(n_c, n_T)
             fig = axes.flat[0].figure
@@ -91,10 +92,12 @@ class DeformationGridDisplay:
                     spine.set_edgecolor("tab:green" if self.valid[a, b] else "0.8")
                     spine.set_linewidth(3 if self.valid[a, b] else 1)
                 if a == n_c - 1:
-                    ax.set_xlabel(f"T={self.temperatures[b]:.1e}", fontsize=8)
+                    ax.set_xlabel(f"T = {self.temperatures[b]:.1e}")
                 if b == 0:
-                    ax.set_ylabel(f"c={self.cutoffs[a]}")
-        fig.suptitle("green: T_min <= T <= T_max", fontsize=9)
+                    ax.set_ylabel(f"cut-off c = {self.cutoffs[a]}")
+        fig.suptitle("An image deformed at temperature T (columns, the displacement's size) and "
+                     "cut-off c (rows, its highest\nspatial frequency); green frame: "
+                     "T_min <= T <= T_max, visible yet typically still a diffeomorphism")
         self.axes_, self.figure_ = axes, fig
         return self
 

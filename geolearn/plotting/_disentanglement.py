@@ -17,6 +17,8 @@ class AttributeTraversalDisplay:
     traversals : list of ndarray of shape (n_coordinates, n_values, C, H, W)
         One per attribute, in [0, 1].
     values : ndarray of shape (n_values,)
+    attribute_names : list of str, default=None
+        Panel titles (default: ``attribute 0``, ``attribute 1``, ...).
 
     Attributes
     ----------
@@ -39,12 +41,14 @@ class AttributeTraversalDisplay:
     [(1, 3, 3, 8, 8), (2, 3, 3, 8, 8)]
     """
 
-    def __init__(self, traversals, values):
+    def __init__(self, traversals, values, attribute_names=None):
         self.traversals = traversals
         self.values = values
+        self.attribute_names = attribute_names
 
     @classmethod
-    def from_estimator(cls, estimator, x, values=None, attributes=None, axes=None):
+    def from_estimator(cls, estimator, x, values=None, attributes=None, attribute_names=None,
+                       axes=None):
         """Traverse the attributes of a fitted ``DisentangledAttributeAutoencoder``.
 
         Parameters
@@ -55,6 +59,8 @@ class AttributeTraversalDisplay:
             Defaults to 7 points from -2 to 2 around zero (the prior's scale).
         attributes : sequence of int, default=None
             Which attributes (all by default).
+        attribute_names : list of str, default=None
+            One title per traversed attribute.
         axes : array of matplotlib Axes, default=None
 
         Returns
@@ -68,7 +74,7 @@ class AttributeTraversalDisplay:
         shape = estimator.image_shape_
         traversals = [estimator.traverse(x, a, values).reshape(-1, len(values), *shape)
                       for a in attributes]
-        return cls(traversals, values).plot(axes=axes)
+        return cls(traversals, values, attribute_names).plot(axes=axes)
 
     def plot(self, axes=None):
         """Draw one mosaic per attribute.
@@ -83,6 +89,7 @@ class AttributeTraversalDisplay:
         """
         self.figure_, self.axes_ = axes_row(axes, len(self.traversals),
                                             "AttributeTraversalDisplay", (3.2, 3))
+        names = self.attribute_names or [f"attribute {i}" for i in range(len(self.traversals))]
         for i, (ax, images) in enumerate(zip(self.axes_, self.traversals)):
             rows, cols, _, H, W = images.shape
             ax.imshow(np.clip(colour_mosaic(images), 0, 1))
@@ -90,7 +97,7 @@ class AttributeTraversalDisplay:
                           [f"{v:.2g}" for v in self.values])
             ax.set_yticks([r * (H + 1) + H / 2 - 0.5 for r in range(rows)],
                           [f"a{i}[{r}]" for r in range(rows)])
-            ax.set(title=f"attribute {i}", xlabel="code value")
+            ax.set(title=names[i], xlabel="code value")
         return self
 
 

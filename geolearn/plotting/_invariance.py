@@ -19,13 +19,17 @@ class SaliencyOrbitDisplay:
     si : float, optional
         The saliency invariance similarity, shown in the title.
     labels : list of str, optional
-        Column titles (default: ``g0, g1, ...``).
+        Column titles: the group elements (default: ``g0, g1, ...``).
+    name : str, optional
+        The model's name, shown in the title.
 
     Attributes
     ----------
     axes_ : ndarray of matplotlib Axes, shape (n_samples, len(group))
     figure_ : matplotlib Figure
     images_ : ndarray of AxesImage
+    colorbar_ : matplotlib Colorbar
+        One scale shared by all the maps.
 
     Examples
     --------
@@ -36,55 +40,82 @@ class SaliencyOrbitDisplay:
     >>> disp = SaliencyOrbitDisplay.from_estimator(net, X, group="rot4", steps=4)
     >>> disp.axes_.shape
     (2, 4)
+    >>> [ax.get_title() for ax in disp.axes_[0, :2]]
+    ['g = rot90(k=0)', 'g = rot90(k=1)']
     """
 
-    def __init__(self, maps, *, si=None, labels=None):
+    def __init__(self, maps, *, si=None, labels=None, name=None):
         self.maps = maps
         self.si = si
         self.labels = labels
+        self.name = name
 
     @classmethod
-    def from_estimator(cls, estimator, X, y=None, *, group=None, n_samples=4, ax=None, **kwargs):
+    def from_estimator(cls, estimator, X, y=None, *, group=None, n_samples=4, name=None,
+                       ax=None, **kwargs):
         """Compute the realigned maps of the first ``n_samples`` of ``X`` and plot them.
 
         ``group=None`` uses the estimator's fitted ``group_``; ``kwargs`` (``steps``,
         ``baseline``, ...) go to the estimator's ``saliency_invariance`` method (an
         :class:`InvariantClassifier`), else to
-        :func:`geolearn.invariance.saliency_invariance`.
+        :func:`geolearn.invariance.saliency_invariance`. ``name`` titles the figure
+        (default: the estimator's class name).
         """
-        from ..invariance import saliency_invariance
+        from ..invariance import FiniteGroup, saliency_invariance
 
         X = X[:n_samples]
         y = None if y is None else np.asarray(y)[:n_samples]
         if group is None and hasattr(estimator, "saliency_invariance"):
             si, details = estimator.saliency_invariance(X, y, return_details=True, **kwargs)
+            group = estimator.group_
         else:
             group = estimator.group_ if group is None else group
             si, details = saliency_invariance(estimator, X, group, y, return_details=True,
                                               **kwargs)
-        return cls(details.maps, si=si).plot(ax=ax)
+        if isinstance(group, str):  # "rot4" or "xtrans3", as the estimators accept
+            group = (FiniteGroup.rot4() if group == "rot4"
+                     else FiniteGroup.xtrans3(details.maps.shape[-1]))
+        labels = [f"g = {g!r}" for g in group]
+        return cls(details.maps, si=si, labels=labels,
+                   name=name or type(estimator).__name__).plot(ax=ax)
 
     def plot(self, ax=None, *, cmap="hot"):
-        """Draw the grid; ``ax`` is an array of Axes of shape ``(n_samples, |G|)`` or None."""
+        """Draw the grid; ``ax`` is an array of Axes of shape ``(n_samples, |G|)`` or None.
+
+        On a new figure the name and SI go in its title; on given Axes (a block of a larger
+        figure) the name goes in the row labels and the figure's title is left alone.
+        """
         plt = check_matplotlib("SaliencyOrbitDisplay")
         n, order = self.maps.shape[:2]
-        if ax is None:
-            fig, ax = plt.subplots(n, order, figsize=(1.6 * order, 1.6 * n), squeeze=False)
+        own_figure = ax is None
+        if own_figure:
+            fig, ax = plt.subplots(n, order, figsize=(1.9 * order + 1.2, 1.9 * n + 1),
+                                   squeeze=False, layout="constrained")
         ax = np.asarray(ax).reshape(n, order)
         self.figure_ = ax.flat[0].figure
         self.images_ = np.empty((n, order), dtype=object)
         labels = self.labels or [f"g{k}" for k in range(order)]
+        # one colour scale for every map: differences between cells are differences in saliency
+        vmax = float(np.max(self.maps)) or 1.0
         for i in range(n):
             for k in range(order):
-                self.images_[i, k] = ax[i, k].imshow(self.maps[i, k], cmap=cmap)
+                self.images_[i, k] = ax[i, k].imshow(self.maps[i, k], cmap=cmap, vmin=0,
+                                                     vmax=vmax)
                 ax[i, k].set_xticks([])
                 ax[i, k].set_yticks([])
                 if i == 0:
                     ax[i, k].set_title(labels[k], fontsize=9)
+            row = f"{self.name}, image {i}" if self.name and not own_figure else f"image {i}"
+            ax[i, 0].set_ylabel(row)
+        self.colorbar_ = self.figure_.colorbar(self.images_[0, 0], ax=ax, shrink=0.8,
+                                               label="saliency")
+        title = (f"{self.name + ': ' if self.name else ''}saliency of image x turned by g, "
+                 "turned back (g^-1 m(g x)); identical rows = invariant saliency")
         if self.si is not None:
             # SI of the images shown, not of a whole test set (it varies from image to image)
-            self.figure_.suptitle(f"saliency over the orbit, realigned (SI of these {n} "
-                                  f"images = {self.si:.3f})")
+            title += f"\nSI of these {n} images = {self.si:.3f} (1 = invariant)"
+        if own_figure:
+            self.figure_.suptitle(title, fontsize=10)
         self.axes_ = ax
         return self
 

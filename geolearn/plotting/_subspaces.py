@@ -13,7 +13,7 @@ class SVBFConvergenceDisplay:
     objective_curve : array-like of shape (t,)
         ``F`` at each iterate (``SVBF.objective_curve_``).
     init_objectives : array-like of shape (n_init,), default=None
-        Final objective of every restart, drawn as horizontal ticks.
+        Final objective of every restart, drawn as points after the curve's end.
 
     Attributes
     ----------
@@ -46,16 +46,22 @@ class SVBFConvergenceDisplay:
         (self.line_,) = self.ax_.plot(np.arange(len(self.objective_curve)),
                                       self.objective_curve, marker=".", label="kept run")
         if self.init_objectives is not None:
-            for value in np.asarray(self.init_objectives, dtype=float):
-                self.ax_.axhline(value, color="0.7", lw=0.8, zorder=0)
+            # restarts often end at the kept run's value, where a line would hide behind the
+            # curve: mark them past its end and list them in the legend
+            finals = np.asarray(self.init_objectives, dtype=float)
+            self.ax_.scatter(np.full(len(finals), len(self.objective_curve)), finals,
+                             marker="D", color="C3", zorder=3,
+                             label=f"final F of the {len(finals)} restarts: "
+                                   + ", ".join(f"{v:.3f}" for v in finals))
         self.ax_.set_xlabel("iteration")
         self.ax_.set_ylabel("objective F (1 = every set meets W)")
-        self.ax_.set_title("SVBF convergence (grey: final F of each restart)")
+        self.ax_.set_title("SVBF convergence")
+        self.ax_.legend(loc="lower right", fontsize="small")
         return self
 
 
 class PrincipalAnglesDisplay:
-    """Principal angles between sets and a fitted variety, one curve per set.
+    """Principal angles between sets and a fitted variety: one point per set and angle.
 
     Parameters
     ----------
@@ -68,6 +74,7 @@ class PrincipalAnglesDisplay:
     Attributes
     ----------
     lines_ : list of matplotlib Line2D
+        One marker-only artist per label.
     ax_ : matplotlib Axes
     figure_ : matplotlib Figure
 
@@ -100,7 +107,7 @@ class PrincipalAnglesDisplay:
         return cls(angles, labels).plot(ax=ax)
 
     def plot(self, ax=None):
-        """Draw the angles in degrees against their index; returns self."""
+        """Draw each angle in degrees at its index, one point per set; returns self."""
         self.figure_, self.ax_ = axes_or_new(ax)
         degrees = np.degrees(self.angles)
         index = np.arange(1, degrees.shape[1] + 1)
@@ -108,14 +115,17 @@ class PrincipalAnglesDisplay:
                   else np.asarray(self.labels))
         classes = np.unique(labels)
         colours = {c: f"C{i % 10}" for i, c in enumerate(classes)}
+        # angle j of every set as a strip of points at x = j, jittered so that they do not
+        # overlap: the angles of one set are not a series, so no line joins them
+        jitter = np.random.default_rng(0).uniform(-0.15, 0.15, size=degrees.shape)
         self.lines_ = []
-        for row, label in zip(degrees, labels):
-            (line,) = self.ax_.plot(index, row, color=colours[label], alpha=0.4, marker="o",
-                                    ms=3)
+        for c in classes:
+            rows = labels == c
+            (line,) = self.ax_.plot((index + jitter[rows]).ravel(), degrees[rows].ravel(),
+                                    ls="none", marker="o", ms=3, alpha=0.5, color=colours[c],
+                                    label=str(c))
             self.lines_.append(line)
         if self.labels is not None:
-            for c in classes:
-                self.ax_.plot([], [], color=colours[c], label=str(c))
             self.ax_.legend(title="label")
         self.ax_.set_xticks(index)
         self.ax_.set_xlabel("principal angle index j")

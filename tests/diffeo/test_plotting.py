@@ -24,6 +24,11 @@ def test_deformation_grid_marks_the_useful_region():
     # no deformation at the smallest temperature is larger than a fraction of a pixel
     assert np.abs(disp.images[:, 0] - X[0, 0]).max() < 0.2
     assert disp.axes_.shape == (2, 3)
+    # rows and columns say what varies, the title what the grid shows, at a readable size
+    assert [ax.get_ylabel() for ax in disp.axes_[:, 0]] == ["cut-off c = 2", "cut-off c = 3"]
+    assert disp.axes_[-1, 0].get_xlabel() == "T = 1.0e-04"
+    assert "temperature T (columns" in disp.figure_.get_suptitle()
+    assert disp.figure_.get_figwidth() >= 2 * 3
     plt.close(disp.figure_)
 
 

@@ -182,6 +182,9 @@ def test_block_cosines_and_displays_show_the_model(fitted, images):
     np.testing.assert_allclose(trav.traversals[1].reshape(3, 2, -1),
                                fitted.traverse(images[0], 1, [-1, 1]))
     assert [ax.get_title() for ax in trav.axes_] == ["attribute 0", "attribute 1"]
+    named = AttributeTraversalDisplay.from_estimator(fitted, images[0], values=[-1, 1],
+                                                     attribute_names=["hue", "scale"])
+    assert [ax.get_title() for ax in named.axes_] == ["hue", "scale"]
     plt.close("all")
 
 

@@ -24,8 +24,19 @@ def test_saliency_orbit_display_shows_realigned_maps():
         for k in range(4):
             np.testing.assert_allclose(disp.images_[i, k].get_array(), disp.maps[i, 0],
                                        atol=1e-5)
+    # the grid says what it shows: group elements over the columns, images down the rows,
+    # the model's name, and one colour scale shared by every map
+    assert [ax.get_title() for ax in disp.axes_[0]] == [f"g = rot90(k={k})" for k in range(4)]
+    assert [ax.get_ylabel() for ax in disp.axes_[:, 0]] == ["image 0", "image 1", "image 2"]
+    assert disp.figure_._suptitle.get_text().startswith("function: ")
+    assert disp.colorbar_.mappable.get_clim() == (0, pytest.approx(disp.maps.max()))
+    # a block of a larger figure: the name goes in the row labels, the title is the caller's
     import matplotlib.pyplot as plt
 
+    fig, axes = plt.subplots(6, 4)
+    SaliencyOrbitDisplay(disp.maps, si=disp.si, name="DA").plot(ax=axes[:3])
+    assert axes[1, 0].get_ylabel() == "DA, image 1" and fig.get_suptitle() == ""
+    assert {im.get_clim() for im in disp.images_.flat} == {disp.colorbar_.mappable.get_clim()}
     plt.close("all")
 
 
