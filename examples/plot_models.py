@@ -9,7 +9,6 @@ Jacobian of one output as an image: which pixels move the "3" logit most.
 import warnings
 
 import matplotlib.pyplot as plt
-import numpy as np
 from sklearn.neural_network import MLPClassifier
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler

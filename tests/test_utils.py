@@ -3,7 +3,6 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
-from hypothesis.extra.numpy import arrays
 
 from geolearn._utils import check_image_shape, check_images, iter_batches, resolve_device, torch_seed
 
