@@ -32,9 +32,11 @@ from geolearn.polytopes import ReLUPolytopes
 from geolearn.riemannian import RiemannianFeatureGeometry
 from geolearn.subspaces import SubspaceEmbedding, SVBFClassifier, make_subspace_sets
 
-distributed = pytest.importorskip("distributed")
-da = pytest.importorskip("dask.array")
-dask = pytest.importorskip("dask")
+_SCALE = "the scale-out peers are in the 'scale' extra: pip install -e \".[scale]\""
+distributed = pytest.importorskip("distributed", reason=_SCALE)
+da = pytest.importorskip("dask.array", reason=_SCALE)
+dask = pytest.importorskip("dask", reason=_SCALE)
+pytest.importorskip("dask_ml", reason=_SCALE)
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::sklearn.exceptions.ConvergenceWarning",
@@ -164,7 +166,7 @@ def test_ray_grid_search(client, monkeypatch):
 
     Slow: Ray starts its own processes, which import torch and geolearn.
     """
-    pytest.importorskip("ray")
+    pytest.importorskip("ray", reason=_SCALE)
     # ray.shutdown() leaves its own builtins.print behind (Ray 2.60), which makes skorch's
     # silent logs print in every later test of this worker: monkeypatch restores the original
     monkeypatch.setattr(builtins, "print", builtins.print)

@@ -23,6 +23,7 @@ from .validation import (
     check_tensor,
     preserved_dtype,
 )
+from .warn import warn_user
 
 __all__ = [
     "check_choice",
@@ -53,4 +54,5 @@ __all__ = [
     "to_tensor",
     "torch_seed",
     "torch_threads",
+    "warn_user",
 ]

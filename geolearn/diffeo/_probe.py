@@ -9,14 +9,13 @@ any other estimator through the response that
 :func:`geolearn.models._internal.respond`. Hidden layers always come from the adapter.
 """
 
-import warnings
 from contextlib import contextmanager
 
 import numpy as np
 import torch
 from torch import nn
 
-from .._utils import resolve_device, to_numpy, torch_threads
+from .._utils import resolve_device, to_numpy, torch_threads, warn_user
 from ..models import as_model
 from ..models import resolve_response as resolve_model_response
 from ..models._internal import RESPONSES as MODEL_RESPONSES
@@ -118,8 +117,8 @@ class Probe:
         if bn_mode == "auto":
             self._norms = [m for m in self._norms if _untrained(m)]
         elif bn_mode == "batch" and not self._norms:
-            warnings.warn("bn_mode='batch' has no effect: the model has no BatchNorm layer.",
-                          StabilityWarning, stacklevel=3)
+            warn_user("bn_mode='batch' has no effect: the model has no BatchNorm layer.",
+                      StabilityWarning)
         self.bn_mode_ = "batch" if self._norms else "eval"
         unknown = [name for name in self.layers if name not in self.model.layer_names]
         if unknown:

@@ -1,7 +1,6 @@
 """Relative stability to diffeomorphisms ``R_f = D_f / G_f`` (Petrini et al., Eqs. 4-6)."""
 
 import numbers
-import warnings
 from functools import partial
 
 import numpy as np
@@ -22,6 +21,7 @@ from .._utils import (
     iter_batches,
     row_seeds,
     to_tensor,
+    warn_user,
 )
 from ..models import fit_or_use
 from ..models._internal import fit_router, is_prefit, route_fit_params, tabular_input
@@ -45,6 +45,11 @@ AVERAGES = ("mean", "median", "median_per_unit")
 NOISE_NORMS = ("per_sample", "average")
 _TINY = 1e-300
 _RECOMMENDED_PROBES = 100
+# more fields than this that are not diffeomorphisms, and R_f measures something else
+_MAX_FRAC_NON_DIFFEO = 0.5
+_UPSAMPLE = ("upsample the images (e.g. load_digits_images(upsample=2), or "
+             "scipy.ndimage.zoom in a FunctionTransformer before the model), or lower delta (or T) "
+             "or c")
 
 
 # --------------------------------------------------------------------------- log averages
@@ -146,16 +151,21 @@ def _average(sq, average):
     return float(np.median(sq, axis=0).sum())
 
 
-def _ratios(num, den, pairs, what):
+def _warn(kind, message):
+    """Show a StabilityWarning at the user's line (``kind`` names it for the scorer's sink)."""
+    warn_user(message, StabilityWarning)
+
+
+def _ratios(num, den, pairs, what, warn=_warn):
     """``D, G, R`` from averaged quantities; ``nan`` with a warning for a vanishing denominator."""
     def ratio(a, b, name):
         if b < _TINY:
-            warnings.warn(f"{what}: the denominator of {name} is {b:.3g} (f is constant on the "
-                          "probes or under noise); returning nan.", StabilityWarning, stacklevel=6)
+            warn("denominator", f"{what}: the denominator of {name} is {b:.3g} (f is constant "
+                 "on the probes or under noise); returning nan.")
             return np.nan
         if a < _TINY:
-            warnings.warn(f"{what}: f did not change under deformation for the typical probe, "
-                          f"so {name} = 0.", StabilityWarning, stacklevel=6)
+            warn("unchanged", f"{what}: f did not change under deformation for the typical "
+                 f"probe, so {name} = 0.")
         return a / b
 
     return ratio(num, pairs, "D"), ratio(den, pairs, "G"), ratio(num, den, "R")
@@ -306,8 +316,11 @@ def _flat(a):
     return a.reshape(-1, *a.shape[2:])
 
 
-def _reduce(stats, *, average, max_pairs):
-    """The reduce step: R, D and G of every probed layer, repeat by repeat, from ``stats``."""
+def _reduce(stats, *, average, max_pairs, warn=_warn):
+    """The reduce step: R, D and G of every probed layer, repeat by repeat, from ``stats``.
+
+    ``warn(kind, message)`` receives the warnings (shown at the user's line by default).
+    """
     per_unit = average == "median_per_unit"
     pair_rng = np.random.default_rng([stats.entropy, 2])
     pairs = {name: _average(_pair_sq_distances(F, max_pairs, pair_rng),
@@ -318,13 +331,14 @@ def _reduce(stats, *, average, max_pairs):
         for name in stats.outputs:
             D, G, R = _ratios(_average(_flat(stats.num[name][r]), average),
                               _average(_flat(stats.den[name][r]), average), pairs[name],
-                              f"layer {name!r}" if name != "output" else "output")
+                              f"layer {name!r}" if name != "output" else "output", warn)
             for lst, value in zip(per_repeat[name], (R, D, G)):
                 lst.append(value)
     frac_non_diffeo = float(stats.non_diffeo.mean())
-    if frac_non_diffeo > 0.5:
-        warnings.warn(f"{frac_non_diffeo:.0%} of the sampled fields are not diffeomorphisms "
-                      "(max Xi >= 1): lower T or c.", StabilityWarning, stacklevel=4)
+    if frac_non_diffeo > _MAX_FRAC_NON_DIFFEO:
+        warn("non_diffeo", f"{frac_non_diffeo:.0%} of the sampled fields are not "
+             f"diffeomorphisms (max Xi >= 1), so R_f does not measure stability to "
+             f"diffeomorphisms: {_UPSAMPLE}.")
     out = _summary(*per_repeat["output"])
     num, den = _flat(stats.num["output"][-1]), _flat(stats.den["output"][-1])
     if per_unit:
@@ -337,11 +351,10 @@ def _reduce(stats, *, average, max_pairs):
     return out
 
 
-def _warn_few_probes(n, stacklevel):
+def _warn_few_probes(n, warn=_warn):
     if n < _RECOMMENDED_PROBES:
-        warnings.warn(f"only {n} probe images: the averages are noisy "
-                      f"(>= {_RECOMMENDED_PROBES}, ideally 500, are recommended).",
-                      StabilityWarning, stacklevel=stacklevel)
+        warn("few_probes", f"only {n} probe images: the averages are noisy "
+             f"(>= {_RECOMMENDED_PROBES}, ideally 500, are recommended).")
 
 
 # --------------------------------------------------------------------------- estimator
@@ -591,11 +604,11 @@ class DiffeoStability(MetaEstimatorMixin, BaseEstimator):
         self.T_range_ = _default_range(n, c)
         T_min, T_max = self.T_range_
         if not T_min <= self.T_ <= T_max:
-            warnings.warn(
-                f"T={self.T_:.3g} lies outside the range [{T_min:.3g}, {T_max:.3g}] of "
-                f"significant yet diffeomorphic deformations of {n}x{n} images at c={c}"
-                + (" (upsample the images)" if T_min > T_max or self.T_ > T_max else "") + ".",
-                StabilityWarning, stacklevel=2)
+            self._warn("temperature",
+                       f"T={self.T_:.3g} lies outside the range [{T_min:.3g}, {T_max:.3g}] of "
+                       f"significant yet diffeomorphic deformations of {n}x{n} images at c={c}"
+                       + (f": {_UPSAMPLE}" if T_min > T_max or self.T_ > T_max
+                          else ": raise delta (or T)") + ".")
         if hasattr(self.estimator_, "classes_"):
             self.classes_ = self.estimator_.classes_
         return self
@@ -608,6 +621,10 @@ class DiffeoStability(MetaEstimatorMixin, BaseEstimator):
         routing : sklearn.utils.metadata_routing.MetadataRouter
         """
         return fit_router(self, estimator=self.estimator)
+
+    def _warn(self, kind, message):
+        """Show a StabilityWarning at the user's line; the scorer's subclass collects them."""
+        _warn(kind, message)
 
     def _images(self, X, image_shape, min_samples):
         images = check_images(X, image_shape, dtype=np.float64, estimator=self,
@@ -634,7 +651,7 @@ class DiffeoStability(MetaEstimatorMixin, BaseEstimator):
             (``name -> Bunch(R, D, G, ...)``) when layers are probed.
         """
         X_arr, images = self._probe_images(X, min_samples=2)
-        _warn_few_probes(len(images), stacklevel=3)
+        _warn_few_probes(len(images), self._warn)
         return self._result(self._partial_stats(X_arr, images, row_offset=0))
 
     def partial_stats(self, X, row_offset=0):
@@ -743,7 +760,7 @@ class DiffeoStability(MetaEstimatorMixin, BaseEstimator):
                              f"{merged.row_offset + merged.n_samples - 1}: they must start at "
                              "row 0 (the block with row_offset=0 is missing?) and hold at "
                              "least 2 probes.")
-        _warn_few_probes(merged.n_samples, stacklevel=3)
+        _warn_few_probes(merged.n_samples, self._warn)
         return self._result(merged)
 
     def _probe_images(self, X, min_samples):
@@ -772,7 +789,7 @@ class DiffeoStability(MetaEstimatorMixin, BaseEstimator):
         return StabilityStats(row_offset, *parts, settings=self._settings(), entropy=entropy)
 
     def _result(self, stats):
-        result = _reduce(stats, average=self.average, max_pairs=self.max_pairs)
+        result = _reduce(stats, average=self.average, max_pairs=self.max_pairs, warn=self._warn)
         result.update(T=self.T_, c=self.c, delta_target=self.delta_, interp=self.interp,
                       average=self.average, response=self.response_, bn_mode=self.bn_mode_)
         return result
@@ -853,18 +870,61 @@ def relative_stability(model, X, **params):
     >>> bool(0.3 < res.R < 3)
     True
     """
-    if model is not None and not is_prefit(model):
-        raise NotFittedError(f"relative_stability measures a fitted model; this "
-                             f"{type(model).__name__} is not fitted. Fit it first, or use "
-                             "DiffeoStability(model).fit(X, y).stability(X_probe).")
+    _check_prefit(model, "relative_stability")
     return DiffeoStability(model, **params).fit(X).stability(X)
 
 
-def _stability_score(estimator, X, y=None, *, quantity, **params):
-    """``-log10`` of the estimator's ``quantity`` on ``X``: :func:`make_stability_scorer`."""
-    value = relative_stability(estimator, X, **params)[quantity]
-    with np.errstate(divide="ignore"):
-        return float(-np.log10(value))
+def _check_prefit(model, what):
+    if model is not None and not is_prefit(model):
+        raise NotFittedError(f"{what} measures a fitted model; this "
+                             f"{type(model).__name__} is not fitted. Fit it first, or use "
+                             "DiffeoStability(model).fit(X, y).stability(X_probe).")
+
+
+class _CollectedStability(DiffeoStability):
+    """A :class:`DiffeoStability` that collects its warnings in ``notes`` for the scorer."""
+
+    def _warn(self, kind, message):
+        self.notes.setdefault(kind, message)
+
+
+class _StabilityScorer:
+    """The scorer of :func:`make_stability_scorer`.
+
+    Its warnings are the same for every fold and candidate of a search, so each kind
+    is shown once per scorer, at the user's line (``search.fit``); a search runs them
+    through sklearn's workers, which reset Python's once-per-line registry.
+    """
+
+    def __init__(self, quantity, params):
+        self.quantity = quantity
+        self.params = params
+        self._shown = set()
+
+    def __call__(self, estimator, X, y=None):
+        _check_prefit(estimator, "make_stability_scorer's scorer")
+        est = _CollectedStability(estimator, **self.params)
+        est.notes = {}
+        result = est.fit(X).stability(X)
+        with np.errstate(divide="ignore"):
+            score = float(-np.log10(result[self.quantity]))
+        if result.frac_non_diffeo > _MAX_FRAC_NON_DIFFEO:
+            # such fields fold the image over itself: the ratio ranks models by noise
+            est.notes["non_diffeo"] = (
+                f"{result.frac_non_diffeo:.0%} of the sampled fields are not diffeomorphisms "
+                f"(max Xi >= 1) at T={est.T_:.3g}, c={est.c} on {est.image_shape_[-1]}x"
+                f"{est.image_shape_[-1]} images: make_stability_scorer returns NaN. "
+                f"{_UPSAMPLE[0].upper()}{_UPSAMPLE[1:]}.")
+            score = np.nan
+        for kind, message in est.notes.items():
+            if kind not in self._shown:
+                self._shown.add(kind)
+                warn_user(message, StabilityWarning)
+        return score
+
+    def __repr__(self):
+        params = "".join(f", {k}={v!r}" for k, v in self.params.items())
+        return f"make_stability_scorer(quantity={self.quantity!r}{params})"
 
 
 def make_stability_scorer(quantity="R", **params):
@@ -873,6 +933,15 @@ def make_stability_scorer(quantity="R", **params):
     Averaging ``-log10 R`` over CV folds is the paper's log-averaging. The
     default ``random_state=0`` probes every candidate of a search with the
     same deformations and noise (common random numbers).
+
+    Where more than half of the sampled fields are not diffeomorphisms (images
+    too small for the displacement ``delta`` at the cut-off ``c``, such as 8x8
+    digits at the defaults), the ratio measures folds of the image over itself
+    and ranks models by noise: the score is then NaN, which ``GridSearchCV``
+    reports as it does a failed fit (``error_score``; such candidates rank last),
+    with a :class:`StabilityWarning` that says how to fix it. The scorer's
+    warnings are shown once per scorer (so once per search), at the line that
+    runs the search.
 
     Parameters
     ----------
@@ -885,7 +954,8 @@ def make_stability_scorer(quantity="R", **params):
     -------
     scorer : callable ``(estimator, X, y=None) -> float``
         It probes the estimator itself, so it is a scikit-learn scorer callable
-        rather than a ``make_scorer`` of predictions; it pickles.
+        rather than a ``make_scorer`` of predictions; it pickles. NaN where
+        most sampled fields are not diffeomorphisms.
 
     Examples
     --------
@@ -909,7 +979,7 @@ def make_stability_scorer(quantity="R", **params):
                         "with the fitted estimator.")
     params.setdefault("random_state", 0)
     DiffeoStability(**params)._validate_params()
-    return partial(_stability_score, quantity=quantity, **params)
+    return _StabilityScorer(quantity, params)
 
 
 def _check_subspace_args(X, parallel_dims, radius, average):

@@ -1,7 +1,6 @@
 """Maximum-entropy deformations as data augmentation: a transformer and a torch module."""
 
 import numbers
-import warnings
 
 import numpy as np
 import torch
@@ -10,7 +9,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._utils import check_images, check_scalar_param, row_seeds, to_tensor
+from .._utils import check_images, check_scalar_param, row_seeds, to_tensor, warn_user
 from ._exceptions import StabilityWarning
 from ._images import check_fitted_shape, image_side, tabular_check_failures
 from ._sampler import (
@@ -84,9 +83,9 @@ def _draw_fields(rngs, n, *, T, c, delta, delta_formula, reject_non_diffeo, devi
             for i in np.flatnonzero(bad):
                 z[i] = rngs[i].standard_normal((2, c_max, c_max))
         else:
-            warnings.warn(f"{int(bad.sum())} fields are still not diffeomorphisms after "
-                          f"{_MAX_REDRAWS} redraws: lower T or c.", StabilityWarning,
-                          stacklevel=3)
+            warn_user(f"{int(bad.sum())} fields are still not diffeomorphisms after "
+                      f"{_MAX_REDRAWS} redraws: lower T or c, or upsample the images.",
+                      StabilityWarning)
     return _fields_from_coefficients(_coefficients(z, Ts, cs, device=device), n)
 
 

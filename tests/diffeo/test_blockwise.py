@@ -52,8 +52,9 @@ def blocks_of(est, X, cuts):
 
 def test_dask_delayed_blocks_equal_in_memory(probes):
     """The issue's case: four chunks of a dask array, reduced, give the global R exactly."""
-    dask = pytest.importorskip("dask")
-    da = pytest.importorskip("dask.array")
+    reason = "dask is in the 'scale' extra: pip install -e \".[scale]\""
+    dask = pytest.importorskip("dask", reason=reason)
+    da = pytest.importorskip("dask.array", reason=reason)
     # max_pairs < N (N - 1) / 2: the normaliser samples pairs across the chunks
     est = fitted(probes, batch_size=30, n_repeats=2)
     X = da.from_array(probes, chunks=(30, 1, 10, 10))

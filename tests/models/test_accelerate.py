@@ -2,7 +2,8 @@
 
 One process here; ``test_two_processes_*`` trains data-parallel on two CPU processes
 (gloo). The estimators take ``net_class`` (their own net class with the mixin in front)
-and ``device=None`` (accelerate places the module), and keep their objectives.
+and ``device=None`` (accelerate places the module), and keep their objectives. The tests
+that run accelerate skip without it (the ``scale`` extra); the others need only skorch.
 """
 
 import functools
@@ -16,7 +17,6 @@ import time
 import numpy as np
 import pytest
 import torch
-from accelerate import Accelerator
 from sklearn.base import clone
 from skorch.callbacks import Callback
 from skorch.hf import AccelerateMixin
@@ -35,11 +35,17 @@ def _fit(est, kind):
     return est.fit(X, y)
 
 
+def _import_accelerate():
+    return pytest.importorskip("accelerate", reason="accelerate is in the 'scale' extra: "
+                               'pip install -e ".[scale]"')
+
+
 def _accelerated(est):
     """``est``'s own net class with AccelerateMixin in front, bound to a CPU Accelerator."""
+    accelerate = _import_accelerate()
     base = type(est).net_class
     net = type(f"Accelerated{base.__name__}", (AccelerateMixin, base), {})
-    return functools.partial(net, accelerator=Accelerator(cpu=True))
+    return functools.partial(net, accelerator=accelerate.Accelerator(cpu=True))
 
 
 def _weights(est):
@@ -163,6 +169,7 @@ def test_two_processes_match_one(tmp_path):
     within 10% of the one-process run. In both, the two ranks end with identical
     weights (the gradients were averaged).
     """
+    _import_accelerate()
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
