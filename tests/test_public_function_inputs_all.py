@@ -237,7 +237,7 @@ SKIPS = {
     **{name: "takes a model or an estimator, not data (tests/models)" for name in [
         "affine_to_torch", "as_model", "forward_ad_lock", "frozen", "mlp_to_torch",
         "resolve_response", "as_relu_network", "check_matplotlib", "unet_noise_model",
-        "noise_model_factory", "denoiser_kind"]},
+        "noise_model_factory", "denoiser_kind", "geometry_report", "register_measure"]},
     # labels, not measurements: any hashable is a category (NaN included), as in sklearn
     "categorical_rdm": "labels are categories of any type, not numbers",
     "category_rdms": "labels are categories of any type, not numbers",

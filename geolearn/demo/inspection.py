@@ -5,9 +5,10 @@ import numpy as np
 from ._plots import headless_pyplot
 
 TITLE = "Inspection: geometry tracked through training, a report of any model"
+SECONDS = (3, 3)  # quick, --full: measured CPU seconds (one thread; the idle wall time)
 
 
-def run(outdir=None):
+def run(outdir=None, *, full=False):
     import torch
     from skorch import NeuralNetClassifier
 

@@ -75,7 +75,7 @@ def test_classifier_shares_svbfs_parameters():
 
     own = inspect.signature(SVBFClassifier).parameters
     shared = [p for p in inspect.signature(SVBF).parameters.values() if p.name in own]
-    assert len(shared) == 19
+    assert len(shared) == 20
     for p in shared:
         if p.name != "n_components":
             assert own[p.name].default == p.default, p.name
