@@ -11,7 +11,6 @@ Every warning the package raises derives from :class:`GeolearnWarning`
 The package's own test configuration does exactly that.
 """
 
-
 from sklearn.exceptions import ConvergenceWarning as _SklearnConvergenceWarning
 
 

@@ -3,7 +3,6 @@ end points, interpolation weights, the score, and transform / inverse_transform 
 in batches."""
 
 import math
-import warnings
 
 import numpy as np
 import torch
@@ -15,6 +14,7 @@ from ..exceptions import DataRangeWarning
 from ..models import frozen
 from .torch import iter_batches, to_numpy, to_tensor
 from .validation import check_image_shape, check_scalar_param, preserved_dtype
+from .warn import warn_user
 
 _BOUNDS_TOL = 1e-6
 
@@ -35,9 +35,8 @@ def check_unit_interval(X, bounds=(0.0, 1.0), what="likelihood='bernoulli'",
             raise ValueError(f"{what} needs X in [{lo:g}, {hi:g}]; got values in "
                              f"[{X.min():g}, {X.max():g}]. {advice}")
         outside = int(np.count_nonzero((X < lo - _BOUNDS_TOL) | (X > hi + _BOUNDS_TOL)))
-        warnings.warn(f"{what} is defined on [{lo:g}, {hi:g}]: {outside} of {X.size} values "
-                      f"(range [{X.min():g}, {X.max():g}]) were clipped to it. {advice}",
-                      DataRangeWarning, stacklevel=3)
+        warn_user(f"{what} is defined on [{lo:g}, {hi:g}]: {outside} of {X.size} values "
+                  f"(range [{X.min():g}, {X.max():g}]) were clipped to it. {advice}", DataRangeWarning)
         X = np.clip(X, lo, hi)
     return X
 

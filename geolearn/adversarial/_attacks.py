@@ -12,14 +12,12 @@ buffers are never touched; the loss is summed over the batch so that each
 sample's gradient does not depend on ``batch_size``.
 """
 
-import warnings
-
 import numpy as np
 import torch
 import torch.nn.functional as F
 from sklearn.utils import check_random_state
 
-from .._utils import check_numeric_array, check_scalar_param, iter_batches, to_numpy
+from .._utils import check_numeric_array, check_scalar_param, iter_batches, to_numpy, warn_user
 from ..exceptions import GeolearnWarning
 from ..models import as_model
 from ._pgd import prepare_attack
@@ -118,13 +116,9 @@ def _check_cw_params(c, kappa, n_steps, lr, binary_search_steps, batch_size):
 def _warn_cw_failures(success):
     failed = int((~success).sum())
     if failed:
-        warnings.warn(
-            f"carlini_wagner_l2: {failed} of {len(success)} samples were never misclassified; "
-            "their last iterate is returned (flagged False in success). Raise c, n_steps or "
-            "binary_search_steps.",
-            GeolearnWarning,
-            stacklevel=3,
-        )
+        warn_user(f"carlini_wagner_l2: {failed} of {len(success)} samples were never misclassified; "
+        "their last iterate is returned (flagged False in success). Raise c, n_steps or "
+        "binary_search_steps.", GeolearnWarning)
 
 
 def _tanh_box(w, lo, hi):

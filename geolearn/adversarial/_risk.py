@@ -42,6 +42,7 @@ from ._manifold_attacks import (
     tangent_pgd,
 )
 from ._pgd import Classifier, check_attack_params, flat_inputs, label_indices, run_attack
+from .._utils import warn_user
 
 ATTACKS = ("auto", "grid", "pgd", "tangent_pgd", "project", "latent")
 NNR_METHODS = ("probe", "sample", "none")
@@ -85,9 +86,8 @@ def _check_manifold(manifold, X):
         if reach is not None:  # analytic manifolds: the definitions need x on M
             raise ValueError(f"X must lie on the manifold (a point is {dist:.3g} away); project "
                              "it first or use a LatentManifold/LocalPCAManifold.")
-        warnings.warn(f"X lies up to {dist:.3g} off the {type(manifold).__name__}: in-manifold "
-                      "perturbations use the offset convention x + pi(x') - pi(x).",
-                      GeolearnWarning, stacklevel=3)
+        warn_user(f"X lies up to {dist:.3g} off the {type(manifold).__name__}: in-manifold "
+                  "perturbations use the offset convention x + pi(x') - pi(x).", GeolearnWarning)
     return T
 
 
@@ -336,17 +336,17 @@ def _flags(manifold, epsilon, norm, nnr):
     flags = []
     if nnr == "none":
         flags.append("nnr not estimated")
-        warnings.warn("nnr='none': the NNR term is not estimated, so the right-hand side "
-                      "underestimates Theorem 1's bound.", GeolearnWarning, stacklevel=3)
+        warn_user("nnr='none': the NNR term is not estimated, so the right-hand side "
+                  "underestimates Theorem 1's bound.", GeolearnWarning)
     if norm == "linf":
         flags.append("linf heuristic")
-        warnings.warn("norm='linf': the ambient L-infinity ball is larger than the theorem's L2 "
-                      "ball, so the bound check is heuristic.", GeolearnWarning, stacklevel=3)
+        warn_user("norm='linf': the ambient L-infinity ball is larger than the theorem's L2 "
+                  "ball, so the bound check is heuristic.", GeolearnWarning)
     reach = getattr(manifold, "reach", None)
     if reach is not None and epsilon >= reach:
         flags.append("eps >= reach")
-        warnings.warn(f"epsilon={epsilon:g} >= the manifold's reach {reach:g}: Theorem 1's bound "
-                      "is not guaranteed.", GeolearnWarning, stacklevel=3)
+        warn_user(f"epsilon={epsilon:g} >= the manifold's reach {reach:g}: Theorem 1's bound "
+                  "is not guaranteed.", GeolearnWarning)
     return flags
 
 

@@ -1,6 +1,5 @@
 """Validation of model inputs, labels, masks and attack parameters."""
 
-
 import numpy as np
 
 from .._utils.validation import (  # noqa: F401  (re-exported for the family)

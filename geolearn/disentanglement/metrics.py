@@ -13,14 +13,13 @@ factor on combined indices, ``O(n K J)``.
 """
 
 import functools
-import warnings
 
 import numpy as np
 from sklearn.metrics import make_scorer
 from sklearn.utils import Bunch
 from sklearn.utils.validation import check_array, check_consistent_length
 
-from .._utils import check_choice, check_scalar_param, check_squares_finite
+from .._utils import check_choice, check_scalar_param, check_squares_finite, warn_user
 from ..exceptions import GeolearnWarning
 
 __all__ = [
@@ -183,9 +182,8 @@ def _constant_factors(H_factor, what):
         raise ValueError("every factor is constant (zero entropy); the disentanglement "
                          "metrics need at least one factor that varies.")
     if constant.any():
-        warnings.warn(f"factor(s) {np.flatnonzero(constant).tolist()} are constant (zero "
-                      f"entropy); their terms are skipped in {what}.", ConstantFactorWarning,
-                      stacklevel=3)
+        warn_user(f"factor(s) {np.flatnonzero(constant).tolist()} are constant (zero "
+                  f"entropy); their terms are skipped in {what}.", ConstantFactorWarning)
     return constant
 
 

@@ -7,7 +7,6 @@ predictor, denoising objective, ancestral sampler).
 import functools
 import math
 import numbers
-import warnings
 
 import numpy as np
 import torch
@@ -16,7 +15,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._utils import check_hidden_sizes, check_scalar_param, iter_batches
+from .._utils import check_hidden_sizes, check_scalar_param, iter_batches, warn_user
 from .._utils.row_noise import row_draws, row_seeds
 from .._utils.torch_estimator import NET_CONSTRAINTS, MeanScoreMixin, ObjectiveTrainingMixin
 from ..exceptions import GeolearnWarning
@@ -163,9 +162,9 @@ class DiffusionDensity(ObjectiveTrainingMixin, MeanScoreMixin, DensityMixin, Bas
         warm = self._warm()
         X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2, reset=not warm)
         if X.shape[1] > 64:
-            warnings.warn(f"DiffusionDensity on {X.shape[1]} features: in high dimension the "
-                          "chain log-likelihood hardly separates seen from unseen data "
-                          "(reduce the dimension first).", GeolearnWarning)
+            warn_user(f"DiffusionDensity on {X.shape[1]} features: in high dimension the "
+                      "chain log-likelihood hardly separates seen from unseen data "
+                      "(reduce the dimension first).", GeolearnWarning)
         sizes = check_hidden_sizes(self.hidden_layer_sizes)
         if not warm:
             self._set_schedule()

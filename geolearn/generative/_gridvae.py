@@ -1,7 +1,6 @@
 """GridVAE: a VAE whose prior is an equal-weight Gaussian mixture centred on a Cartesian grid."""
 
 import numbers
-import warnings
 
 import numpy as np
 import torch
@@ -10,7 +9,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._utils import check_scalar_param
+from .._utils import check_scalar_param, warn_user
 from .._utils.torch_estimator import MeanScoreMixin
 from ..exceptions import GeolearnWarning
 from ._base import BaseVAE, VAEObjective
@@ -253,9 +252,8 @@ class GridVAE(MeanScoreMixin, ClusterMixin, BaseVAE):
             self.n_components_ = n_grid_components(self.grid_)
         self.guided_dims_, codes = self._check_guidance(y, len(X))
         if self.kl_estimator == "batch" and len(X) < 64:
-            warnings.warn(f"kl_estimator='batch' with only {len(X)} samples: the aggregate "
-                          "posterior estimate is strongly biased for small batches.",
-                          GeolearnWarning)
+            warn_user(f"kl_estimator='batch' with only {len(X)} samples: the aggregate "
+                      "posterior estimate is strongly biased for small batches.", GeolearnWarning)
         objective = VAEObjective(
             prior=GridPrior(self.grid_, self.prior_std), kl_estimator=self.kl_estimator,
             likelihood=self.likelihood, sigma=self.sigma,

@@ -1,11 +1,10 @@
 """Finite groups acting on image batches: 4-fold rotations, cyclic x-translations, user groups."""
 
-import warnings
-
 import numpy as np
 import torch
 
 from ..exceptions import GeolearnWarning
+from .._utils import warn_user
 
 MAX_ORDER = 64
 
@@ -208,12 +207,9 @@ class FiniteGroup:
                 )
             images.append(gx.to(torch.float64))
         if any(abs(float(g.norm()) - norm) > 1e-6 * norm for g in images):
-            warnings.warn(
-                f"{self!r} has elements that do not preserve the norm of images (not a pixel "
-                "permutation): saliency invariance is no longer exactly 1 for weight-tied "
-                "models and Proposition 3.1 does not apply.",
-                GeolearnWarning,
-            )
+            warn_user(f"{self!r} has elements that do not preserve the norm of images (not a pixel "
+            "permutation): saliency invariance is no longer exactly 1 for weight-tied "
+            "models and Proposition 3.1 does not apply.", GeolearnWarning)
         return images
 
     def _check_inverses(self, images, x0, tol):

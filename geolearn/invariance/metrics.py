@@ -11,7 +11,6 @@ with ``image_shape`` saying how to fold them for the group action.
 
 import functools
 import numbers
-import warnings
 
 import numpy as np
 import torch
@@ -23,6 +22,7 @@ from .._utils import (
     check_numeric_array,
     iter_batches,
     to_numpy,
+    warn_user,
 )
 from ..exceptions import GeolearnWarning, NumericalWarning
 from ..models import as_model
@@ -521,8 +521,8 @@ def _saliency_setup(model, X, group, y, target, baseline, steps, post, image_sha
     t = _saliency_targets(model, adapter, data.to_model(data.tensor), y, target)
     b = _check_baseline(baseline, data, torch.float64)
     if b.ndim and any(not torch.allclose(group[k](b[None])[0], b) for k in range(group.order)):
-        warnings.warn("the baseline is not invariant under the group: SI is not exactly 1 even "
-                      "for an exactly invariant model.", GeolearnWarning)
+        warn_user("the baseline is not invariant under the group: SI is not exactly 1 even "
+                  "for an exactly invariant model.", GeolearnWarning)
     return adapter, data, group, t, b
 
 
@@ -547,8 +547,7 @@ def _orbit_similarity(maps, group):
     cos = torch.where(degenerate, torch.full_like(cos, float("nan")), cos).numpy()
     n_degenerate = int(degenerate.sum())
     if n_degenerate == cos.size:
-        warnings.warn("every saliency map pair is degenerate (zero map): SI is nan.",
-                      NumericalWarning)
+        warn_user("every saliency map pair is degenerate (zero map): SI is nan.", NumericalWarning)
         return float("nan"), cos, n_degenerate
     return float(np.nanmean(cos)), cos, n_degenerate
 

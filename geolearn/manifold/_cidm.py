@@ -2,7 +2,6 @@
 
 import math
 import time
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -20,6 +19,7 @@ from .._utils import (
     resolve_device,
     resolve_n_jobs,
     thread_map,
+    warn_user,
 )
 from ..exceptions import ConvergenceWarning, NumericalWarning
 from ._kernel import (
@@ -441,20 +441,18 @@ class CIDM(TransformerMixin, BaseEstimator):
         lam, v = top_eigenpairs(sym, L, solver, self.tol, check_random_state(self.random_state),
                                 device=device)
         if abs(lam[0] - 1) > 1e-8:
-            warnings.warn(f"the top Markov eigenvalue is {lam[0]:.10f}, not 1: the eigensolver "
-                          "may not have converged.", ConvergenceWarning, stacklevel=3)
+            warn_user(f"the top Markov eigenvalue is {lam[0]:.10f}, not 1: the eigensolver "
+                      "may not have converged.", ConvergenceWarning)
         if lam[1] > 1 - 1e-10:
             # weights below 1e-8 barely couple the components at a gap of 1e-10
             n_comp = connected_components(sparse.csr_matrix(kernel > 1e-8), directed=False)[0]
-            warnings.warn(
-                f"the kernel graph is numerically disconnected ({n_comp} components at kernel "
-                f"weights > 1e-8, lambda_1 = "
-                f"{lam[1]:.12f}): the eigenfunctions are indicator-like. Raise epsilon, "
-                "k_bandwidth or n_neighbors.", NumericalWarning, stacklevel=3)
+            warn_user(f"the kernel graph is numerically disconnected ({n_comp} components at kernel "
+            f"weights > 1e-8, lambda_1 = "
+            f"{lam[1]:.12f}): the eigenfunctions are indicator-like. Raise epsilon, "
+            "k_bandwidth or n_neighbors.", NumericalWarning)
         if np.any(np.abs(lam) < 1e-6):
-            warnings.warn("some eigenvalues are below 1e-6 in magnitude; the Nyström extension "
-                          "amplifies by 1/lambda. Lower n_eigenpairs.",
-                          NumericalWarning, stacklevel=3)
+            warn_user("some eigenvalues are below 1e-6 in magnitude; the Nyström extension "
+                      "amplifies by 1/lambda. Lower n_eigenpairs.", NumericalWarning)
         phi = v * s[:, None]
         phi /= np.sqrt(self.stationary_ @ phi**2)
         phi[:, 0] = 1.0

@@ -7,7 +7,7 @@ from scipy import linalg, sparse
 from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh, lobpcg
 from scipy.special import logsumexp
 
-from .._utils import resolve_device, to_numpy, to_tensor
+from .._utils import resolve_device, to_numpy, to_tensor, warn_user
 from ..exceptions import ConvergenceWarning
 
 # grid of the Berry-Giannakis-Harlim epsilon search: m * 2^(j/4), j = -40..40
@@ -93,8 +93,7 @@ def top_eigenpairs(A, n_eigenpairs, solver, tol, random_state, device="cpu"):
         try:
             w, v = _arpack_top(A, n_eigenpairs, tol, random_state)
         except ArpackNoConvergence:
-            warnings.warn("ARPACK did not converge; retrying with LOBPCG.", ConvergenceWarning,
-                          stacklevel=3)
+            warn_user("ARPACK did not converge; retrying with LOBPCG.", ConvergenceWarning)
             return top_eigenpairs(A, n_eigenpairs, "lobpcg", tol, random_state)
     else:
         X0 = random_state.standard_normal((n, n_eigenpairs))

@@ -9,7 +9,6 @@ chart exists ``has_chart``, ``chart(X) -> (n, d)``, ``from_chart(U) -> (n, D)``
 and ``chart_bounds``. Arrays come back as float64 numpy arrays.
 """
 
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -20,7 +19,7 @@ from sklearn.utils import check_array, check_random_state
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
-from .._utils import check_numeric_array, resolve_device, to_numpy
+from .._utils import check_numeric_array, resolve_device, to_numpy, warn_user
 from ..exceptions import GeolearnWarning
 from ..models import as_model
 from ._tangent import local_pca, orthonormal_basis
@@ -210,8 +209,8 @@ class AffineManifold(BaseEstimator):
             raise ValueError("basis must have linearly independent columns.")
         Q = Q * np.sign(np.diag(R))
         if np.abs(Q - B).max() > 1e-6:
-            warnings.warn("AffineManifold: basis was not orthonormal; its columns were "
-                          "orthonormalised (QR).", GeolearnWarning, stacklevel=3)
+            warn_user("AffineManifold: basis was not orthonormal; its columns were "
+                      "orthonormalised (QR).", GeolearnWarning)
         o = np.zeros(D) if self.offset is None else np.asarray(self.offset, dtype=np.float64)
         if o.shape != (D,) or not np.isfinite(o).all():
             raise ValueError(f"offset must be a finite vector of length {D}; got "

@@ -1,6 +1,5 @@
 """On-manifold projected gradient descent (Mahler, Berry et al. 2024, Algorithm 1)."""
 
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -11,7 +10,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._utils import check_image_shape, fitted_on_success, to_numpy, to_tensor
+from .._utils import check_image_shape, fitted_on_success, to_numpy, to_tensor, warn_user
 from ..exceptions import GeolearnWarning, NumericalWarning
 from ..models import as_model, fit_or_use
 from ..models._internal import fit_router, route_fit_params
@@ -421,8 +420,7 @@ class OnManifoldPGD(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                 self._attack_chunk(X, c, rows[i:i + step], out)
         dims = np.array([self.intrinsic_dim_.get(c, 0) for c in y])
         if np.any(out.tangent_rank[known] < dims[known]):
-            warnings.warn("some tangent bases are rank-deficient; see result.tangent_rank.",
-                          NumericalWarning, stacklevel=2)
+            warn_user("some tangent bases are rank-deficient; see result.tangent_rank.", NumericalWarning)
         out.y_pred = self._predict_label(out.X_adv)
         out.distance = np.linalg.norm(out.X_adv - X, axis=1)
         return out
@@ -444,9 +442,8 @@ class OnManifoldPGD(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             raise ValueError(f"y holds classes {np.unique(y[~known]).tolist()} that were not "
                              f"seen in fit (classes_ = {self.classes_.tolist()}).")
         if not known.all():
-            warnings.warn(f"{int((~known).sum())} samples are predicted as classes without a "
-                          "fitted manifold; they are returned unchanged with success=False.",
-                          GeolearnWarning, stacklevel=3)
+            warn_user(f"{int((~known).sum())} samples are predicted as classes without a "
+                      "fitted manifold; they are returned unchanged with success=False.", GeolearnWarning)
         return y, known
 
     def _empty_result(self, X, y):

@@ -1,7 +1,6 @@
 """Spectral exterior calculus (SEC): tangent vector fields from CIDM eigenfunctions."""
 
 import math
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -13,6 +12,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..exceptions import GeolearnWarning, NumericalWarning
 from ._cidm import CIDM
 from ._tangent import orthonormal_basis
+from .._utils import warn_user
 
 
 def _pair_sums(c, w):
@@ -198,10 +198,8 @@ class SECVectorFields(BaseEstimator):
                 "n_eigenpairs or lower n_frame.")
         advised = math.floor(2**cidm.dimension_ * n1)
         if n0 < advised:
-            warnings.warn(f"n_products={n0} is below 2^d n_frame = {advised} for the estimated "
-                          f"dimension {cidm.dimension_:.2f}; expect spurious modes.",
-                          GeolearnWarning,
-                          stacklevel=3)
+            warn_user(f"n_products={n0} is below 2^d n_frame = {advised} for the estimated "
+                      f"dimension {cidm.dimension_:.2f}; expect spurious modes.", GeolearnWarning)
         phi, pi, xi = cidm.eigenvectors_[:, :n0], cidm.stationary_, xi_all[:n0]
         pairs = (phi[:, :n1, None] * phi[:, None, :n1]).reshape(len(phi), n1 * n1)
         c = (pairs.T @ (pi[:, None] * phi)).reshape(n1, n1, n0)
@@ -215,10 +213,8 @@ class SECVectorFields(BaseEstimator):
         mu, a = mu[order], a[:, order]
         head = mu[:10]
         if head.min() < -0.1 * np.abs(head).max():
-            warnings.warn(
-                f"spurious SEC modes with negative energy (min {head.min():.3g}): raise "
-                "n_products or the CIDM's k_bandwidth (about 16 on randomly sampled data).",
-                NumericalWarning, stacklevel=3)
+            warn_user(f"spurious SEC modes with negative energy (min {head.min():.3g}): raise "
+            "n_products or the CIDM's k_bandwidth (about 16 on randomly sampled data).", NumericalWarning)
         self.cidm_ = cidm
         self.n_features_in_ = cidm.n_features_in_
         self.structure_constants_ = c

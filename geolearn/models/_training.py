@@ -8,7 +8,6 @@ criterion, an :class:`ObjectiveNet`.
 """
 
 import functools
-import warnings
 
 import numpy as np
 import torch
@@ -17,7 +16,7 @@ from skorch import NeuralNet
 from skorch.callbacks import Callback, EarlyStopping, PassthroughScoring, ProgressBar
 from skorch.utils import to_tensor
 
-from .._utils import check_scalar_param, discard_fitted, resolve_device, torch_seed
+from .._utils import check_scalar_param, discard_fitted, resolve_device, torch_seed, warn_user
 from ..exceptions import GeolearnWarning
 
 #: Prefixes of the skorch settings an estimator accepts as keyword arguments.
@@ -294,12 +293,12 @@ class TrainingInterruptedWarning(GeolearnWarning):
     """
 
 
-def warn_if_interrupted(estimator, net, planned, before, stacklevel=4):
+def warn_if_interrupted(estimator, net, planned, before):
     """Warn when skorch swallowed a KeyboardInterrupt: fewer epochs than planned, no early stop.
 
     An epoch is complete when its history row has the duration skorch's EpochTimer
-    records at its end; ``before`` rows were there before this fit. ``stacklevel`` points
-    the warning at the user's ``fit`` call. An interrupt before this fit completed an
+    records at its end; ``before`` rows were there before this fit. The warning names the
+    user's ``fit`` call. An interrupt before this fit completed an
     epoch is raised again: there is no trained state to keep, so the caller discards the
     fitted state as for any failed fit. For estimators that are skorch nets themselves
     (``net`` is ``estimator``); :class:`SkorchTrainingMixin` calls it for the others.
@@ -314,7 +313,6 @@ def warn_if_interrupted(estimator, net, planned, before, stacklevel=4):
         Epochs the fit asked for.
     before : int
         History rows before this fit (``partial_fit`` and ``warm_start`` append).
-    stacklevel : int, default=4
 
     Returns
     -------
@@ -348,10 +346,9 @@ def warn_if_interrupted(estimator, net, planned, before, stacklevel=4):
         if not done:
             raise KeyboardInterrupt(f"{type(estimator).__name__}: training was interrupted "
                                     "during its first epoch; nothing was fitted.")
-        warnings.warn(f"{type(estimator).__name__}: training was interrupted during epoch "
-                      f"{done + 1} of {planned}; the estimator keeps the weights reached then "
-                      "(fit again, or continue with warm_start=True).",
-                      TrainingInterruptedWarning, stacklevel=stacklevel)
+        warn_user(f"{type(estimator).__name__}: training was interrupted during epoch "
+                  f"{done + 1} of {planned}; the estimator keeps the weights reached then "
+                  "(fit again, or continue with warm_start=True).", TrainingInterruptedWarning)
 
 
 def floats_in_history(history):
@@ -728,7 +725,7 @@ class SkorchTrainingMixin:
         device = state.get("device_")
         if device is not None and device.type == "cuda" and not torch.cuda.is_available():
             # skorch's unpickling already put the net's tensors on the CPU
-            warnings.warn(f"{type(self).__name__} was fitted on {device}, which is not available; "
-                          "using the CPU.", GeolearnWarning)
+            warn_user(f"{type(self).__name__} was fitted on {device}, which is not available; "
+                      "using the CPU.", GeolearnWarning)
             self.device_ = torch.device("cpu")
             self.net_.set_params(device="cpu")

@@ -12,7 +12,6 @@ respaced grid, replacement inpainting sampler, masks), trained through
 import functools
 import math
 import numbers
-import warnings
 
 import numpy as np
 import torch
@@ -32,6 +31,7 @@ from .._utils import (
     thread_map,
     to_numpy,
     torch_threads,
+    warn_user,
 )
 from .._utils.autoencoder import validate_rows
 from .._utils.row_noise import RowNoise
@@ -380,9 +380,9 @@ default='checkerboard_alt'
         U = (X.astype(np.float64) - self.data_min_) / self.data_scale_
         if warn and U.size and (U.min() < -_RANGE_TOL or U.max() > 1 + _RANGE_TOL):
             lo, hi = self.data_min_, self.data_min_ + self.data_scale_
-            warnings.warn(f"X has values in [{X.min():g}, {X.max():g}], outside the data range "
-                          f"[{lo:g}, {hi:g}] the diffusion model was fitted on; they are scored "
-                          "as they are (not clipped).", DataRangeWarning, stacklevel=3)
+            warn_user(f"X has values in [{X.min():g}, {X.max():g}], outside the data range "
+                      f"[{lo:g}, {hi:g}] the diffusion model was fitted on; they are scored "
+                      "as they are (not clipped).", DataRangeWarning)
         return U
 
     # -- training -------------------------------------------------------------------------
@@ -459,9 +459,9 @@ default='checkerboard_alt'
                         optimizer=_adam)
         self.denoiser_ = self.net_.module_
         if n_val == 0:
-            warnings.warn("validation_fraction=0: offset_ is set from the training rows, "
-                          "whose scores memorisation biases low (more test inliers are "
-                          "flagged than contamination says).", GeolearnWarning, stacklevel=3)
+            warn_user("validation_fraction=0: offset_ is set from the training rows, "
+                      "whose scores memorisation biases low (more test inliers are "
+                      "flagged than contamination says).", GeolearnWarning)
             X_val = X_train
         self.validation_scores_ = self._ood_score(X_val, self.random_state, warn=False)
         self.offset_ = float(np.quantile(-self.validation_scores_, self.contamination))

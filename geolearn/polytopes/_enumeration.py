@@ -2,14 +2,13 @@
 and, for 2-D boxes, exact polygon subdivision."""
 
 import time
-import warnings
 from collections import deque
 
 import numpy as np
 from scipy import sparse
 from sklearn.utils import Bunch
 
-from .._utils import progress_bar
+from .._utils import progress_bar, warn_user
 from ..exceptions import PartialResultWarning
 from ._lp import (
     chebyshev_lp,
@@ -89,10 +88,9 @@ def _truncated(budget, n_regions, start, more=""):
     """Warn that a budget (``"max_regions=..."`` or ``"max_time=..."``) stopped the enumeration."""
     name = budget.split("=")[0]
     plural = "s" if n_regions != 1 else ""
-    warnings.warn(f"enumeration stopped at {budget} after {time.monotonic() - start:.1f} s "
-                  f"with {n_regions} region{plural}{more}: the count is incomplete "
-                  f"(RegionEnumeration.complete is False). Raise {name}.", PartialResultWarning,
-                  stacklevel=3)
+    warn_user(f"enumeration stopped at {budget} after {time.monotonic() - start:.1f} s "
+              f"with {n_regions} region{plural}{more}: the count is incomplete "
+              f"(RegionEnumeration.complete is False). Raise {name}.", PartialResultWarning)
 
 
 def _out_of_time(start, max_time):

@@ -1,7 +1,6 @@
 """Paper 2: local affine maps as points of a dual space; network reduction by k-means and
 linear maps between the local linear functions of two networks."""
 
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -25,6 +24,7 @@ from .._utils import (
     fitted_on_success,
     iter_batches,
     resolve_device,
+    warn_user,
 )
 from ..exceptions import GeolearnWarning, NumericalWarning
 from ..models import as_model
@@ -71,9 +71,9 @@ def _autograd_model(network, batch_size):
     other = sorted({type(m).__name__ for top in kept for m in top.modules()
                     if not isinstance(m, _PIECEWISE_LINEAR) and len(list(m.children())) == 0})
     if other:
-        warnings.warn(f"network contains {', '.join(other)} layers that may not be piecewise "
-                      "linear: the local rows are tangent maps (Jacobians), not exact local "
-                      "affine maps.", GeolearnWarning, stacklevel=4)
+        warn_user(f"network contains {', '.join(other)} layers that may not be piecewise "
+                  "linear: the local rows are tangent maps (Jacobians), not exact local "
+                  "affine maps.", GeolearnWarning)
     return model, layer
 
 
@@ -286,9 +286,8 @@ class LocalLinearMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         n, m = X.shape
         d = m + 1 if self.include_bias else m
         if n < d:
-            warnings.warn(f"{n} samples for maps of size {d} x {d}: the least-squares problem "
-                          "is underdetermined (minimum-norm solution).",
-                          NumericalWarning, stacklevel=2)
+            warn_user(f"{n} samples for maps of size {d} x {d}: the least-squares problem "
+                      "is underdetermined (minimum-norm solution).", NumericalWarning)
         if n * d * o * 8 <= self.max_memory:
             C1 = _rows(*self._local("source", X), self.include_bias)
             C2 = _rows(*self._local("target", X), self.include_bias)
@@ -328,8 +327,8 @@ class LocalLinearMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         return linalg.solve(C1.T @ C1 + self.alpha * np.eye(d), C1.T @ C2, assume_a="pos")
 
     def _fit_normal_equations(self, X, o, d):
-        warnings.warn("local rows exceed max_memory: solving the normal equations accumulated "
-                      "in batches (squared conditioning).", NumericalWarning, stacklevel=3)
+        warn_user("local rows exceed max_memory: solving the normal equations accumulated "
+                  "in batches (squared conditioning).", NumericalWarning)
         G, K = np.zeros((o, d, d)), np.zeros((o, d, d))
         for sl in iter_batches(len(X), self.batch_size):
             C1 = _rows(*self._local("source", X[sl]), self.include_bias)

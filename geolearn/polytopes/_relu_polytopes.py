@@ -1,7 +1,6 @@
 """ReLUPolytopes: the polyhedral decomposition of a trained ReLU network, seen through data."""
 
 import functools
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -17,6 +16,7 @@ from .._utils import (
     progress_bar,
     resolve_device,
     thread_map,
+    warn_user,
 )
 from ..exceptions import GeolearnWarning, PartialResultWarning
 from ..models._internal import fit_router, route_fit_params
@@ -302,9 +302,8 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
         if self.bounds_ is not None:
             outside = np.any((X < self.bounds_[0]) | (X > self.bounds_[1]), axis=1)
             if outside.any():
-                warnings.warn(f"{outside.sum()} samples lie outside bounds; their region cut by "
-                              "the box may not contain them (flagged in ambiguous_).",
-                              GeolearnWarning, stacklevel=2)
+                warn_user(f"{outside.sum()} samples lie outside bounds; their region cut by "
+                          "the box may not contain them (flagged in ambiguous_).", GeolearnWarning)
         self._fit_region_stats()
         return self
 
@@ -329,10 +328,8 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
         if R > self.max_lp_regions:
             rng = check_random_state(self.random_state)
             idx = np.sort(rng.choice(R, self.max_lp_regions, replace=False))
-            warnings.warn(f"{R} distinct regions exceed max_lp_regions={self.max_lp_regions}: "
-                          "LP statistics use a random subset (lp_region_index_).",
-                          PartialResultWarning,
-                          stacklevel=3)
+            warn_user(f"{R} distinct regions exceed max_lp_regions={self.max_lp_regions}: "
+                      "LP statistics use a random subset (lp_region_index_).", PartialResultWarning)
         self.lp_region_index_ = idx
         results = self._region_lps(
             stats, [(self.patterns_[r], r) for r in idx],

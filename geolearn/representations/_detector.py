@@ -1,6 +1,5 @@
 """CanonicalAdversarialDetector: one detector in a canonical space, screening mapped sources."""
 
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -14,7 +13,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
-from .._utils import fitted_on_success
+from .._utils import fitted_on_success, warn_user
 from ..exceptions import GeolearnWarning
 from ._linear_map import LinearEmbeddingMap
 
@@ -157,12 +156,8 @@ class CanonicalAdversarialDetector(ClassifierMixin, BaseEstimator):
         maps = getattr(self, "maps_", {})
         stale = sorted(name for name, m in maps.items() if _n_targets(m) != X.shape[1])
         if stale:
-            warnings.warn(
-                f"The canonical dimension is now {X.shape[1]}; dropping the maps of sources "
-                f"{stale} fitted for another dimension.",
-                GeolearnWarning,
-                stacklevel=3,
-            )
+            warn_user(f"The canonical dimension is now {X.shape[1]}; dropping the maps of sources "
+            f"{stale} fitted for another dimension.", GeolearnWarning)
             maps = {}
         self.maps_ = maps
         self.detector_ = self._make_detector().fit(X, y)

@@ -8,7 +8,6 @@ stratified-bootstrap BCa intervals (Bonferroni-corrected), as in the paper's Fig
 """
 
 import itertools
-import warnings
 from contextlib import nullcontext
 
 import numpy as np
@@ -23,6 +22,7 @@ from threadpoolctl import threadpool_limits
 from .._utils import check_choice, check_scalar_param, fitted_on_success, resolve_n_jobs, thread_map
 from ..exceptions import GeolearnWarning
 from ._rdm import METRICS, check_rdm, compute_rdm
+from .._utils import warn_user
 
 NEGATIVE_WEIGHTS = ("clip", "keep", "raise")
 _NEG_TOL = 1e-12  # adjacencies above -this are rounding, not negative correlations
@@ -123,9 +123,9 @@ _MESSAGES = {
 }
 
 
-def _warn(issues, which, stacklevel=3):
+def _warn(issues, which):
     for issue in sorted(issues & set(which)):
-        warnings.warn(_MESSAGES[issue], FiedlerWarning, stacklevel=stacklevel)
+        warn_user(_MESSAGES[issue], FiedlerWarning)
 
 
 def fiedler_vector(R, *, negative_weights="clip", normalized=False):
@@ -293,10 +293,8 @@ def _bca_interval(theta_hat, boot, jack, alpha):
     B = len(boot)
     prop = (np.sum(boot < theta_hat) + 0.5 * np.sum(boot == theta_hat)) / B
     if prop <= 0.0 or prop >= 1.0:
-        warnings.warn(
-            f"the estimate {theta_hat:.4g} lies outside the bootstrap distribution's range: the "
-            f"BCa bias correction is clipped (proportion to {0.5 / B:.3g} or {1 - 0.5 / B:.3g}).",
-            FiedlerWarning, stacklevel=4)
+        warn_user(f"the estimate {theta_hat:.4g} lies outside the bootstrap distribution's range: the "
+        f"BCa bias correction is clipped (proportion to {0.5 / B:.3g} or {1 - 0.5 / B:.3g}).", FiedlerWarning)
         prop = np.clip(prop, 0.5 / B, 1 - 0.5 / B)
     z0 = ndtri(prop)
     dev = jack.mean() - jack
@@ -423,15 +421,13 @@ def fiedler_pairwise(R, labels, *, pairs=None, balance="undersample", n_boot=100
     classes, inverse, counts = np.unique(labels, return_inverse=True, return_counts=True)
     pairs = _check_pairs(pairs, classes, dict(zip(classes.tolist(), counts)))
     if n_boot < 500:
-        warnings.warn(f"n_boot={n_boot} < 500: BCa intervals need many resamples for their "
-                      "tails; use n_boot >= 1000 for reported intervals.", FiedlerWarning,
-                      stacklevel=2)
+        warn_user(f"n_boot={n_boot} < 500: BCa intervals need many resamples for their "
+                  "tails; use n_boot >= 1000 for reported intervals.", FiedlerWarning)
     alpha = (1 - confidence_level) / (len(pairs) if bonferroni else 1)
     if n_permutations and 1 / (n_permutations + 1) > alpha:
-        warnings.warn(f"n_permutations={n_permutations}: the smallest permutation p-value, "
-                      f"1/{n_permutations + 1}, exceeds the level {alpha:.3g}, so no pair can be "
-                      f"significant; use n_permutations >= {int(np.ceil(1 / alpha))}.",
-                      FiedlerWarning, stacklevel=2)
+        warn_user(f"n_permutations={n_permutations}: the smallest permutation p-value, "
+                  f"1/{n_permutations + 1}, exceeds the level {alpha:.3g}, so no pair can be "
+                  f"significant; use n_permutations >= {int(np.ceil(1 / alpha))}.", FiedlerWarning)
     base = check_random_state(random_state).randint(np.iinfo(np.int32).max)
     results = []
     for pair in pairs:
@@ -465,7 +461,7 @@ def _one_pair(R, inverse, classes, pair, balance, n_boot, n_permutations, alpha,
             scores = np.concatenate(thread_map(
                 lambda b: _resample_scores(Rs, codes, index_sets[b[0]:b[1]], negative_weights),
                 [b for b in itertools.pairwise(bounds.astype(int)) if b[1] > b[0]], n_jobs))
-    _warn(issues, ("indefinite", "not unique"), stacklevel=4)
+    _warn(issues, ("indefinite", "not unique"))
     accuracy, recall_a, recall_b = _score(e2, codes)
     dist, jack_acc = scores[:n_boot, 0], scores[n_boot:, 0]
     ci_low, ci_high = _bca_interval(accuracy, dist, jack_acc, alpha)
@@ -563,7 +559,7 @@ class FiedlerPartition(ClusterMixin, BaseEstimator):
             R = compute_rdm(X, self.metric)
         with _blas_threads(len(R)):
             e2, evals, issues = _spectrum(R, self.negative_weights, bool(self.normalized))
-        _warn(issues, _MESSAGES, stacklevel=5)  # through fitted_on_success and _fit_context
+        _warn(issues, _MESSAGES)
         self.fiedler_vector_ = e2
         self.eigenvalues_ = evals
         self.algebraic_connectivity_ = float(evals[1])

@@ -1,6 +1,5 @@
 """LinearEmbeddingMap: the least-squares linear map between two networks' embeddings."""
 
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -21,7 +20,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from .._utils import iter_batches, preserved_dtype
+from .._utils import iter_batches, preserved_dtype, warn_user
 from ..exceptions import NumericalWarning
 from .metrics import embedding_mse
 
@@ -82,14 +81,10 @@ def _warn_if_underdetermined(rank, Xc, n_rows):
     # all-zero columns (dead ReLU units) lower the rank harmlessly: they get zero weight
     n_live = int(np.count_nonzero(np.any(Xc != 0, axis=0)))
     if rank < n_live:
-        warnings.warn(
-            f"The source embeddings have rank {rank} < {n_live} non-zero columns "
-            f"({n_rows} rows): the minimum-norm least-squares map is underdetermined and "
-            "(nearly) interpolates its training rows, which generalises poorly. Use more "
-            "rows or alpha > 0.",
-            NumericalWarning,
-            stacklevel=4,
-        )
+        warn_user(f"The source embeddings have rank {rank} < {n_live} non-zero columns "
+        f"({n_rows} rows): the minimum-norm least-squares map is underdetermined and "
+        "(nearly) interpolates its training rows, which generalises poorly. Use more "
+        "rows or alpha > 0.", NumericalWarning)
 
 
 class LinearEmbeddingMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, RegressorMixin,

@@ -11,14 +11,13 @@ resamples at once), Spearman takes weighted average ranks from cumulative sums i
 sort order (O(p) per resample, no sort).
 """
 
-import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from scipy import stats
 from sklearn.utils import Bunch, check_random_state
 
-from .._utils import check_choice, check_scalar_param
+from .._utils import check_choice, check_scalar_param, warn_user
 from ..exceptions import NumericalWarning
 from ._rdm import condensed_and_size
 
@@ -356,10 +355,8 @@ def bootstrap_compare_rdms(R1, R2, method="pearson", n_boot=1000, confidence_lev
 def _summarise(statistic, dist, m, confidence_level, p_method):
     finite = dist[np.isfinite(dist)]
     if finite.size < dist.size:
-        warnings.warn(
-            f"{dist.size - finite.size} of {dist.size} bootstrap resamples gave a constant "
-            "RDM vector (comparison undefined); they are NaN in distribution and left out.",
-            NumericalWarning, stacklevel=3)
+        warn_user(f"{dist.size - finite.size} of {dist.size} bootstrap resamples gave a constant "
+        "RDM vector (comparison undefined); they are NaN in distribution and left out.", NumericalWarning)
     if finite.size == 0:
         raise ValueError("every bootstrap resample gave a constant RDM vector; the "
                          "bootstrap is undefined for these RDMs.")

@@ -28,7 +28,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from .._utils import check_squares_finite, fitted_on_success, progress_bar
+from .._utils import check_squares_finite, fitted_on_success, progress_bar, warn_user
 from ..exceptions import ConvergenceWarning, NumericalWarning
 from ._kernels import KernelMetric
 
@@ -303,10 +303,9 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
                 raise degenerate(f"libsvm did not converge in {budget} iterations "
                                  "(max_iter=-1 is libsvm's own cap)", unbounded=True)
             which = "the base fit" if iteration == 0 else f"refit {iteration}"
-            warnings.warn(f"the inner SVC of {which} "
-                          f"stopped at max_iter={budget} without converging; raise max_iter, "
-                          "or use fewer n_refits or a smaller tau.", ConvergenceWarning,
-                          stacklevel=3)
+            warn_user(f"the inner SVC of {which} "
+                      f"stopped at max_iter={budget} without converging; raise max_iter, "
+                      "or use fewer n_refits or a smaller tau.", ConvergenceWarning)
         return svc
 
     @fitted_on_success
@@ -441,10 +440,9 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
         X = self._check_X(X)
         L = self.log_conformal_factor(X)
         if self.n_refits and np.mean(L < -700) > 0.01:
-            warnings.warn(f"the conformal factor underflows (L(x) < -700) at "
-                          f"{np.mean(L < -700):.1%} of the points, far from every support "
-                          "vector: their decision value is the intercept.", NumericalWarning,
-                          stacklevel=3)
+            warn_user(f"the conformal factor underflows (L(x) < -700) at "
+                      f"{np.mean(L < -700):.1%} of the points, far from every support "
+                      "vector: their decision value is the intercept.", NumericalWarning)
         sup = self.svc_.support_
         K = np.zeros((len(X), len(self.X_fit_)))
         K[:, sup] = (np.exp(L[:, None] + self.log_factor_fit_[None, sup])

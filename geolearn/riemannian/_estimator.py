@@ -2,7 +2,6 @@
 
 import functools
 import numbers
-import warnings
 
 import numpy as np
 import torch
@@ -19,6 +18,7 @@ from .._utils import (
     resolve_device,
     to_numpy,
     to_tensor,
+    warn_user,
 )
 from ..exceptions import NumericalWarning
 from ..models import as_model, fit_or_use, frozen
@@ -438,13 +438,12 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
         self.n_features_map_ = together.shape[1]
         self.scale_ = scale_value(self.scale, self.n_features_map_)
         if self.n_features_map_ < self.n_features_in_:
-            warnings.warn(f"the feature map has m={self.n_features_map_} < d={self.n_features_in_}"
-                          " outputs: the metric is singular; log volumes are pseudo-volumes of "
-                          "rank <= m and curvature is undefined.", NumericalWarning, stacklevel=3)
+            warn_user(f"the feature map has m={self.n_features_map_} < d={self.n_features_in_}"
+                      " outputs: the metric is singular; log volumes are pseudo-volumes of "
+                      "rank <= m and curvature is undefined.", NumericalWarning)
         if self._nonsmooth():
-            warnings.warn("the feature map has non-smooth activations (ReLU-like): the volume "
-                          "element is piecewise constant and curvature is 0 almost everywhere.",
-                          NumericalWarning, stacklevel=3)
+            warn_user("the feature map has non-smooth activations (ReLU-like): the volume "
+                      "element is piecewise constant and curvature is 0 almost everywhere.", NumericalWarning)
 
     def _nonsmooth(self):
         return self._model is not None and any(isinstance(m, NONSMOOTH)
@@ -466,9 +465,9 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
         logv, r = engine.log_volume(P, rank=rank, rtol=self.rtol, method=method,
                                     return_rank=True)
         if len(r) and (r != r[0]).any():
-            warnings.warn("the numerical rank of the metric varies across points "
-                          f"({int(r.min())} to {int(r.max())}): pseudo log volumes of different "
-                          "rank are not comparable.", NumericalWarning, stacklevel=3)
+            warn_user("the numerical rank of the metric varies across points "
+                      f"({int(r.min())} to {int(r.max())}): pseudo log volumes of different "
+                      "rank are not comparable.", NumericalWarning)
         return logv, r
 
     def _ricci(self, P):
@@ -484,8 +483,7 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
                              f"{self.n_features_map_} < d={d} outputs (singular metric).")
         engine = self.engine_
         if self.dtype_ != torch.float64:
-            warnings.warn("curvature needs float64: upcasting the feature map.", NumericalWarning,
-                          stacklevel=3)
+            warn_user("curvature needs float64: upcasting the feature map.", NumericalWarning)
             engine = self._engine(torch.float64)
         with frozen(None if self._model is None else self._model_in(torch.float64).module):
             return engine.ricci_scalar(P.to(torch.float64), method=self.curvature_method,
@@ -579,8 +577,8 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
         with np.errstate(over="ignore", under="ignore"):
             v = np.exp(logv)
         if np.any((v == 0) | ~np.isfinite(v)):
-            warnings.warn("the volume element over/underflows float64 at some points; use "
-                          "log_volume_element.", NumericalWarning, stacklevel=2)
+            warn_user("the volume element over/underflows float64 at some points; use "
+                      "log_volume_element.", NumericalWarning)
         return v
 
     @_frozen_model

@@ -6,7 +6,6 @@ Engines are plain torch objects (tensors in, tensors out, no sklearn state);
 
 import math
 import numbers
-import warnings
 
 import torch
 from torch.func import jacrev, vmap
@@ -21,6 +20,7 @@ from .._utils import (
     resolve_device,
     thread_map,
     torch_threads,
+    warn_user,
 )
 from ..exceptions import GeolearnWarning, NumericalWarning
 from ..models import as_model
@@ -181,8 +181,8 @@ class _MetricEngine:
         """
         check_choice(method, "method", CURVATURE_METHODS)
         if self.dtype != torch.float64:
-            warnings.warn("curvature in float32 is numerically meaningless; use "
-                          "dtype=torch.float64.", NumericalWarning, stacklevel=2)
+            warn_user("curvature in float32 is numerically meaningless; use "
+                      "dtype=torch.float64.", NumericalWarning)
         X = self._as_points(X)
         method = self._default_curvature if method == "auto" else method
         eig = torch.linalg.eigvalsh(self.metric(X))
@@ -192,10 +192,8 @@ class _MetricEngine:
             R[good] = _concat(lambda Z: self._ricci(Z, method), X[good], self.batch_size,
                               self.verbose)
         if not good.all():
-            warnings.warn(
-                f"Ricci scalar set to NaN at {int((~good).sum())} of {len(X)} points where the "
-                f"metric is singular or cond(g) > max_condition={max_condition:g}.",
-                NumericalWarning, stacklevel=2)
+            warn_user(f"Ricci scalar set to NaN at {int((~good).sum())} of {len(X)} points where the "
+            f"metric is singular or cond(g) > max_condition={max_condition:g}.", NumericalWarning)
         return R
 
     def _ricci(self, X, method):
@@ -402,9 +400,9 @@ class PullbackMetric(_MetricEngine):
         cure = "use a layer with fewer features (m) or smaller inputs (d)"
         check_memory(per_point, what, cure)
         if per_point > self.max_memory:
-            warnings.warn(f"{what} need about {per_point:,} bytes, more than "
-                          f"max_memory={self.max_memory}: computing one point at a time. To "
-                          f"stay within max_memory, {cure}.", GeolearnWarning, stacklevel=4)
+            warn_user(f"{what} need about {per_point:,} bytes, more than "
+                      f"max_memory={self.max_memory}: computing one point at a time. To "
+                      f"stay within max_memory, {cure}.", GeolearnWarning)
         return max(1, min(self.batch_size, int(self.max_memory // per_point)))
 
     def _in_chunks(self, fn, X):
@@ -457,10 +455,8 @@ class PullbackMetric(_MetricEngine):
             except RuntimeError as exc:
                 if not _vmap_limitation(exc):
                     raise  # the map's own error: retrying point by point would hide it
-                warnings.warn(f"vmap cannot trace the feature map ({exc}); looping over points "
-                              "instead. Pass vectorize=False to skip the attempt.",
-                              GeolearnWarning,
-                              stacklevel=4)
+                warn_user(f"vmap cannot trace the feature map ({exc}); looping over points "
+                          "instead. Pass vectorize=False to skip the attempt.", GeolearnWarning)
         return _concat(lambda Z: single(Z[0])[None], X, 1, self.verbose)
 
     def _batched(self, X):
@@ -488,10 +484,8 @@ class PullbackMetric(_MetricEngine):
         mode = self._mode(d, m)
         with self._model.frozen():
             if mode == "fd":
-                warnings.warn("curvature from finite differences is inaccurate (errors O(h²) in "
-                              "second derivatives); prefer an autodiff-able map.",
-                              NumericalWarning,
-                              stacklevel=3)
+                warn_user("curvature from finite differences is inaccurate (errors O(h²) in "
+                          "second derivatives); prefer an autodiff-able map.", NumericalWarning)
                 H = self._fd_hessian(X)
             else:
                 single = jacfwd(self._jac_fn(mode))

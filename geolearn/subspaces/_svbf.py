@@ -1,7 +1,6 @@
 """SVBF: the Schubert variety of best fit to a collection of subspaces."""
 
 import math
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -17,6 +16,7 @@ from ._adam import adam_solve
 from ._grassmann import angles_kernel, check_metric, distance_from_angles, stacked_flag_mean
 from ._solvers import mm_solve, objective_and_gradient, polar
 from ._validation import _SetsMixin
+from .._utils import warn_user
 
 _DEFAULT_MAX_ITER = {"mm": 1000, "adam": 40000}
 
@@ -298,9 +298,8 @@ class SVBF(_SetsMixin, TransformerMixin, BaseEstimator):
         finals = np.array([run["objective"] for run in runs])
         best = runs[int(np.argmax(finals))]
         if not best["converged"] and self.solver == "mm":
-            warnings.warn(
-                f"SVBF did not converge in max_iter={best['n_iter']} iterations (tol="
-                f"{self.tol:g}); increase max_iter or tol.", ConvergenceWarning, stacklevel=2)
+            warn_user(f"SVBF did not converge in max_iter={best['n_iter']} iterations (tol="
+            f"{self.tol:g}); increase max_iter or tol.", ConvergenceWarning)
         self._set_basis(best, XT64, w64, blocks)
         self.init_objectives_ = finals
         self.subspace_dims_ = dims

@@ -1,12 +1,11 @@
 """Input validation shared by the family's estimators and functions: sets to bases, labels."""
 
-import warnings
-
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_consistent_length, column_or_1d
 
 from ..exceptions import GeolearnWarning
 from ._sets import as_bases, check_sets
+from .._utils import warn_user
 
 # sklearn's dtype check casts random tables to integers, which leaves all-zero rows.
 ZERO_SET_CHECKS = {
@@ -43,13 +42,9 @@ def check_bases(X, estimator=None, *, reset=True, input_type="auto", subspace_di
     if was_data and input_type == "auto" and estimator is not None and reset:
         silence = ("Pass input_type='data' to do this silently or orthonormalise"
                    if hasattr(estimator, "input_type") else "Orthonormalise them")
-        warnings.warn(
-            "X holds sets that are not orthonormal bases: each is replaced by an "
-            f"orthonormal basis of its span (top left singular vectors). {silence} with "
-            "SubspaceEmbedding.",
-            GeolearnWarning,
-            stacklevel=4,  # past this function, the estimator's helper and its method
-        )
+        warn_user("X holds sets that are not orthonormal bases: each is replaced by an "
+        f"orthonormal basis of its span (top left singular vectors). {silence} with "
+        "SubspaceEmbedding.", GeolearnWarning)
     return bases, dims
 
 

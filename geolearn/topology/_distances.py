@@ -1,7 +1,5 @@
 """Wasserstein and bottleneck distances between persistence diagrams (exact matchings)."""
 
-import warnings
-
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 from scipy.sparse import csr_matrix
@@ -9,6 +7,7 @@ from scipy.sparse.csgraph import maximum_bipartite_matching
 
 from .._utils.validation import check_diagram
 from ..exceptions import GeolearnWarning
+from .._utils import warn_user
 
 _WARN_SIZE = 5000
 
@@ -144,9 +143,8 @@ def diagram_wasserstein(D1, D2, p=2, internal_p=np.inf):
     if len(ea) != len(eb):
         return float("inf")
     if len(A) + len(B) > _WARN_SIZE:
-        warnings.warn(f"diagram_wasserstein on {len(A) + len(B)} finite points: the exact "
-                      "assignment costs O((m1 + m2)^3) time and O((m1 + m2)^2) memory.",
-                      GeolearnWarning, stacklevel=2)
+        warn_user(f"diagram_wasserstein on {len(A) + len(B)} finite points: the exact "
+                  "assignment costs O((m1 + m2)^3) time and O((m1 + m2)^2) memory.", GeolearnWarning)
     # the costs are sums of |x|^p: where they would overflow, compute at unit scale (the
     # distance is homogeneous of degree 1)
     scale = max(np.abs(A).max(initial=0.0), np.abs(B).max(initial=0.0),

@@ -7,7 +7,6 @@ Section 2.2 and 3.4: the empirical L2-Wasserstein distance (Eqs. 5-6) with its
 """
 
 import numbers
-import warnings
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
@@ -17,7 +16,7 @@ from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_array
 
-from .._utils import check_squares_finite
+from .._utils import check_squares_finite, warn_user
 from ..datasets import CC_BOND, bond_lengths
 from ..exceptions import NumericalWarning
 from ._sampling import draw_samples
@@ -107,18 +106,16 @@ def frechet_distance(F1, F2):
     d = F1.shape[1]
     S1, S2 = np.atleast_2d(np.cov(F1, rowvar=False)), np.atleast_2d(np.cov(F2, rowvar=False))
     if min(len(F1), len(F2)) < d:
-        warnings.warn(f"fewer samples ({min(len(F1), len(F2))}) than feature dimensions ({d}): "
-                      "the covariances are singular; adding 1e-6 I.",
-                      NumericalWarning, stacklevel=2)
+        warn_user(f"fewer samples ({min(len(F1), len(F2))}) than feature dimensions ({d}): "
+                  "the covariances are singular; adding 1e-6 I.", NumericalWarning)
         S1, S2 = S1 + 1e-6 * np.eye(d), S2 + 1e-6 * np.eye(d)
     w1, V1 = np.linalg.eigh(S1)
     root1 = (V1 * np.sqrt(np.clip(w1, 0, None))) @ V1.T
     lam = np.linalg.eigvalsh(root1 @ S2 @ root1)
     scale = max(abs(lam).max(initial=0.0), np.finfo(float).tiny)
     if lam.min(initial=0.0) < -1e-3 * scale:
-        warnings.warn("S1^(1/2) S2 S1^(1/2) has a clearly negative eigenvalue "
-                      f"({lam.min():.3g}); using its positive part.",
-                      NumericalWarning, stacklevel=2)
+        warn_user("S1^(1/2) S2 S1^(1/2) has a clearly negative eigenvalue "
+                  f"({lam.min():.3g}); using its positive part.", NumericalWarning)
     tr_sqrt = np.sqrt(np.clip(lam, 0, None)).sum()
     mu = F1.mean(axis=0) - F2.mean(axis=0)
     return float(mu @ mu + np.trace(S1) + np.trace(S2) - 2 * tr_sqrt)
