@@ -2,7 +2,9 @@
 
 - :func:`as_model` turns any supported model into a :class:`ModelAdapter`
   (outputs, hidden features, input gradients, Jacobians, :func:`frozen`
-  evaluation); it is the only place that branches on the type of a model.
+  evaluation); it is the only place that branches on the type of a model. Fitted
+  scikit-learn MLPs, linear models, scalers and PCAs (and pipelines of them) become exact
+  torch modules (:func:`mlp_to_torch`, :func:`linear_to_torch`, :func:`affine_to_torch`).
 - :func:`resolve_response` decides which output of a black box is seen.
 - :func:`fit_or_use` is the one fitting policy for models that an estimator
   wraps: prefit models are used as they are, unfitted ones are fitted.
@@ -20,7 +22,7 @@ from ._fitting import fit_or_use
 from ._forward_ad import forward_ad_lock
 from ._freezing import frozen
 from ._response import resolve_response
-from ._sklearn import affine_to_torch, mlp_to_torch
+from ._sklearn import affine_to_torch, linear_to_torch, mlp_to_torch
 from ._training import ObjectiveNet, SkorchTrainingMixin, TrainingInterruptedWarning
 
 __all__ = [
@@ -35,6 +37,7 @@ __all__ = [
     "fit_or_use",
     "forward_ad_lock",
     "frozen",
+    "linear_to_torch",
     "mlp_to_torch",
     "resolve_response",
 ]

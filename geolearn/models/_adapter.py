@@ -19,7 +19,7 @@ from ._capture import _run_capturing
 from ._forward_ad import locked_jacfwd
 from ._freezing import frozen
 from ._response import resolve_response, respond
-from ._sklearn import affine_to_torch, mlp_to_torch
+from ._sklearn import affine_to_torch, linear_model_types, linear_to_torch, mlp_to_torch
 
 
 class GradientsUnavailableError(TypeError):
@@ -102,7 +102,8 @@ class ModelAdapter:
     estimator : object, optional
         What was passed to :func:`as_model`.
     response : str, optional
-        For a black box, the resolved response (see :func:`resolve_response`).
+        For a black box or a converted linear model, the resolved response (see
+        :func:`resolve_response`).
     steps : list, optional
         For a black-box pipeline, its steps (read by ``features(layer=step)``).
     batch_size : int, default=1024
@@ -113,16 +114,17 @@ class ModelAdapter:
     Attributes
     ----------
     kind : str
-        ``"torch"``, ``"skorch"``, ``"sklearn-mlp"``, ``"pipeline"`` (every
-        step converted to torch) or ``"black-box"``.
+        ``"torch"``, ``"skorch"``, ``"sklearn-mlp"``, ``"sklearn-linear"``,
+        ``"pipeline"`` (every step converted to torch) or ``"black-box"``.
     module : torch.nn.Module or None
         The torch module evaluated (None for a black box).
     estimator : object
         What was passed to :func:`as_model` (the inner estimator of a
         ``FrozenEstimator``).
     response : str or None
-        For a black box, the resolved response it is seen through (see
-        :func:`resolve_response`); None for differentiable models.
+        For a black box, or a linear model (or a pipeline ending in one)
+        converted to torch, the resolved response it is seen through (see
+        :func:`resolve_response`); None for other models.
     device : torch.device
     dtype : torch.dtype
     differentiable : bool
@@ -182,9 +184,10 @@ class ModelAdapter:
         if not self.differentiable:
             raise GradientsUnavailableError(
                 f"{purpose} needs gradients, but {self.name} is a black-box estimator seen only "
-                f"through {self.response}. Pass a torch.nn.Module, a fitted skorch net, or a "
-                "fitted MLPClassifier/MLPRegressor (optionally in a Pipeline after "
-                "StandardScaler/MinMaxScaler/MaxAbsScaler)."
+                f"through {self.response}. Pass a torch.nn.Module, a fitted skorch net, a "
+                "fitted MLPClassifier/MLPRegressor or a linear model (LogisticRegression, "
+                "LinearSVC, SGDClassifier, RidgeClassifier, Ridge, LinearRegression), "
+                "optionally in a Pipeline after StandardScaler/MinMaxScaler/MaxAbsScaler/PCA."
             )
 
     def check_input(self, X, name="X"):
@@ -264,7 +267,7 @@ in_features of its first layer '0').
     def _find_input_spec(self):
         """``(layer name, layer, flattened, n_features)`` of the model's input, or False."""
         n_features = getattr(self.estimator, "n_features_in_", None)
-        if self.kind in ("sklearn-mlp", "pipeline") and n_features is not None:
+        if self.kind in ("sklearn-mlp", "sklearn-linear", "pipeline") and n_features is not None:
             return None, None, False, int(n_features)
         found = _input_layer(self.module)
         return False if found is None else (*found, None)
@@ -552,7 +555,7 @@ def _target_output(out, targets):
     return out.reshape(len(out), -1).gather(1, targets)
 
 
-def as_model(model, *, device="auto", batch_size=1024, dtype=torch.float32, response="auto"):
+def as_model(model, *, device="auto", batch_size=1024, dtype=None, response="auto"):
     """Wrap any supported model in a :class:`ModelAdapter`: the one door to models.
 
     Parameters
@@ -561,8 +564,11 @@ def as_model(model, *, device="auto", batch_size=1024, dtype=torch.float32, resp
         A module is used as is; a fitted skorch net, or an estimator with a
         ``module_`` or skorch ``net_``, gives its module; a fitted
         ``MLPClassifier``/``MLPRegressor`` becomes an exact ``nn.Sequential``
-        (:func:`mlp_to_torch`), also after affine scalers in a ``Pipeline``
-        (layers named after the steps); a ``FrozenEstimator`` is seen as the
+        (:func:`mlp_to_torch`), and so does a fitted ``LogisticRegression``,
+        ``LinearSVC``, ``SGDClassifier``, ``RidgeClassifier``, ``Ridge`` or
+        ``LinearRegression`` (:func:`linear_to_torch`), also after scalers
+        and ``PCA`` in a ``Pipeline`` (:func:`affine_to_torch`; layers named
+        after the steps); a ``FrozenEstimator`` is seen as the
         estimator it wraps; a plain callable ``tensor -> tensor`` is a function
         without parameters; any other fitted estimator is a black box seen
         through its ``response``.
@@ -573,14 +579,17 @@ def as_model(model, *, device="auto", batch_size=1024, dtype=torch.float32, resp
         never moved; a mismatch raises ``ValueError``.
     batch_size : int or None, default=1024
         Samples per forward pass.
-    dtype : torch.dtype, default=torch.float32
-        Precision of converted sklearn models.
+    dtype : torch.dtype, default=None
+        Precision of converted sklearn models. None: ``torch.float64`` for
+        linear models and pipelines ending in one (equal to scikit-learn to
+        machine precision, as their black-box outputs were), ``torch.float32``
+        for MLPs.
     response : {"auto", "decision_function", "predict_proba", "clr_proba", "predict"}, \
             default="auto"
-        The output a black box is seen through, resolved by
-        :func:`resolve_response` (``"auto"``: ``decision_function``, else
-        centred log-probabilities, else ``predict``). Differentiable models
-        always compute their forward pass.
+        The output a black box or a converted linear model is seen through,
+        resolved by :func:`resolve_response` (``"auto"``: ``decision_function``,
+        else centred log-probabilities, else ``predict``). Other
+        differentiable models always compute their forward pass.
 
     Returns
     -------
@@ -595,6 +604,17 @@ def as_model(model, *, device="auto", batch_size=1024, dtype=torch.float32, resp
     >>> X = torch.randn(5, 3).numpy()
     >>> m.features(X, layer="1").shape, m.features(X, layer=-1).shape, m.jacobian(X).shape
     ((5, 4), (5, 2), (5, 2, 3))
+
+    A linear model is converted exactly, so gradients work on it:
+
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> clf = LogisticRegression().fit(X, [0, 1, 0, 1, 1])
+    >>> lr = as_model(clf)
+    >>> lr.kind, lr.response, lr.dtype
+    ('sklearn-linear', 'decision_function', torch.float64)
+    >>> bool(np.allclose(lr.input_gradient(X), clf.coef_, rtol=0, atol=1e-12))
+    True
     """
     if isinstance(model, ModelAdapter):
         return model
@@ -629,14 +649,24 @@ def _adapt_estimator(model, device, dtype, response, kw):
     steps = None
     if isinstance(model, Pipeline):
         steps = [(n, _unfrozen(s)) for n, s in model.steps if s not in (None, "passthrough")]
-        modules = [(n, _sklearn_module(s, dtype)) for n, s in steps]
+    final = model if steps is None else steps[-1][1]
+    linear = isinstance(final, linear_model_types())
+    if linear:  # a linear model is seen through its response, converted or not
+        response = resolve_response(final, response)
+    if dtype is None:
+        dtype = torch.float64 if linear else torch.float32
+    if steps is not None:
+        modules = [(n, _sklearn_module(s, dtype, response)) for n, s in steps]
         if all(m is not None for _, m in modules):
             seq = nn.Sequential(OrderedDict(modules)).to(target)
-            return ModelAdapter(kind="pipeline", module=seq, **kw)
+            return ModelAdapter(kind="pipeline", module=seq,
+                                response=response if linear else None, **kw)
     else:
-        module = _sklearn_module(model, dtype)
+        module = _sklearn_module(model, dtype, response)
         if module is not None:
-            return ModelAdapter(kind="sklearn-mlp", module=module.to(target), **kw)
+            return ModelAdapter(kind="sklearn-linear" if linear else "sklearn-mlp",
+                                module=module.to(target), response=response if linear else None,
+                                **kw)
     return ModelAdapter(kind="black-box", response=resolve_response(model, response),
                         steps=steps, **kw)
 
@@ -682,11 +712,13 @@ def _skorch_module(model):
     return None
 
 
-def _sklearn_module(estimator, dtype):
+def _sklearn_module(estimator, dtype, response):
     from sklearn.neural_network import MLPClassifier, MLPRegressor
 
     if isinstance(estimator, (MLPClassifier, MLPRegressor)):
         return mlp_to_torch(estimator, dtype=dtype)
+    if isinstance(estimator, linear_model_types()):
+        return linear_to_torch(estimator, response=response, dtype=dtype)
     module = _skorch_module(estimator)
     if module is not None:
         return module

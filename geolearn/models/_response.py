@@ -10,7 +10,7 @@ from ._fitting import tabular_input
 #: Responses a black box can be seen through, in the order ``"auto"`` tries them.
 AUTO_ORDER = ("decision_function", "clr_proba", "predict")
 RESPONSES = ("auto", "decision_function", "predict_proba", "clr_proba", "predict")
-_PROBA_FLOOR = 1e-12
+PROBA_FLOOR = 1e-12
 
 
 def _method(response):
@@ -102,6 +102,6 @@ def respond(estimator, response, X):
                          dtype=np.float64)
     out = out.reshape(len(out), -1)
     if response == "clr_proba":
-        logp = np.log(np.clip(out, _PROBA_FLOOR, 1.0))
+        logp = np.log(np.clip(out, PROBA_FLOOR, 1.0))
         out = logp - logp.mean(axis=1, keepdims=True)
     return out

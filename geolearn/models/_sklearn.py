@@ -1,10 +1,13 @@
-"""Exact torch equivalents of fitted scikit-learn models (MLPs and affine scalers)."""
+"""Exact torch equivalents of fitted scikit-learn models (MLPs, linear models, affine maps)."""
 
 from collections import OrderedDict
 
 import numpy as np
+import scipy.sparse as sp
 import torch
 from torch import nn
+
+from ._response import PROBA_FLOOR, resolve_response
 
 _ACTIVATIONS = {
     "relu": nn.ReLU,
@@ -95,10 +98,12 @@ def mlp_to_torch(mlp, dtype=torch.float32):
 
 
 def affine_to_torch(transformer, dtype=torch.float32):
-    """Convert a fitted affine scaler to an ``nn.Linear``-free elementwise module.
+    """Convert a fitted affine transformer (a scaler or a PCA) to a torch module.
 
     Supports ``StandardScaler``, ``MinMaxScaler`` (without ``clip``) and
-    ``MaxAbsScaler``; returns None for anything else.
+    ``MaxAbsScaler``, which become an elementwise :class:`Affine`, and ``PCA``
+    (whitened or not), which becomes an ``nn.Linear``; returns None for
+    anything else.
 
     Parameters
     ----------
@@ -109,21 +114,27 @@ def affine_to_torch(transformer, dtype=torch.float32):
 
     Returns
     -------
-    module : Affine or None
-        The elementwise map ``x * weight + bias`` equal to ``transform``, or
-        None when ``transformer`` is not an affine scaler.
+    module : Affine, torch.nn.Linear or None
+        A module equal to ``transform``, or None when ``transformer`` is not one
+        of the transformers above.
 
     Examples
     --------
     >>> import numpy as np, torch
+    >>> from sklearn.decomposition import PCA
     >>> from sklearn.preprocessing import StandardScaler
     >>> from geolearn.models import affine_to_torch
-    >>> X = np.array([[0.0, 1.0], [2.0, 5.0]])
+    >>> X = np.array([[0.0, 1.0], [2.0, 5.0], [1.0, 0.0]])
     >>> scaler = StandardScaler().fit(X)
     >>> layer = affine_to_torch(scaler, dtype=torch.float64)
     >>> bool(np.allclose(layer(torch.as_tensor(X)).numpy(), scaler.transform(X)))
     True
+    >>> pca = PCA(1, whiten=True).fit(X)
+    >>> layer = affine_to_torch(pca, dtype=torch.float64)
+    >>> bool(np.allclose(layer(torch.as_tensor(X)).detach().numpy(), pca.transform(X)))
+    True
     """
+    from sklearn.decomposition import PCA
     from sklearn.preprocessing import MaxAbsScaler, MinMaxScaler, StandardScaler
 
     if isinstance(transformer, StandardScaler):
@@ -137,7 +148,146 @@ def affine_to_torch(transformer, dtype=torch.float32):
         return Affine(transformer.scale_, transformer.min_, dtype)
     if isinstance(transformer, MaxAbsScaler):
         return Affine(1.0 / transformer.scale_, np.zeros_like(transformer.scale_), dtype)
+    if isinstance(transformer, PCA):
+        W = transformer.components_.T
+        b = -transformer.mean_ @ W
+        if transformer.whiten:
+            # the floor of PCA.transform, which keeps rank-deficient components finite
+            scale = np.sqrt(transformer.explained_variance_)
+            scale = np.maximum(scale, np.finfo(scale.dtype).eps)
+            W, b = W / scale, b / scale
+        return _linear(W, b, dtype)
     return None
+
+
+def linear_model_types():
+    """The scikit-learn linear models :func:`linear_to_torch` converts (their subclasses too)."""
+    from sklearn.linear_model import (
+        LinearRegression,
+        LogisticRegression,
+        Ridge,
+        RidgeClassifier,
+        SGDClassifier,
+    )
+    from sklearn.svm import LinearSVC
+
+    return (LogisticRegression, LinearSVC, SGDClassifier, RidgeClassifier, Ridge,
+            LinearRegression)
+
+
+def linear_to_torch(estimator, response="auto", dtype=torch.float32):
+    """Convert a fitted scikit-learn linear model to an ``nn.Sequential`` of its response.
+
+    The module computes the output :func:`~geolearn.models.resolve_response`
+    picks for ``response``, as the black box would be seen: the scores of
+    ``decision_function`` (``(n, 1)`` for a binary classifier, ``(n, K)``
+    otherwise) by default for classifiers, ``predict`` (always 2-D) for
+    regressors, and for ``"predict_proba"`` or ``"clr_proba"`` the
+    probabilities of ``predict_proba``: the softmax of a multinomial
+    ``LogisticRegression``, the logistic sigmoid of a binary one, and the
+    one-vs-rest normalisation of an ``SGDClassifier`` with ``loss="log_loss"``
+    or ``"modified_huber"``. Layers are named ``linear`` (the scores), then
+    ``out_activation`` and ``proba`` for probabilities, then ``clr`` for
+    centred log-probabilities.
+
+    Parameters
+    ----------
+    estimator : LogisticRegression, LinearSVC, SGDClassifier, RidgeClassifier, \
+            Ridge or LinearRegression
+        A fitted estimator.
+    response : {"auto", "decision_function", "predict_proba", "clr_proba", \
+            "predict"}, default="auto"
+        The output the module computes, resolved by
+        :func:`~geolearn.models.resolve_response`.
+    dtype : torch.dtype, default=torch.float32
+        Use ``torch.float64`` to match scikit-learn to machine precision.
+
+    Returns
+    -------
+    module : torch.nn.Sequential
+
+    Raises
+    ------
+    TypeError
+        If ``estimator`` is not one of the linear models above.
+    ValueError
+        If ``estimator`` has no such ``response``.
+
+    See Also
+    --------
+    mlp_to_torch : the same for ``MLPClassifier`` and ``MLPRegressor``.
+    as_model : converts these models (and pipelines of them) automatically.
+
+    Examples
+    --------
+    >>> import numpy as np, torch
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from geolearn.models import linear_to_torch
+    >>> X = np.random.RandomState(0).randn(30, 3); y = (X[:, 0] > 0).astype(int)
+    >>> clf = LogisticRegression().fit(X, y)
+    >>> net = linear_to_torch(clf, dtype=torch.float64)
+    >>> bool(np.allclose(net(torch.as_tensor(X)).detach().numpy()[:, 0],
+    ...                  clf.decision_function(X), rtol=0, atol=1e-12))
+    True
+    >>> proba = linear_to_torch(clf, response="predict_proba", dtype=torch.float64)
+    >>> bool(np.allclose(proba(torch.as_tensor(X)).detach().numpy(), clf.predict_proba(X),
+    ...                  rtol=0, atol=1e-12))
+    True
+    """
+    from sklearn.utils.validation import check_is_fitted
+
+    if not isinstance(estimator, linear_model_types()):
+        names = ", ".join(t.__name__ for t in linear_model_types())
+        raise TypeError(f"estimator must be one of {names}; got {type(estimator).__name__}.")
+    check_is_fitted(estimator)
+    response = resolve_response(estimator, response)
+    coef = estimator.coef_.toarray() if sp.issparse(estimator.coef_) else estimator.coef_
+    coef = np.atleast_2d(coef)  # (n_outputs, n_features); a single target's is 1-D
+    intercept = np.zeros(len(coef)) + estimator.intercept_  # a scalar without an intercept
+    layers = OrderedDict(linear=_linear(coef.T, intercept, dtype))
+    if response in ("predict_proba", "clr_proba"):
+        layers.update(_proba_layers(estimator, binary=len(coef) == 1))
+    if response == "clr_proba":
+        layers["clr"] = CentredLog()
+    return nn.Sequential(layers)
+
+
+def _proba_layers(estimator, binary):
+    """The layers from the scores to ``predict_proba``, as scikit-learn computes it."""
+    from sklearn.linear_model import LogisticRegression
+
+    if isinstance(estimator, LogisticRegression) and not binary:
+        return {"out_activation": nn.Softmax(dim=-1)}
+    # the rest is one-vs-rest: a probability per score, then the two columns or normalised
+    if isinstance(estimator, LogisticRegression) or estimator.loss == "log_loss":
+        activation = nn.Sigmoid()
+    else:  # SGDClassifier(loss="modified_huber"): predict_proba exists for no other loss
+        activation = ModifiedHuberProba()
+    return {"out_activation": activation, "proba": BinaryProba() if binary else OvRNormalize()}
+
+
+class ModifiedHuberProba(nn.Module):
+    """``(clip(z, -1, 1) + 1) / 2``: the probability of a modified-Huber score."""
+
+    def forward(self, z):
+        return (z.clamp(-1.0, 1.0) + 1.0) / 2.0
+
+
+class OvRNormalize(nn.Module):
+    """One-vs-rest probabilities normalised over the classes (uniform where all are zero)."""
+
+    def forward(self, p):
+        total = p.sum(dim=-1, keepdim=True)
+        zero = total == 0
+        return torch.where(zero, 1.0 / p.shape[-1], p / torch.where(zero, 1.0, total))
+
+
+class CentredLog(nn.Module):
+    """The centred log-probabilities ``log p - mean_k log p_k`` of ``"clr_proba"``."""
+
+    def forward(self, p):
+        logp = torch.log(p.clamp(PROBA_FLOOR, 1.0))
+        return logp - logp.mean(dim=-1, keepdim=True)
 
 
 class Affine(nn.Module):
