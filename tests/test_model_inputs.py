@@ -177,7 +177,7 @@ def test_conv_input_mismatch_property(c_in, c_x, side):
 def test_custom_modules_and_black_boxes_are_left_to_the_model():
     """No check where the first layer is not certain (a custom forward), and a scikit-learn
     black box sees its own n_features_in_ check and may take sparse input."""
-    from sklearn.linear_model import LogisticRegression
+    from sklearn.neighbors import KNeighborsClassifier
 
     class Reversed(nn.Module):  # registers its layers in the opposite order of use
         def __init__(self):
@@ -190,8 +190,8 @@ def test_custom_modules_and_black_boxes_are_left_to_the_model():
     assert as_model(Reversed()).forward(np.ones((2, 3), np.float32)).shape == (2, 2)
     glu = as_model(nn.Sequential(nn.GLU(), nn.Linear(2, 3)))  # GLU halves the features
     assert glu.forward(np.ones((2, 4), np.float32)).shape == (2, 3)
-    clf = LogisticRegression().fit(X_TAB, Y)
+    clf = KNeighborsClassifier().fit(X_TAB, Y)
     box = as_model(clf)
     np.testing.assert_allclose(box.forward(sp.csr_matrix(X_TAB)), box.forward(X_TAB), rtol=1e-6)
-    with pytest.raises(ValueError, match="X has 5 features, but LogisticRegression is expecting 4"):
+    with pytest.raises(ValueError, match="X has 5 features, but KNeighborsClassifier is expecting 4"):
         box.forward(_one_more_feature(X_TAB))

@@ -253,18 +253,18 @@ def geometry_report(model, X, y=None, *, image_shape=None, layers=None, measures
     Examples
     --------
     >>> import numpy as np, torch
-    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sklearn.svm import SVC
     >>> from geolearn.inspection import geometry_report
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(40, 2)).astype(np.float32)
     >>> y = (X[:, 0] > 0).astype(int)
-    >>> models = {"logreg": LogisticRegression().fit(X, y),
+    >>> models = {"svm": SVC().fit(X, y),
     ...           "mlp": torch.nn.Sequential(torch.nn.Linear(2, 8), torch.nn.Tanh(),
     ...                                      torch.nn.Linear(8, 3))}
     >>> frame = geometry_report(models, X, y).to_frame()
     >>> frame.loc[frame.reason.isna(), ["model", "measure"]].values.tolist()
     [['mlp', 'log_volume'], ['mlp', 'rdm_similarity']]
-    >>> print(frame.loc[(frame.model == "logreg") & (frame.measure == "log_volume"), "reason"].item())
+    >>> print(frame.loc[(frame.model == "svm") & (frame.measure == "log_volume"), "reason"].item())
     no gradients: ...
     """
     models = model if isinstance(model, dict) else {_name(model): model}

@@ -15,11 +15,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
-from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV
 from sklearn.neural_network import MLPClassifier
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
+from sklearn.svm import SVC
 
 from geolearn.adversarial import (
     ManifoldAdversarialClassifier,
@@ -262,10 +262,10 @@ def test_images_and_flat_rows_with_image_shape_agree():
 
 def test_black_boxes_need_the_grid():
     X, y = make_circle_classification(60, random_state=0)
-    lr = LogisticRegression().fit(X, y)
+    svm = SVC(kernel="linear").fit(X, y)  # a black box (LogisticRegression is converted)
     with pytest.raises(TypeError, match="attack='grid'"):
-        risk_decomposition(lr, X, y, manifold=SphereManifold(), epsilon=0.1)
-    r = risk_decomposition(lr, X, y, manifold=SphereManifold(), epsilon=0.1, attack="grid")
+        risk_decomposition(svm, X, y, manifold=SphereManifold(), epsilon=0.1)
+    r = risk_decomposition(svm, X, y, manifold=SphereManifold(), epsilon=0.1, attack="grid")
     # a linear boundary through the centre: x1 = 0 up to the fitted intercept
     assert r.pointwise_violations == 0 and 0 < r.in_manifold_risk < 0.3
 

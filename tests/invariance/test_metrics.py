@@ -81,7 +81,7 @@ def test_metrics_accept_callables_skorch_and_sklearn_estimators(X):
     sk = NeuralNetClassifier(small_net, max_epochs=1, train_split=None).fit(X, y)
     assert logit_invariance(sk, X, "rot4") == pytest.approx(
         logit_invariance(sk.module_, X, "rot4"), rel=1e-12)
-    # black box: LI and DI through decision_function (the "auto" response), SI impossible
+    # a linear model: LI and DI through decision_function (the "auto" response)
     flat = X.reshape(7, -1)
     lr = LogisticRegression().fit(flat, y)
     li = logit_invariance(lr, flat, "rot4", image_shape=(6, 6))
@@ -90,10 +90,12 @@ def test_metrics_accept_callables_skorch_and_sklearn_estimators(X):
     assert li > 0 and np.isfinite(distribution_invariance(lr, flat, "rot4", image_shape=(6, 6)))
     assert logit_invariance(lr, flat, "rot4", image_shape=(6, 6), reduction="none")[:, 0] == \
         pytest.approx(0.5 * (d**2).sum(1))
+    # a black box: SI and the Jacobian impossible
+    forest = RandomForestClassifier(n_estimators=3, random_state=0).fit(flat, y)
     with pytest.raises(TypeError, match="gradients"):
-        saliency_invariance(lr, flat, "rot4", y, image_shape=(6, 6))
+        saliency_invariance(forest, flat, "rot4", y, image_shape=(6, 6))
     with pytest.raises(GradientsUnavailableError):
-        jacobian_sigma_max(lr, flat)
+        jacobian_sigma_max(forest, flat)
 
 
 def test_mlp_classifier_is_converted_and_differentiable(X):

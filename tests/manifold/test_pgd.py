@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.frozen import FrozenEstimator
-from sklearn.linear_model import LogisticRegression
 from sklearn.neural_network import MLPClassifier
+from sklearn.svm import SVC
 from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNetClassifier
 
@@ -149,7 +149,7 @@ def test_bad_inputs(rings):
     est = OnManifoldPGD(_cut_net(), tangent="jacobian", intrinsic_dim=1, **FAST)
     check_bad_inputs(est, X, y, cases=("nan", "inf", "ndim", "unfitted"))
     with pytest.raises(GradientsUnavailableError, match="needs gradients"):
-        OnManifoldPGD(LogisticRegression().fit(X, y)).fit(X, y)
+        OnManifoldPGD(SVC().fit(X, y)).fit(X, y)
     with pytest.raises(ValueError, match="image_shape"):
         est.set_params(image_shape=(1, 3, 1)).fit(X, y)
     est.set_params(image_shape=None)

@@ -118,7 +118,7 @@ def test_input_gradient_of_a_loss_on_tensors():
 def test_input_gradient_refused_for_a_black_box(data):
     X, y = data
     with pytest.raises(TypeError, match="needs gradients"):
-        as_model(LogisticRegression().fit(X, y)).input_gradient(X)
+        as_model(SVC().fit(X, y)).input_gradient(X)
 
 
 # -- layers ---------------------------------------------------------------------------------

@@ -7,8 +7,8 @@ import pytest
 import torch
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
-from sklearn.linear_model import LogisticRegression
 from sklearn.random_projection import SparseRandomProjection
+from sklearn.svm import SVC
 from skorch import NeuralNetClassifier
 
 from geolearn.models import GradientsUnavailableError, as_model
@@ -227,7 +227,7 @@ def test_bad_inputs():
     assert_message(exc, "layer '0'", "[2]", "constant")
     with pytest.raises(ValueError, match="Conv1d/Conv2d/Conv3d and Linear"):
         NetworkRDM(relu).fit(Z)
-    black_box = LogisticRegression().fit(X, np.arange(len(X)) % 2)
+    black_box = SVC().fit(X, np.arange(len(X)) % 2)
     with pytest.raises(GradientsUnavailableError):
         NetworkRDM(black_box).fit(X)
     with pytest.raises(NotFittedError):

@@ -10,6 +10,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV
 from sklearn.neural_network import MLPClassifier
 from sklearn.pipeline import Pipeline
+from sklearn.svm import SVC
 from torch import nn
 
 from geolearn.datasets import make_sinusoid_boundary
@@ -170,7 +171,7 @@ def test_unfitted_and_frozen_sklearn_mlps_follow_the_fitting_policy(data):
     frozen = RiemannianFeatureGeometry(FrozenEstimator(geo.estimator_), layer="act_0")
     np.testing.assert_array_equal(clone(frozen).fit(X).transform(X[:5]), geo.transform(X[:5]))
     with pytest.raises(TypeError, match="black-box"):
-        RiemannianFeatureGeometry(LogisticRegression().fit(X, y)).fit(X)
+        RiemannianFeatureGeometry(SVC().fit(X, y)).fit(X)
 
 
 def test_sklearn_mlp_feature_map(data):
