@@ -235,7 +235,8 @@ SKIPS = {
                     "sample_displacement_fields", "diffusion_schedule", "make_beta_schedule",
                     "respaced_grid", "relative_reduction"]},
     **{name: "takes a model or an estimator, not data (tests/models)" for name in [
-        "affine_to_torch", "as_model", "forward_ad_lock", "frozen", "mlp_to_torch",
+        "affine_to_torch", "as_model", "forward_ad_lock", "frozen", "linear_to_torch",
+        "mlp_to_torch",
         "resolve_response", "as_relu_network", "check_matplotlib", "unet_noise_model",
         "noise_model_factory", "denoiser_kind", "geometry_report", "register_measure"]},
     # labels, not measurements: any hashable is a category (NaN included), as in sklearn
