@@ -71,7 +71,7 @@ class Classifier:
         if not self.differentiable:
             raise TypeError(f"{purpose} needs gradients, but {self.model.name} is a black-box "
                             "estimator: use attack='grid' or pass a torch module (or a fitted "
-                            "skorch net or MLPClassifier).")
+                            "skorch net, MLPClassifier or scikit-learn linear model).")
 
     def logits(self, x):
         """Logits ``(n, C)`` of flat rows ``x`` (a tensor on :attr:`device`)."""
