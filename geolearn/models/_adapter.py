@@ -321,6 +321,9 @@ in_features of its first layer '0').
 
         def f(x):
             self.check_sample_shape(tuple(x.shape[1:]))
+            if self._input_spec and self._input_spec[3] is not None:
+                # a converted scikit-learn model takes images as rows (see tabular_input)
+                x = x.reshape(len(x), -1)
             out, reached = _run_capturing(module, x, target, pre=input)
             if not reached:
                 what = "the input of layer" if input else "layer"

@@ -272,3 +272,16 @@ def test_random_pipelines_outputs_and_gradients_equal(seed, n_samples, n_feature
         fd = _central_differences(model, response, rows)
         np.testing.assert_allclose(m.jacobian(rows), fd, rtol=1e-5,
                                    atol=1e-6 * max(1.0, np.abs(fd).max()))
+
+
+def test_converted_models_take_images_as_rows():
+    """As a black box does (``tabular_input``): images of as many pixels as features."""
+    X, y = _classification(30, 16, 2, seed=9)
+    lr = LogisticRegression().fit(X, y)
+    m = as_model(lr)
+    images = X.reshape(30, 1, 4, 4)
+    np.testing.assert_allclose(m.forward(images)[:, 0], lr.decision_function(X), atol=1e-12)
+    np.testing.assert_allclose(m.input_gradient(images), np.broadcast_to(
+        lr.coef_.reshape(1, 1, 4, 4), images.shape), atol=1e-14)
+    with pytest.raises(ValueError, match="X has 9 features, but LogisticRegression is expecting 16"):
+        m.forward(np.zeros((2, 1, 3, 3)))
