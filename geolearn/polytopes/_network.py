@@ -176,7 +176,7 @@ def as_relu_network(network):
         bias), ``ReLU``, ``Identity``, ``Flatten``, ``Dropout`` (eval behaviour),
         ``BatchNorm1d`` (eval statistics, folded into the affine maps) and nested
         ``Sequential``. A ``Pipeline`` of affine scalers (``StandardScaler``,
-        ``MinMaxScaler``, ``MaxAbsScaler``) and the MLP is folded too: the
+        ``MinMaxScaler``, ``MaxAbsScaler``) and PCAs before the MLP is folded too: the
         regions are then those of the raw input. Consecutive affine layers without a ReLU between them
         are multiplied out. A trailing ``Softmax``, ``LogSoftmax`` or
         ``Sigmoid`` is stripped: every map refers to the logits.

@@ -285,3 +285,17 @@ def test_converted_models_take_images_as_rows():
         lr.coef_.reshape(1, 1, 4, 4), images.shape), atol=1e-14)
     with pytest.raises(ValueError, match="X has 9 features, but LogisticRegression is expecting 16"):
         m.forward(np.zeros((2, 1, 3, 3)))
+
+
+def test_a_pca_before_a_relu_mlp_folds_into_the_local_affine_maps():
+    """PCA converts to an ``nn.Linear``, so the polytope tools fold it like a scaler."""
+    from sklearn.neural_network import MLPClassifier
+
+    from geolearn.polytopes import ReLUPolytopes
+
+    X, y = _classification(60, 5, 2, seed=10)
+    pipe = make_pipeline(StandardScaler(), PCA(3, whiten=True),
+                         MLPClassifier((6,), max_iter=50, random_state=0)).fit(X, y)
+    W, b = ReLUPolytopes(pipe).fit(X).local_affine_map(X)
+    J = as_model(pipe, dtype=torch.float64).jacobian(X, layer="mlpclassifier.linear_1")
+    np.testing.assert_allclose(W, J, rtol=1e-10, atol=1e-10)
