@@ -6,11 +6,11 @@ import pathlib
 import sys
 
 import pytest
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, clone
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import geolearn
-from tests.registry import all_registered
+from tests.registry import all_registered, check_params
 
 ESTIMATORS = all_registered()
 
@@ -121,7 +121,8 @@ if ESTIMATORS:
     @pytest.mark.filterwarnings("ignore::geolearn.exceptions.GeolearnWarning")
     @parametrize_with_checks(ESTIMATORS, expected_failed_checks=_expected_failures)
     def test_sklearn_compatible(estimator, check):
-        check(estimator)
+        params = check_params(estimator, check.func.__name__)
+        check(clone(estimator).set_params(**params) if params else estimator)
 
 
 if __name__ == "__main__":
