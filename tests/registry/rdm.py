@@ -25,7 +25,7 @@ _ANY_WIDTH = torch.nn.Sequential(torch.nn.Unflatten(1, (1, -1)), torch.nn.Adapti
 def _stimuli(n_features):
     """Reference stimuli of ``n_features`` features and their RDM."""
     stimuli = np.random.default_rng(0).normal(size=(10, n_features))
-    return dict(rdm_stimuli=stimuli, rdm_target=compute_rdm(stimuli, metric="euclidean"))
+    return {"rdm_stimuli": stimuli, "rdm_target": compute_rdm(stimuli, metric="euclidean")}
 
 
 #: The width of the checks' tables that have not 3 features, the registered instance's.
