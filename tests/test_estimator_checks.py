@@ -70,9 +70,10 @@ _TABLE_HEADER = """\
 Every public estimator runs scikit-learn's estimator checks
 (`tests/test_estimator_checks.py`, instances registered in `tests/registry/`). The
 registered instances that declare a check they cannot pass (`_expected_failed_checks`) are
-listed here with the reason, which is a limit of the method (image or set-shaped input,
-stimuli of fixed width, a torch model that `joblib.hash` cannot compare), never a defect.
-Every other registered instance passes every check.
+listed here with the reason, which is a limit of the method (image or set-shaped input, a
+torch model that `joblib.hash` cannot compare), never a defect. Every other registered
+instance passes every check; one whose parameters fix the width of `X` takes, for each
+check, parameters of that check's width (`CHECK_PARAMS` in its registry module).
 
 This page is generated from the estimators' declarations, and a test fails when it is out
 of date: regenerate it with `python tests/test_estimator_checks.py`.
