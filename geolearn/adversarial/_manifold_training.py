@@ -245,7 +245,7 @@ class ManifoldAdversarialClassifier(SkorchClassifierMixin, ClassifierMixin, Base
             "adversary", "adv_epsilon", "adv_norm", "adv_n_steps", "adv_in_manifold_factor",
             "manifold")}
         if self._warm():  # the adv_* settings may have changed since
-            self._update_warm_net(**adversary)
+            self.net_.set_params(**adversary)
         self._fit_net(self._module(X.shape[1]), X, y, seed=self.random_state,
                       max_epochs=self.max_epochs, criterion=self.criterion,
                       optimizer=self.optimizer, train_split=self.train_split,

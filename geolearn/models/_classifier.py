@@ -137,16 +137,6 @@ class SkorchClassifierMixin(SkorchTrainingMixin):
         # an instance would keep its trained weights from one fit to the next
         return copy.deepcopy(self.module) if isinstance(self.module, torch.nn.Module) else self.module
 
-    def _update_warm_net(self, **settings):
-        """Give the fitted net this fit's settings before a warm ``fit`` continues it.
-
-        skorch's ``partial_fit`` trains with the net's own ``max_epochs``, ``lr`` and
-        ``batch_size``: without them a warm fit would ignore the values set since.
-        ``settings`` are the estimator's own net arguments.
-        """
-        self.net_.set_params(max_epochs=self.max_epochs, lr=self.lr,
-                             batch_size=self.batch_size, **settings)
-
     def _after_fit(self):
         self.history_ = self.net_.history
         return self

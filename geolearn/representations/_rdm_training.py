@@ -371,7 +371,7 @@ class RDMRegularizedClassifier(SkorchClassifierMixin, ClassifierMixin, BaseEstim
             raise ValueError(f"rdm_stimuli have rows of shape {stimuli_shape} but X has rows "
                              f"of shape {X.shape[1:]}: the stimuli go through the same module.")
         if self._warm():
-            self._update_warm_net(**rdm)
+            self.net_.set_params(**rdm)
         # an int seeds the subsets directly; a generator (or None) gives them one draw
         subsets = (self.random_state if isinstance(self.random_state, numbers.Integral)
                    else int(check_random_state(self.random_state).randint(2**31 - 1)))

@@ -221,7 +221,7 @@ class SVBFNetClassifier(SkorchClassifierMixin, ClassifierMixin, BaseEstimator):
                            high=X.shape[1], closed="both")
         weights = {"alpha": self.alpha, "beta": self.beta, "gamma": self.gamma}
         if self._warm():
-            self._update_warm_net(**weights)
+            self.net_.set_params(**weights)
         module = {"module__n_features": self.n_features_in_,
                   "module__n_classes": len(self.classes_),
                   "module__n_components": self.n_components, "module__objective": self.objective,
