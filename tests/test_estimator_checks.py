@@ -6,11 +6,11 @@ import pathlib
 import sys
 
 import pytest
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, clone
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import geolearn
-from tests.registry import all_registered
+from tests.registry import all_registered, check_params
 
 ESTIMATORS = all_registered()
 
@@ -70,9 +70,10 @@ _TABLE_HEADER = """\
 Every public estimator runs scikit-learn's estimator checks
 (`tests/test_estimator_checks.py`, instances registered in `tests/registry/`). The
 registered instances that declare a check they cannot pass (`_expected_failed_checks`) are
-listed here with the reason, which is a limit of the method (image or set-shaped input,
-stimuli of fixed width, a torch model that `joblib.hash` cannot compare), never a defect.
-Every other registered instance passes every check.
+listed here with the reason, which is a limit of the method (image or set-shaped input, a
+torch model that `joblib.hash` cannot compare), never a defect. Every other registered
+instance passes every check; one whose parameters fix the width of `X` takes, for each
+check, parameters of that check's width (`CHECK_PARAMS` in its registry module).
 
 This page is generated from the estimators' declarations, and a test fails when it is out
 of date: regenerate it with `python tests/test_estimator_checks.py`.
@@ -121,7 +122,8 @@ if ESTIMATORS:
     @pytest.mark.filterwarnings("ignore::geolearn.exceptions.GeolearnWarning")
     @parametrize_with_checks(ESTIMATORS, expected_failed_checks=_expected_failures)
     def test_sklearn_compatible(estimator, check):
-        check(estimator)
+        params = check_params(estimator, check.func.__name__)
+        check(clone(estimator).set_params(**params) if params else estimator)
 
 
 if __name__ == "__main__":

@@ -32,9 +32,9 @@ def test_negative_loss_weights_are_refused(make, fit_args, words):
 
 
 @pytest.mark.parametrize("kwargs, words", [
-    ({"alpha": -1}, ("alpha", ">= 0")), ({"beta": "bad"}, ("beta", "'bad'")),
-    ({"gamma": np.inf}, ("gamma", "finite")), ({"T": np.nan}, ("T", "> 0")),
-    ({"T": 0.0}, ("T", "> 0")),
+    ({"alpha": -1}, ("alpha", "[0.0, inf)")), ({"beta": "bad"}, ("beta", "'bad'")),
+    ({"gamma": np.inf}, ("gamma", "[0.0, inf)", "Got inf")), ({"T": np.nan}, ("T", "(0.0, inf)")),
+    ({"T": 0.0}, ("T", "(0.0, inf)")),
 ])
 def test_svbf_net_loss_parameters(kwargs, words):
     rng = np.random.default_rng(0)

@@ -1,13 +1,16 @@
 """Adversarial training against ambient, normal or in-manifold adversaries (a skorch classifier)."""
 
+from numbers import Integral, Real
+
 import numpy as np
 import torch
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from skorch import NeuralNetClassifier
 from skorch.callbacks import PassthroughScoring
 from skorch.utils import to_tensor
 
-from .._utils import check_choice, check_scalar_param, to_numpy, torch_threads
+from .._utils import to_numpy, torch_threads
 from ..models import SkorchClassifierMixin
 from ._manifold_attacks import in_manifold_core, is_latent, normal_projection
 from ._pgd import NORMS, SMALL_MODEL, Classifier, pgd_loop
@@ -169,6 +172,18 @@ class ManifoldAdversarialClassifier(SkorchClassifierMixin, ClassifierMixin, Base
     (5, True)
     """
 
+    _parameter_constraints = {
+        **SkorchClassifierMixin._parameter_constraints,
+        "module": [None, callable],
+        "adversary": [StrOptions(set(ADVERSARIES))],
+        "adv_epsilon": [Interval(Real, 0, None, closed="neither")],
+        "adv_norm": [StrOptions(set(NORMS))],
+        "adv_n_steps": [Interval(Integral, 1, None, closed="left")],
+        "adv_in_manifold_factor": [Interval(Real, 0, None, closed="neither")],
+        "manifold": [HasMethods(["project", "tangent_basis"]), None],
+        "hidden_layer_sizes": ["array-like"],
+    }
+
     net_class = ManifoldAdversarialNet
 
     def __init__(self, module=None, *, adversary="none", adv_epsilon=0.1, adv_norm="l2",
@@ -199,11 +214,7 @@ class ManifoldAdversarialClassifier(SkorchClassifierMixin, ClassifierMixin, Base
         self._set_net_params(net_params)
 
     def _check_adversary(self, n_features):
-        check_choice(self.adversary, "adversary", ADVERSARIES)
-        check_scalar_param(self.adv_epsilon, "adv_epsilon", low=0, closed="neither")
-        check_choice(self.adv_norm, "adv_norm", NORMS)
-        check_scalar_param(self.adv_n_steps, "adv_n_steps", kind="integer", low=1)
-        check_scalar_param(self.adv_in_manifold_factor, "adv_in_manifold_factor", low=0, closed="neither")
+        """What the constraints cannot say: the manifold the adversary needs, of X's width."""
         if self.adversary in ("normal", "in_manifold"):
             if self.manifold is None:
                 raise ValueError(f"adversary={self.adversary!r} needs a manifold (e.g. "
@@ -212,6 +223,7 @@ class ManifoldAdversarialClassifier(SkorchClassifierMixin, ClassifierMixin, Base
                 raise ValueError(f"manifold.ambient_dim={self.manifold.ambient_dim} but X has "
                                  f"{n_features} features.")
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Train on clean and adversarial examples of ``X``.
 

@@ -9,9 +9,11 @@ refused, DataFrames and their feature names), any labels (``classes_``), and
 
 import copy
 import functools
+from numbers import Integral, Real
 
 import numpy as np
 import torch
+from sklearn.utils._param_validation import Interval, Options
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (
     check_consistent_length,
@@ -20,7 +22,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from .._utils import check_hidden_sizes, check_scalar_param
+from .._utils import check_hidden_sizes
 from ._training import SkorchTrainingMixin
 
 
@@ -52,11 +54,18 @@ class SkorchClassifierMixin(SkorchTrainingMixin):
     It validates ``X`` as scikit-learn does (float32 rows for the module; NaN and
     infinity refused; pandas DataFrames read, their column names kept in
     ``feature_names_in_``), takes any labels (``classes_`` holds them, the net
-    trains on their indices), refuses a ``y`` with a single class and a
-    ``max_epochs`` below 1, and predicts through the fitted net. ``module=None``
-    is a ReLU MLP of ``hidden_layer_sizes`` ; a module
-    instance is copied at every cold ``fit``, so that refits start from the same
-    weights and the user's module is left as it was.
+    trains on their indices), refuses a ``y`` with a single class, and predicts
+    through the fitted net. ``module=None`` is a ReLU MLP of ``hidden_layer_sizes``;
+    a module instance is copied at every cold ``fit``, so that refits start from
+    the same weights and the user's module is left as it was. A warm ``fit``
+    continues the fitted net for ``max_epochs`` more epochs at this fit's ``lr``
+    and ``batch_size``.
+
+    Its ``_parameter_constraints`` are those of the training settings every such
+    classifier has (``criterion``, ``optimizer``, ``lr``, ``max_epochs``,
+    ``batch_size``, ``train_split``, ``callbacks``, ``warm_start``, ``device``,
+    ``verbose``, ``random_state``); a classifier adds its own to them and
+    decorates its ``fit`` with scikit-learn's ``_fit_context``.
 
     Fitted: ``classes_``, ``n_features_in_`` (and ``feature_names_in_``),
     ``history_`` (the net's skorch ``History``), and the training route's
@@ -69,6 +78,21 @@ class SkorchClassifierMixin(SkorchTrainingMixin):
     >>> issubclass(ManifoldAdversarialClassifier, SkorchClassifierMixin)
     True
     """
+
+    _parameter_constraints = {
+        "criterion": [callable],
+        "optimizer": [callable],
+        "lr": [Interval(Real, 0, None, closed="neither")],
+        "max_epochs": [Interval(Integral, 1, None, closed="left")],
+        # skorch's -1: one batch of all the rows
+        "batch_size": [Interval(Integral, 1, None, closed="left"), Options(Integral, {-1})],
+        "train_split": [callable, None],
+        "callbacks": [list, None],
+        "warm_start": ["boolean"],
+        "device": [str, torch.device, None],
+        "verbose": ["verbose"],
+        "random_state": ["random_state"],
+    }
 
     #: ``validate_data`` settings of ``X`` (``allow_nd`` for non-tabular inputs).
     _input_checks = {"dtype": np.float32}
@@ -99,8 +123,7 @@ class SkorchClassifierMixin(SkorchTrainingMixin):
         return np.searchsorted(self.classes_, y).astype(np.int64)
 
     def _fit_data(self, X, y):
-        """Checked ``X`` and encoded ``y``; a cold start also checks ``max_epochs``."""
-        check_scalar_param(self.max_epochs, "max_epochs", kind="integer", low=1)
+        """Checked ``X`` and encoded ``y`` (against the first fit's ``classes_`` when warm)."""
         warm = self._warm()
         X = self._check_X(X, reset=not warm)
         return X, self._check_y(y, len(X), reset=not warm)

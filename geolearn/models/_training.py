@@ -482,7 +482,8 @@ class SkorchTrainingMixin:
       always stops training with a clear error, and ``verbose >= 2`` adds a
       progress bar.
     - ``warm_start=True``: a second ``fit`` continues training the fitted net
-      instead of starting again.
+      instead of starting again, for ``max_epochs`` more epochs at the current
+      ``lr`` and ``batch_size``.
     - ``net_class``: the skorch class the net is built from, a subclass of
       the estimator's own (the class attribute :attr:`net_class`), e.g. one
       with skorch's ``AccelerateMixin`` for multi-GPU training; pass it as a
@@ -669,6 +670,8 @@ class SkorchTrainingMixin:
 
     def _train_net(self, module, X, y, *, seed, max_epochs, default_callbacks, **settings):
         if self._warm():
+            # skorch's partial_fit trains with the net's own settings: this fit's, as a cold fit
+            self.net_.set_params(lr=self.lr, max_epochs=max_epochs, batch_size=self.batch_size)
             with torch_seed(seed):
                 self.net_.partial_fit(X, y)
             return self.net_

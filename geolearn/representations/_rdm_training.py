@@ -9,8 +9,9 @@ import numbers
 
 import numpy as np
 import torch
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array
 from skorch import NeuralNetClassifier
 from skorch.callbacks import PassthroughScoring
@@ -136,10 +137,11 @@ class RDMLoss(torch.nn.Module):
 class RDMRegularizedNet(NeuralNetClassifier):
     """The skorch net of :class:`RDMRegularizedClassifier`: its loss adds the RDM term.
 
-    The ``rdm_*`` arguments are the estimator's; the net checks them (with the
-    layer against its module) when its module is initialised and before a warm
-    continuation. The subsets come from a ``numpy.random.Generator`` seeded by
-    ``rdm_seed``, never from torch's generator.
+    The ``rdm_*`` arguments are the estimator's, which validates them; the net
+    checks what depends on its data (the stimuli, the target's shape, the subset
+    size against the number of stimuli, the layer against its module) when its
+    module is initialised and before a warm continuation. The subsets come from a
+    ``numpy.random.Generator`` seeded by ``rdm_seed``, never from torch's generator.
     """
 
     def __init__(self, *args, rdm_layer=None, rdm_stimuli=None, rdm_target=None,
@@ -163,9 +165,7 @@ class RDMRegularizedNet(NeuralNetClassifier):
         return callbacks
 
     def _validated_rdm(self):
-        """The validated reference stimuli and target; raises for any bad ``rdm_*`` argument."""
-        check_scalar_param(self.rdm_weight, "rdm_weight", low=0)
-        check_choice(self.rdm_loss, "rdm_loss", RDM_LOSSES)
+        """The validated reference stimuli and target; raises where they do not fit together."""
         stimuli = check_array(self.rdm_stimuli, dtype=np.float32, allow_nd=True,
                               ensure_min_samples=2, input_name="rdm_stimuli")
         m = len(stimuli)
@@ -218,29 +218,6 @@ class RDMRegularizedNet(NeuralNetClassifier):
         super().on_train_end(net, **kwargs)
 
 
-#: scikit-learn's checks that fit tables of another width than the registered instance's
-#: 3-feature ``rdm_stimuli`` (most checks use 3 features)
-_OTHER_WIDTH_CHECKS = dict.fromkeys(
-    ["check_estimators_overwrite_params",
-     "check_estimators_fit_returns_self",
-     "check_readonly_memmap_input",
-     "check_n_features_in_after_fitting",
-     "check_positive_only_tag_during_fit",
-     "check_estimators_dtypes",
-     "check_dtype_object",
-     "check_classifier_data_not_an_array",
-     "check_classifiers_classes",
-     "check_classifiers_train",
-     "check_classifiers_train(readonly_memmap=True)",
-     "check_classifiers_train(readonly_memmap=True,X_dtype=float32)",
-     "check_fit2d_1feature",
-     "check_fit_idempotent",
-     "check_fit_check_is_fitted",
-     "check_n_features_in"],
-    "rdm_stimuli fix the width of X (they pass through the same module): fit refuses the "
-    "check's tables of another width with a ValueError naming rdm_stimuli")
-
-
 class RDMRegularizedClassifier(SkorchClassifierMixin, ClassifierMixin, BaseEstimator):
     """A classifier whose loss pulls a hidden layer's RDM towards a reference RDM.
 
@@ -270,8 +247,10 @@ class RDMRegularizedClassifier(SkorchClassifierMixin, ClassifierMixin, BaseEstim
         Returns logits (the default criterion is the cross-entropy). ``None``: a
         ReLU MLP of ``hidden_layer_sizes``, whose hidden activations are layer
         ``"1"``. An instance is copied at every fit.
-    rdm_layer : str
-        Name of the hidden layer (``module_.named_modules()``) whose RDM is regularised.
+    rdm_layer : str, int or callable
+        The hidden layer whose RDM is regularised: its name in
+        ``module_.named_modules()``, an index into those names, or a callable
+        returning the submodule (as :func:`geolearn.models.as_model` reads layers).
     rdm_stimuli : array-like of shape (m, n_features)
         Reference stimuli, in the same feature layout as ``X`` (cast to float32).
     rdm_target : array-like of shape (m, m)
@@ -326,9 +305,20 @@ class RDMRegularizedClassifier(SkorchClassifierMixin, ClassifierMixin, BaseEstim
     (1, True)
     """
 
-    net_class = RDMRegularizedNet
+    _parameter_constraints = {
+        **SkorchClassifierMixin._parameter_constraints,
+        "module": [None, callable],
+        "rdm_layer": [str, numbers.Integral, callable],
+        "rdm_stimuli": ["array-like"],
+        "rdm_target": ["array-like"],
+        "rdm_weight": [Interval(numbers.Real, 0, None, closed="left")],
+        # at most the number of stimuli: checked with them
+        "rdm_batch_size": [Interval(numbers.Integral, 2, None, closed="left")],
+        "rdm_loss": [StrOptions(set(RDM_LOSSES))],
+        "hidden_layer_sizes": ["array-like"],
+    }
 
-    _expected_failed_checks = _OTHER_WIDTH_CHECKS
+    net_class = RDMRegularizedNet
 
     def __init__(self, module=None, *, rdm_layer, rdm_stimuli, rdm_target, rdm_weight=1.0,
                  rdm_batch_size=32, rdm_loss="pearson", hidden_layer_sizes=(16,),
@@ -356,6 +346,7 @@ class RDMRegularizedClassifier(SkorchClassifierMixin, ClassifierMixin, BaseEstim
         self.random_state = random_state
         self._set_net_params(net_params)
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Train with the RDM regulariser.
 

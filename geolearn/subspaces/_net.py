@@ -1,8 +1,11 @@
 """SVBFNetClassifier: the abstract node and a centroid head trained in situ through skorch."""
 
+from numbers import Integral, Real
+
 import numpy as np
 import torch
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNetClassifier
 from torch import nn
@@ -138,6 +141,20 @@ class SVBFNetClassifier(SkorchClassifierMixin, ClassifierMixin, BaseEstimator):
     ['a', 'a']
     """
 
+    _parameter_constraints = {
+        **SkorchClassifierMixin._parameter_constraints,
+        "module": [callable],
+        # at most n_features: checked with X
+        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "objective": [StrOptions({"cos2", "cos"})],
+        "orthogonality": [StrOptions({"parametrize", "penalty"})],
+        "detach": ["boolean"],
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "beta": [Interval(Real, 0, None, closed="left")],
+        "gamma": [Interval(Real, 0, None, closed="left")],
+        "T": [Interval(Real, 0, None, closed="neither")],
+    }
+
     net_class = SVBFNetLoss
 
     _expected_failed_checks = ZERO_SET_CHECKS
@@ -183,6 +200,7 @@ class SVBFNetClassifier(SkorchClassifierMixin, ClassifierMixin, BaseEstimator):
             check_is_fitted(self)
         return check_bases(X, self, reset=reset)[0].astype(np.float32)
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Build the network for the data and train it.
 
@@ -199,9 +217,6 @@ class SVBFNetClassifier(SkorchClassifierMixin, ClassifierMixin, BaseEstimator):
         self : SVBFNetClassifier
         """
         X, y = self._fit_data(X, y)
-        for name in ("alpha", "beta", "gamma"):
-            check_scalar_param(getattr(self, name), name, low=0)
-        check_scalar_param(self.T, "T", low=0, closed="neither")
         check_scalar_param(self.n_components, "n_components", kind="integer", low=1,
                            high=X.shape[1], closed="both")
         weights = {"alpha": self.alpha, "beta": self.beta, "gamma": self.gamma}

@@ -135,3 +135,17 @@ def test_skorch_settings_and_warm_start_still_work(make):
     assert clf.net_.optimizer_.param_groups[0]["weight_decay"] == 0.1
     clf.fit(X, y)
     assert len(clf.history_) == 6
+
+
+def test_a_warm_fit_continues_with_the_settings_set_since(make):
+    """A warm fit trains ``max_epochs`` more epochs at this fit's ``lr`` and ``batch_size``.
+
+    Regression: skorch's ``partial_fit`` read the net's own settings, so the second fit
+    trained 3 more epochs, at the first ``lr``, in one batch.
+    """
+    X, y = _table()
+    clf = make(random_state=0, warm_start=True).fit(X, y)
+    clf.set_params(max_epochs=5, lr=0.5, batch_size=7).fit(X, y)
+    assert len(clf.history_) == 3 + 5
+    assert clf.net_.optimizer_.param_groups[0]["lr"] == 0.5
+    assert len(clf.history_[-1, "batches"]) == 6  # ceil(40 / 7)

@@ -96,6 +96,17 @@ def test_warm_start_continues_training(data):
     assert warm.net_.history[-1, "train_loss"] < warm.net_.history[2, "train_loss"]
 
 
+def test_a_warm_fit_trains_with_the_settings_set_since(data):
+    """Regression: skorch's ``partial_fit`` read the net's own settings, so a warm fit after
+    ``set_params(max_epochs=5, lr=0.5, batch_size=8)`` trained 3 epochs at the first lr."""
+    X, y = data
+    warm = _Regressor(max_epochs=3, warm_start=True).fit(X, y)
+    warm.set_params(max_epochs=5, lr=0.5, batch_size=8).fit(X, y)
+    assert len(warm.history_) == 3 + 5
+    assert warm.net_.optimizer_.param_groups[0]["lr"] == 0.5
+    assert len(warm.history_[-1, "batches"]) == 64 // 8
+
+
 def test_user_callbacks_run(data):
     X, y = data
     stop = EarlyStopping(monitor="train_loss", patience=1, threshold=1e9, lower_is_better=True)

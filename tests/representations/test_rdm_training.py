@@ -180,8 +180,8 @@ def test_validation_happens_in_fit_and_names_the_argument():
     cases = [
         (dict(rdm_target=np.zeros((5, 5))), ["rdm_target", "(20, 20)"]),
         (dict(rdm_batch_size=21), ["rdm_batch_size", "<= 20"]),
-        (dict(rdm_batch_size=1), ["rdm_batch_size", ">= 2"]),
-        (dict(rdm_weight=-0.1), ["rdm_weight", ">= 0"]),
+        (dict(rdm_batch_size=1), ["rdm_batch_size", "[2, inf)"]),
+        (dict(rdm_weight=-0.1), ["rdm_weight", "[0.0, inf)"]),
         (dict(rdm_loss="mse"), ["rdm_loss", "pearson", "atanh_mse"]),
         (dict(rdm_layer="nope"), ["nope", "'1'"]),
         (dict(rdm_stimuli=np.full((20, 8), np.nan)), ["rdm_stimuli", "NaN"]),
