@@ -25,8 +25,6 @@ ESTIMATORS = [est for est in all_registered() if hasattr(est, "_parameter_constr
 NOT_CONSTRAINED = {
     # skorch nets (skorch's fit, no _fit_context): the estimators that build them validate
     "ObjectiveNet", "MLDGNet",
-    # under rewrite elsewhere
-    "RiskDecomposition",
     # manifold objects without fit: nothing would check them
     "AffineManifold", "LatentManifold", "SphereManifold",
 }

@@ -12,9 +12,12 @@ import functools
 import warnings
 
 import numpy as np
-from sklearn.base import BaseEstimator
+from numbers import Integral, Real
+
+from sklearn.base import BaseEstimator, _fit_context
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import Bunch
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._utils import check_choice, check_scalar_param, check_squares_finite, progress_bar
@@ -41,7 +44,8 @@ from ._manifold_attacks import (
     resolve_in_method,
     tangent_pgd,
 )
-from ._pgd import Classifier, check_attack_params, flat_inputs, label_indices, run_attack
+from ._pgd import (LOSSES, NORMS, Classifier, check_attack_params, flat_inputs, label_indices,
+                   run_attack)
 from .._utils import warn_user
 
 ATTACKS = ("auto", "grid", "pgd", "tangent_pgd", "project", "latent")
@@ -485,6 +489,28 @@ verbose
     (0.0, True)
     """
 
+    _parameter_constraints = {
+        "estimator": "no_validation",
+        "manifold": "no_validation",
+        "epsilon": [Interval(Real, 0, None, closed="neither")],
+        "norm": [StrOptions(set(NORMS))],
+        "in_manifold_factor": [Interval(Real, 0, None, closed="neither")],
+        "attack": [StrOptions(set(ATTACKS))],
+        "n_steps": [Interval(Integral, 1, None, closed="left")],
+        "step_size": [Interval(Real, 0, None, closed="neither"), None],
+        "n_restarts": [Interval(Integral, 1, None, closed="left")],
+        "loss": [StrOptions(set(LOSSES))],
+        "nnr": [StrOptions(set(NNR_METHODS))],
+        "n_nnr_probes": [Interval(Integral, 1, None, closed="left")],
+        "nnr_a_radius_factor": [Interval(Real, 0, None, closed="neither")],
+        "grid_step": [Interval(Real, 0, None, closed="neither"), None],
+        "image_shape": ["array-like", None],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "device": "no_validation",
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
     def __init__(self, estimator, manifold, *, epsilon=0.1, norm="l2", in_manifold_factor=2.0,
                  attack="auto", n_steps=40, step_size=None, n_restarts=1, loss="ce",
                  nnr="probe", n_nnr_probes=16, nnr_a_radius_factor=1.0, grid_step=None,
@@ -509,6 +535,7 @@ verbose
         self.random_state = random_state
         self.verbose = verbose
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Compute the decomposition on ``(X, y)``.
 
