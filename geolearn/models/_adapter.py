@@ -495,9 +495,15 @@ in_features of its first layer '0').
 
         outs = []
         with self.frozen(), torch.no_grad():  # torch.func still differentiates in the input
-            X0 = convert(X[:1])
-            out_numel = single(X0[0]).numel()
+            # the shapes from one row (a zero row when X is empty: the result has no rows)
+            X0 = convert(X[:1] if len(X) else X.new_zeros((1,) + tuple(X.shape[1:]))
+                         if is_tensor else np.zeros((1,) + X.shape[1:], X.dtype))
+            out0 = single(X0[0])
+            out_numel = out0.numel()
             in_numel = X0[0].numel()
+            if not len(X):
+                J = X0.new_zeros((0,) + tuple(out0.shape) + tuple(X0.shape[1:]))
+                return J if is_tensor else to_numpy(J)
             if mode == "auto":
                 mode = "fwd" if in_numel < out_numel else "rev"
             chunk = _chunk_size(out_numel * in_numel * X0.element_size(), max_memory, batch_size)

@@ -192,6 +192,16 @@ def test_jacobian_of_image_model_has_image_shaped_input():
     np.testing.assert_allclose(np.einsum("nkchw,nchw->nk", J, v), fd, atol=1e-3)
 
 
+@pytest.mark.parametrize("as_tensor", [False, True])
+def test_jacobian_of_no_rows_has_no_rows(as_tensor):
+    # as forward: an empty batch gives an empty result of the right shape, not an IndexError
+    net = nn.Sequential(nn.Conv2d(1, 2, 3), nn.Flatten(), nn.Linear(2 * 4 * 4, 3))
+    X = np.zeros((0, 1, 6, 6), np.float32)
+    J = as_model(net).jacobian(torch.from_numpy(X) if as_tensor else X)
+    assert tuple(J.shape) == (0, 3, 1, 6, 6)
+    assert isinstance(J, torch.Tensor) == as_tensor
+
+
 def test_train_eval_modes_are_restored():
     net = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.5), nn.BatchNorm1d(8), nn.Linear(8, 2))
     net.train()
