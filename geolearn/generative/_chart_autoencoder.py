@@ -120,6 +120,9 @@ class ChartAutoencoder(ImageOutputMixin, LatentInterpolationMixin, Reconstructio
         The trained skorch net; ``module_`` is its :class:`ChartModule`-like module.
     chart_counts_ : ndarray of shape (n_charts,)
         Training points per likeliest chart; a chart that gets none is kept (count 0).
+        The chart target rewards the chart that already reconstructs best, so a few
+        charts often take most points: check it, and prefer charts of the data
+        manifold's dimension (``chart_dim=1`` for a circle).
     history_ : skorch.history.History
         The net's training history, one row per epoch: ``train_loss``, ``recon``,
         ``ce`` and ``kl``, e.g. ``history_[:, "ce"]``.
