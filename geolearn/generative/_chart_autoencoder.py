@@ -54,8 +54,7 @@ class ChartObjective:
         p = torch.softmax(logits, dim=1)
         err = ((x[:, None] - means) ** 2).sum(-1)  # (B, k): ||x - D_i(z_i)||^2
         recon = (p * err).sum(1) / (2 * self.sigma ** 2)
-        with torch.no_grad():
-            err = err.detach()
+        with torch.no_grad():  # q is a target: no gradient through err here
             tau = (err.min(dim=1).values.mean().clamp_min(_TAU_MIN) if self.tau is None
                    else self.tau)
             q = torch.softmax(-err / tau, dim=1)
