@@ -6,9 +6,8 @@ Latent generators fill the hole of a circle; a DDPM and an atlas of charts do no
 pushes a Gaussian on a Euclidean latent space through a continuous decoder, so on data
 whose support has a hole it puts samples in the hole. A DDPM has no latent space and no
 such constraint. A chart autoencoder covers the support with several charts; here four
-1-D charts (the circle needs at least two), with ``beta`` matched to the noise level
-(its reconstruction term is a plain squared error, so ``beta`` plays the part of
-``2 sigma^2``).
+1-D charts (the circle needs at least two), with the likelihood scale ``sigma`` at the
+noise level, as the VAE's.
 
 The figure shows each generator's samples beside the data, and the script prints the
 share of samples in the hole (``||x|| < 0.5``) and the strongest loop of the samples
@@ -27,7 +26,7 @@ X = make_circle_points(1000, noise=0.05, random_state=0)
 generators = {
     "VAE (2-D latent)": VAEGenerator(n_latent=2, sigma=0.05, max_epochs=300, batch_size=250,
                                      random_state=0),
-    "chart autoencoder (4 x 1-D)": ChartAutoencoder(n_charts=4, chart_dim=1, beta=0.005,
+    "chart autoencoder (4 x 1-D)": ChartAutoencoder(n_charts=4, chart_dim=1, sigma=0.05,
                                                     max_epochs=200, batch_size=250,
                                                     random_state=0),
     "DDPM (T = 1000)": DiffusionGenerator(n_timesteps=1000, max_epochs=400, batch_size=128,

@@ -24,18 +24,26 @@ _TAU_MIN = 1e-12
 
 
 class ChartObjective:
-    """The chart autoencoder's loss, per sample (the spec's reconstruction of it).
+    """The chart autoencoder's loss, per sample.
 
-    ``||x - sum_i p_i D_i(z_i)||^2 + gamma CE(q, p) + beta sum_i KL(N(mu_i, sigma_i^2) ||
-    N(0, I))`` with ``p = softmax(P([z_1, ..., z_k]))`` and the target
-    ``q_i = softmax_i(-||x - D_i(z_i)||^2 / tau)`` computed without gradient; ``tau``
-    None is the batch mean of ``min_i ||x - D_i(z_i)||^2`` (detached).
+    ``sum_i p_i ||x - D_i(z_i)||^2 / (2 sigma^2) + gamma CE(q, p) + beta sum_i
+    KL(N(mu_i, sigma_i^2) || N(0, I))`` with ``p = softmax(P([z_1, ..., z_k]))`` and the
+    target ``q_i = softmax_i(-||x - D_i(z_i)||^2 / tau)`` computed without gradient;
+    ``tau`` None is the batch mean of ``min_i ||x - D_i(z_i)||^2`` (detached).
+
+    The first term is the Gaussian negative log-likelihood (scale ``sigma``, as in
+    :class:`VAEGenerator`) of the chart drawn from ``p``: evaluation and generation decode
+    with one chart, so each chart's own decoder must reconstruct. It bounds the error of the
+    blended output ``sum_i p_i D_i(z_i)`` (Jensen), whose loss alone lets the charts
+    co-adapt so that no single decoder reconstructs. Without ``1 / (2 sigma^2)`` the KL
+    term outweighs a squared error of unit-scale data and the latent carries nothing.
     """
 
-    def __init__(self, *, beta, gamma, tau, output_activation):
+    def __init__(self, *, beta, gamma, tau, sigma, output_activation):
         self.beta = beta
         self.gamma = gamma
         self.tau = tau
+        self.sigma = sigma
         self.output_activation = output_activation
 
     def __call__(self, module, y_pred, x, y, epoch=0):
@@ -44,9 +52,9 @@ class ChartObjective:
         means = decoded_mean(module.decode_all(z), "gaussian", self.output_activation)
         logits = module.chart_logits(z)
         p = torch.softmax(logits, dim=1)
-        recon = ((x - (p[:, :, None] * means).sum(1)) ** 2).sum(-1)
-        with torch.no_grad():
-            err = ((x[:, None] - means) ** 2).sum(-1)
+        err = ((x[:, None] - means) ** 2).sum(-1)  # (B, k): ||x - D_i(z_i)||^2
+        recon = (p * err).sum(1) / (2 * self.sigma ** 2)
+        with torch.no_grad():  # q is a target: no gradient through err here
             tau = (err.min(dim=1).values.mean().clamp_min(_TAU_MIN) if self.tau is None
                    else self.tau)
             q = torch.softmax(-err / tau, dim=1)
@@ -65,8 +73,8 @@ class ChartAutoencoder(ImageOutputMixin, LatentInterpolationMixin, Reconstructio
     Each chart ``i`` has an encoder ``E_i: x -> (mu_i, log sigma_i^2)`` in ``R^d`` and a
     decoder ``D_i``; the chart predictor ``P`` maps the concatenated latents
     ``[z_1, ..., z_k]`` (Jin et al. 2024, Section 2.1.2: not ``x``, so that one can
-    generate without an input) to ``p = softmax(P)``. Training reconstructs
-    ``sum_i p_i D_i(z_i)`` (loss in :class:`ChartObjective`); evaluation and generation
+    generate without an input) to ``p = softmax(P)``. Training weighs the charts'
+    reconstructions by ``p`` (loss in :class:`ChartObjective`); evaluation and generation
     use the likeliest chart, ``D_{i*}(z_{i*})``, ``i* = argmax p``. Several charts can
     cover a support that one Euclidean latent cannot (Schonsheck et al. 2019).
 
@@ -88,6 +96,12 @@ class ChartAutoencoder(ImageOutputMixin, LatentInterpolationMixin, Reconstructio
     tau : float, default=None
         Temperature of the chart target ``q``; None: the detached batch mean of
         ``min_i ||x - D_i(z_i)||^2``.
+    sigma : float, default=0.05
+        Standard deviation of the Gaussian likelihood on the data scale, as in
+        :class:`VAEGenerator`: the squared error is divided by ``2 sigma^2``. Rule: the
+        reconstruction error one accepts, e.g. the data's noise level; ``beta`` then
+        needs no tuning. Too large a ``sigma`` (a unit-scale ``sigma`` on unit-scale
+        data) lets the KL term win and the latent carry nothing.
     max_epochs : int, default=200
     batch_size : int, default=128
     lr : float, default=1e-3
@@ -105,6 +119,9 @@ class ChartAutoencoder(ImageOutputMixin, LatentInterpolationMixin, Reconstructio
         The trained skorch net; ``module_`` is its :class:`ChartModule`-like module.
     chart_counts_ : ndarray of shape (n_charts,)
         Training points per likeliest chart; a chart that gets none is kept (count 0).
+        The chart target rewards the chart that already reconstructs best, so a few
+        charts often take most points: check it, and prefer charts of the data
+        manifold's dimension (``chart_dim=1`` for a circle).
     history_ : skorch.history.History
         The net's training history, one row per epoch: ``train_loss``, ``recon``,
         ``ce`` and ``kl``, e.g. ``history_[:, "ce"]``.
@@ -134,6 +151,7 @@ class ChartAutoencoder(ImageOutputMixin, LatentInterpolationMixin, Reconstructio
         "beta": [Interval(numbers.Real, 0, None, closed="left")],
         "gamma": [Interval(numbers.Real, 0, None, closed="left")],
         "tau": [Interval(numbers.Real, 0, None, closed="neither"), None],
+        "sigma": [Interval(numbers.Real, 0, None, closed="neither")],
     }
 
     # what LatentModel reads besides the parameters
@@ -142,9 +160,9 @@ class ChartAutoencoder(ImageOutputMixin, LatentInterpolationMixin, Reconstructio
     weight_decay = 0.0
 
     def __init__(self, n_charts=4, chart_dim=2, hidden_layer_sizes=(128, 128), image_shape=None,
-                 beta=1.0, gamma=1.0, tau=None, max_epochs=200, batch_size=128, lr=1e-3,
-                 callbacks=None, warm_start=False, device="auto", random_state=None, verbose=0,
-                 **net_params):
+                 beta=1.0, gamma=1.0, tau=None, sigma=0.05, max_epochs=200, batch_size=128,
+                 lr=1e-3, callbacks=None, warm_start=False, device="auto", random_state=None,
+                 verbose=0, **net_params):
         self.n_charts = n_charts
         self.chart_dim = chart_dim
         self.hidden_layer_sizes = hidden_layer_sizes
@@ -152,6 +170,7 @@ class ChartAutoencoder(ImageOutputMixin, LatentInterpolationMixin, Reconstructio
         self.beta = beta
         self.gamma = gamma
         self.tau = tau
+        self.sigma = sigma
         self.max_epochs = max_epochs
         self.batch_size = batch_size
         self.lr = lr
@@ -183,7 +202,7 @@ class ChartAutoencoder(ImageOutputMixin, LatentInterpolationMixin, Reconstructio
         sizes = check_hidden_sizes(self.hidden_layer_sizes)
         X = self._validate_X(X, reset=not warm)
         objective = ChartObjective(beta=self.beta, gamma=self.gamma, tau=self.tau,
-                                   output_activation=self.output_activation)
+                                   sigma=self.sigma, output_activation=self.output_activation)
         module = functools.partial(ChartModule, X.shape[1], self.n_charts, self.chart_dim,
                                    self.image_shape_, sizes)
         self._train_vae(X, None, objective, parts=("recon", "ce", "kl"), module=module)

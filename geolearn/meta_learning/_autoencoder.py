@@ -254,7 +254,10 @@ default="neighborhood"
         ``1e-7 * 64 * 12288 / (batch_size * n_features)`` with ``reduction="sum"``,
         ``1e-7 * 64 * 12288`` with ``"mean"``.
     meta_test_weight : float >= 0, default=1e-3
-        ``beta``; 0 retraces the plain autoencoder exactly (same seed).
+        ``beta``; 0 retraces the plain autoencoder exactly (same seed). The paper's 1e-3
+        makes the meta-test term 0.1% of the loss: on 28 x 28 MNIST (1,000 iterations,
+        three seeds) the held-out shape metrics moved by less than their spread over
+        seeds (see the user guide); a larger ``beta`` is the lever to search.
     lr : float, default=1e-3
         Adam's learning rate ``gamma``.
     max_epochs : int, default=1000

@@ -63,6 +63,18 @@ def test_objective_is_reconstruction_plus_weighted_regularisers():
     assert set(parts) == {"recon"}
 
 
+def test_default_reconstruction_is_the_papers_l2_norm(images):
+    """Regression: Eq. 6 weighs the regularisers against ``||X - X_recon||_2``; the old
+    per-value MSE default made the same weights hundreds of times stronger on images."""
+    dae = DisentangledAttributeAutoencoder(**{**IMG, "alpha_orth": 0.0, "alpha_graph": 0.0,
+                                              "max_epochs": 1}).fit(images)
+    module, x = dae.module_, torch.as_tensor(images[:8], dtype=torch.float32)
+    with torch.no_grad():
+        x_rec, z = module(x)
+        loss, _ = dae.net_.objective(module, (x_rec, z), x, None)
+    torch.testing.assert_close(loss, (x_rec - x).norm(dim=1).mean())
+
+
 def test_zero_weights_skip_the_regularisers():
     module = AttributeAutoencoderModule(5, 4, (2, 2))
     penalty, parts = latent_regularization(module, torch.rand(6, 5))

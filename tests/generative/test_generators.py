@@ -133,21 +133,23 @@ def test_chart_parameters_are_checked(circle):
 
 # -- ChartAutoencoder ------------------------------------------------------------------------
 
-def test_one_chart_is_a_vae_with_unit_weight_squared_error(circle):
+@pytest.mark.parametrize("sigma", [0.05, 1 / math.sqrt(2)])
+def test_one_chart_is_a_vae_with_the_same_likelihood_scale(circle, sigma):
     """k = 1: p = q = 1, CE = 0, and the loss is the negative ELBO of a VAE whose Gaussian
-    decoder has variance 1/2, less its constant D/2 log(pi)."""
+    decoder has standard deviation ``sigma``, less its constant D/2 log(2 pi sigma^2)."""
     cae = ChartAutoencoder(n_charts=1, chart_dim=2, hidden_layer_sizes=(8,), max_epochs=1,
-                           random_state=0, device="cpu").fit(circle)
+                           sigma=sigma, random_state=0, device="cpu").fit(circle)
     module, x = cae.module_, torch.as_tensor(circle, dtype=torch.float32)
     vae = VAEObjective(prior=None, kl_estimator="sample", likelihood="gaussian",
-                       sigma=1 / math.sqrt(2), output_activation="identity")
+                       sigma=sigma, output_activation="identity")
     torch.manual_seed(1)
     loss, parts = cae.net_.objective(module, module(x), x, None)
     torch.manual_seed(1)
     chart = module.charts[0]
     neg_elbo, _ = vae(chart, chart(x), x, None)
     assert parts["ce"].item() == 0.0
-    assert loss.item() == pytest.approx(neg_elbo.item() - math.log(math.pi), rel=1e-6)
+    assert loss.item() == pytest.approx(
+        neg_elbo.item() - math.log(2 * math.pi * sigma ** 2), rel=1e-6)
     np.testing.assert_array_equal(cae.predict(circle), 0)
     np.testing.assert_array_equal(cae.predict_proba(circle), 1.0)
     np.testing.assert_array_equal(cae.chart_counts_, [len(circle)])
@@ -172,9 +174,9 @@ def test_chart_target_has_no_gradient_and_tau_is_the_batch_mean(circle):
     cae = ChartAutoencoder(**{**CAE, "max_epochs": 1}).fit(circle)
     module, x = cae.module_, torch.as_tensor(circle, dtype=torch.float32)
     Objective = type(cae.net_.objective)
-    dec0, pred0, _ = _grads(module, Objective(beta=1.0, gamma=0.0, tau=None,
+    dec0, pred0, _ = _grads(module, Objective(beta=1.0, gamma=0.0, tau=None, sigma=0.05,
                                               output_activation="identity"), x)
-    dec1, pred1, parts = _grads(module, Objective(beta=1.0, gamma=5.0, tau=None,
+    dec1, pred1, parts = _grads(module, Objective(beta=1.0, gamma=5.0, tau=None, sigma=0.05,
                                                   output_activation="identity"), x)
     for a, b in zip(dec0, dec1):
         torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-9)
@@ -187,6 +189,38 @@ def test_chart_target_has_no_gradient_and_tau_is_the_batch_mean(circle):
         q = torch.softmax(-err / err.min(1).values.mean(), 1)
         ce = -(q * torch.log_softmax(module.chart_logits(z), 1)).sum(-1).mean()
     assert parts["ce"].item() == pytest.approx(ce.item(), rel=1e-6)
+
+
+def test_each_chart_reconstructs_by_itself(circle):
+    """Regression: the reconstruction term is the p-weighted error of each chart's own
+    decoder, ``sum_i p_i ||x - D_i(z_i)||^2 / (2 sigma^2)`` (evaluation decodes with one
+    chart), not the error of the blended output ``sum_i p_i D_i(z_i)``."""
+    cae = ChartAutoencoder(**{**CAE, "max_epochs": 1, "sigma": 0.2}).fit(circle)
+    module, x = cae.module_, torch.as_tensor(circle, dtype=torch.float32)
+    torch.manual_seed(3)
+    _, parts = cae.net_.objective(module, module(x), x, None)
+    torch.manual_seed(3)
+    with torch.no_grad():
+        mu, logvar = module(x)
+        z = mu + torch.exp(0.5 * logvar) * torch.randn_like(mu)
+        means = module.decode_all(z)
+        p = torch.softmax(module.chart_logits(z), 1)
+        per_chart = (p * ((x[:, None] - means) ** 2).sum(-1)).sum(1) / (2 * 0.2 ** 2)
+        blended = ((x - (p[:, :, None] * means).sum(1)) ** 2).sum(-1) / (2 * 0.2 ** 2)
+    assert parts["recon"].item() == pytest.approx(per_chart.mean().item(), rel=1e-6)
+    assert per_chart.mean().item() > 1.01 * blended.mean().item()  # the two differ here
+
+
+def test_default_likelihood_scale_keeps_the_latent_informative():
+    """Regression (issue: with the old unit-weight squared error, beta=1 beat the
+    reconstruction on unit-scale data and every sample decoded to about the mean, 86% of
+    samples in the hole of a circle): with the default ``sigma`` a short fit reconstructs
+    a noisy unit circle to well under its radius."""
+    X = make_circle_points(400, noise=0.05, random_state=7)
+    cae = ChartAutoencoder(n_charts=2, hidden_layer_sizes=(32, 32), max_epochs=40,
+                           batch_size=64, random_state=7, device="cpu").fit(X)
+    rmse = np.sqrt(np.mean((cae.inverse_transform(cae.transform(X)) - X) ** 2))
+    assert rmse < 0.2
 
 
 def test_empty_charts_are_kept_and_reported(circle):

