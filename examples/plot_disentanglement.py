@@ -27,7 +27,7 @@ from geolearn.plotting import AttributeTraversalDisplay, BlockOrthogonalityDispl
 X, factors = make_shapes3d_like(factor_sizes=(1, 4, 4, 3, 3, 3), image_size=16, random_state=0)
 y = factors[:, 1:]  # the floor hue is fixed
 common = dict(image_shape=(3, 16, 16), n_latent=40, attribute_dims=(4, 4, 3, 3, 3),
-              alpha_graph=0.01, graph_distance_scale="median", max_epochs=30, batch_size=32,
+              graph_distance_scale="median", max_epochs=30, batch_size=32,
               lr=1e-3, random_state=0)
 models = {"DAE-OG": DisentangledAttributeAutoencoder(alpha_orth=0.1, **common).fit(X),
           "DAE-G": DisentangledAttributeAutoencoder(alpha_orth=0.0, **common).fit(X)}

@@ -28,7 +28,7 @@ def run(outdir=None, *, full=False):
         print(f"  training {name} ({epochs} epochs) ...")
         models[name] = DisentangledAttributeAutoencoder(
             image_shape=(3, 16, 16), n_latent=40, attribute_dims=(4, 4, 3, 3, 3),
-            alpha_orth=alpha_orth, alpha_graph=0.01, graph_distance_scale="median",
+            alpha_orth=alpha_orth, graph_distance_scale="median",
             max_epochs=epochs, batch_size=32, lr=1e-3, callbacks=[epoch_progress()],
             random_state=0).fit(X)
         m = models[name]
