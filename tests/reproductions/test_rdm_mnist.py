@@ -79,6 +79,12 @@ def test_clustered_representation_correlates_with_the_categorical_model(runs):
         assert r["corr"]["pixels"] > 0.1 and abs(r["corr"]["noise"]) < 0.02, r["corr"]
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "measured (seeds 101-103): 11 of the 15 pixel pairs are significant; not (4, 9) in seed "
+    "101 (accuracy 0.633, p = 0.012 against the Bonferroni level 0.01), (5, 6) in seed 102 "
+    "(0.533, p = 0.807), (3, 8) and (4, 9) in seed 103 (0.533, p = 0.687; 0.583, p = 0.107): "
+    "pixel correlations do not cluster look-alike digits, as the paper's Figs. 8-9 show pairs "
+    "whose interval reaches 0.5"))
 def test_fiedler_partitions_clustered_pairs_significantly(runs):
     """Figs. 8-9: Fiedler partitioning of a well-clustered RDM separates every pair
     significantly (label-permutation test, Bonferroni over the pairs)."""
@@ -93,6 +99,11 @@ def test_pure_noise_is_not_significant(runs):
         assert not any(p["significant"] for p in r["pairs"]["noise"]), r["pairs"]["noise"]
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "measured (seeds 101-103): single subjects 0.632-0.652, 0.616-0.646, 0.617-0.660 against "
+    "the mean subject 0.662, 0.628, 0.675: above every subject in 2 of 3 seeds. The gain "
+    "(about 0.01-0.02) is the size of the sampling noise of 45 pair accuracies on 30 images "
+    "per class, and noise of sd 0.75 barely degrades correlations over 784 pixels"))
 def test_mean_subject_beats_every_subject(runs):
     """Fig. 9 caption: the mean subject's accuracy is above each single subject's."""
     for r in runs:
