@@ -150,7 +150,8 @@ default='checkerboard_alt'
         the predicted noise of ``x``'s shape is copied and used as is (``max_epochs=0``
         keeps it untrained, e.g. an exact predictor).
     hidden_layer_sizes : sequence of int, default=(256, 256, 256)
-        Widths of the 'mlp' denoiser's hidden layers; each at least ``C*H*W``.
+        Widths of the 'mlp' denoiser's hidden layers ('auto' takes the MLP only when
+        each is at least ``C*H*W``).
     unet_channels : (int, int), default=(32, 64)
     max_epochs : int, default=400
         At least 1, unless ``denoiser`` is a module (0 uses it untrained).
@@ -421,8 +422,10 @@ default='checkerboard_alt'
                       f"({min(check_hidden_sizes(self.hidden_layer_sizes))}) is narrower than "
                       f"the images' {self.n_features_in_} values: it cannot predict their "
                       "full-rank noise, so its inpaintings stay noisy and the scores carry "
-                      "little signal, and the UNet needs H and W divisible by 4: pass "
-                      "hidden_layer_sizes at least that wide.", GeolearnWarning)
+                      "little signal; the UNet does not fit image_shape "
+                      f"{self.image_shape_} with unet_channels={tuple(self.unet_channels)} "
+                      "(H, W divisible by 4, channels by 8). Pass hidden_layer_sizes at "
+                      "least that wide.", GeolearnWarning)
         return noise_model_factory(self.denoiser if kind == "custom" else kind,
                                    self.alphas_cumprod_,
                                    n_features=self.n_features_in_, image_shape=self.image_shape_,
