@@ -52,7 +52,7 @@ TORCH_ESTIMATORS = [
      "attributes"),
     (MetaManifoldAutoencoder(loss="mse", hidden_layer_sizes=(8,), n_latent=2, max_epochs=4,
                              batch_size=4, random_state=0), "rows"),
-    (InpaintingOODDetector(hidden_layer_sizes=(8,), n_timesteps=50, n_inference_steps=4,
+    (InpaintingOODDetector(denoiser="mlp", hidden_layer_sizes=(8,), n_timesteps=50, n_inference_steps=4,
                            n_reconstructions=2, n_blocks=2, max_epochs=2, batch_size=32,
                            random_state=0), "rows"),
     (ManifoldAdversarialClassifier(adversary="ambient", adv_n_steps=2, max_epochs=2,

@@ -19,7 +19,7 @@ def detector_and_data():
     X = X[:200] * 16  # raw digits scale: the display must divide by the data range
     det = InpaintingOODDetector(data_range=(0, 16), n_blocks=4, n_reconstructions=2,
                                 n_inference_steps=5, n_timesteps=50, max_epochs=2,
-                                hidden_layer_sizes=(16,), device="cpu",
+                                denoiser="mlp", hidden_layer_sizes=(16,), device="cpu",
                                 random_state=0).fit(X[:150])
     return det, X[150:], make_shape_images(10, random_state=0).data * 16
 

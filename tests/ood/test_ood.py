@@ -184,7 +184,7 @@ def test_data_range_warning_once_and_no_clipping(fitted):
 
 def test_layouts_sample_and_denoisers():
     X = _images(30, side=8).reshape(30, 8, 8)
-    det = InpaintingOODDetector(**{**TINY, "hidden_layer_sizes": (8,)}).fit(X)
+    det = InpaintingOODDetector(**{**TINY, "hidden_layer_sizes": (64,)}).fit(X)
     assert det.image_shape_ == (1, 8, 8) and det.n_features_in_ == 64
     assert det.reconstruct(X[:2]).shape == (2, 8, 8)
     assert det.reconstruct(X[:2].reshape(2, 1, 8, 8)).shape == (2, 1, 8, 8)
@@ -197,6 +197,25 @@ def test_layouts_sample_and_denoisers():
     assert isinstance(mlp, NoisePredictor) and mlp.n_freq == 32
     assert mlp.frequencies == "geometric" and mlp.net[0].in_features == 64 + 64
     assert len(det.history_) == 2
+
+
+def test_auto_denoiser_is_an_mlp_only_where_it_can_carry_the_noise():
+    """'auto' takes the MLP only where its narrowest layer holds the image's values, else the
+    UNet (regression: 28 x 28 images got the 256-wide MLP, whose training loss stays near
+    0.75, so its inpaintings are noise and the AUROC on MNIST shifts is at chance)."""
+    kw = {**TINY, "max_epochs": 1, "n_reconstructions": 1, "n_inference_steps": 2,
+          "unet_channels": (8, 8)}
+    X = _images(20, side=8)
+    det = InpaintingOODDetector(**{**kw, "hidden_layer_sizes": (64, 32)}).fit(X)
+    assert isinstance(det.denoiser_.denoiser, UNetDenoiser)
+    det = InpaintingOODDetector(**{**kw, "hidden_layer_sizes": (64,)}).fit(X)
+    assert isinstance(det.denoiser_, NoisePredictor)
+    det = InpaintingOODDetector(**{**kw, "denoiser": "mlp", "hidden_layer_sizes": (32,)}).fit(X)
+    assert isinstance(det.denoiser_, NoisePredictor)  # an explicit choice is kept
+    # no UNet fits 6 x 6 images: the narrow MLP, with a warning that says why
+    with pytest.warns(GeolearnWarning, match="narrower than the images' 36 values"):
+        det = InpaintingOODDetector(**{**kw, "hidden_layer_sizes": (16,)}).fit(_images(20, 6))
+    assert isinstance(det.denoiser_, NoisePredictor)
 
 
 def test_unet_is_seeded_and_reproducible():
