@@ -70,13 +70,13 @@ UNDERTRAINED = (
         "measured (seeds 101-103): AUROC 0.706, 0.620, 0.602 (paper: 0.984 on MNIST vs KMNIST); "
         + UNDERTRAINED))),
     pytest.param("rot90", marks=pytest.mark.xfail(strict=True, reason=(
-        "measured (seeds 101-103): AUROC 0.893, 0.749, 0.859, one seed at the gate; "
+        "measured (seeds 101-103): AUROC 0.893, 0.749, 0.859, one seed below 0.80; "
         + UNDERTRAINED)))])
 def test_lmd_detects_the_shift(runs, pair):
     """Table 1 / Table 3 (MSE column, MNIST-family pairs 0.80-0.998): LMD separates the pair
-    well above chance in every seed."""
+    at least as well as the paper's weakest MNIST-family pair, in every seed."""
     lmd = [r[pair][0] for r in runs]
-    assert min(lmd) >= 0.75, lmd
+    assert min(lmd) >= 0.80, lmd
 
 
 @pytest.mark.xfail(strict=True, reason=(
