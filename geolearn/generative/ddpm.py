@@ -34,7 +34,8 @@ import torch
 from skorch.callbacks import Callback
 from torch import nn
 
-from .._utils import check_hidden_sizes
+from .._utils import check_hidden_sizes, warn_user
+from ..exceptions import GeolearnWarning
 
 __all__ = [
     "DenoiserWrapper",
@@ -362,14 +363,15 @@ def unet_noise_model(image_shape, channels, alphas_cumprod):
     return DenoiserWrapper(UNetDenoiser(image_shape, channels), alphas_cumprod)
 
 
-#: ``denoiser="auto"`` takes the UNet above this many values per image, else the MLP.
-MLP_MAX_FEATURES = 1024
-
-
-def denoiser_kind(denoiser, n_features, image_shape=None):
+def denoiser_kind(denoiser, n_features, image_shape=None, *, hidden_layer_sizes=(256, 256, 256),
+                  unet_channels=(32, 64)):
     """``"custom"``, ``"mlp"`` or ``"unet"``: the noise model a ``denoiser`` parameter names.
 
-    ``"auto"`` is the UNet for images of more than 1,024 values, the MLP otherwise; a
+    ``"auto"`` is the MLP for vectors and for images no wider than its narrowest hidden
+    layer, else the UNet where ``image_shape`` allows it (H and W divisible by 4,
+    ``unet_channels`` by 8). The MLP predicts the full-rank noise of the image through
+    its hidden layers: narrower than the image it cannot (its loss stays near
+    ``1 - width / n_features``), so the sampled or inpainted images stay noisy. A
     module is ``"custom"``.
 
     Parameters
@@ -378,6 +380,9 @@ def denoiser_kind(denoiser, n_features, image_shape=None):
     n_features : int
         Values per (flat) sample.
     image_shape : tuple of int or None, default=None
+    hidden_layer_sizes : tuple of int, default=(256, 256, 256)
+        The MLP's hidden layers.
+    unet_channels : tuple of two int, default=(32, 64)
 
     Returns
     -------
@@ -386,14 +391,27 @@ def denoiser_kind(denoiser, n_features, image_shape=None):
     Examples
     --------
     >>> from geolearn.generative.ddpm import denoiser_kind
-    >>> denoiser_kind("auto", 3 * 32 * 32, (3, 32, 32)), denoiser_kind("auto", 64, (1, 8, 8))
+    >>> denoiser_kind("auto", 28 * 28, (1, 28, 28)), denoiser_kind("auto", 64, (1, 8, 8))
     ('unet', 'mlp')
+    >>> denoiser_kind("auto", 28 * 28, (1, 28, 28), hidden_layer_sizes=(1024,))
+    'mlp'
     """
     if not isinstance(denoiser, str):
         return "custom"
-    if denoiser == "auto":
-        return "unet" if image_shape is not None and n_features > MLP_MAX_FEATURES else "mlp"
-    return denoiser
+    if denoiser != "auto":
+        return denoiser
+    if image_shape is None or not _mlp_too_narrow(n_features, hidden_layer_sizes):
+        return "mlp"
+    try:
+        UNetDenoiser.check_shape(image_shape, check_hidden_sizes(unet_channels, "unet_channels"))
+    except ValueError:
+        return "mlp"
+    return "unet"
+
+
+def _mlp_too_narrow(n_features, hidden_layer_sizes):
+    """Whether an MLP noise model on ``hidden_layer_sizes`` is narrower than its samples."""
+    return n_features > min(check_hidden_sizes(hidden_layer_sizes))
 
 
 def noise_model_factory(denoiser, alphas_cumprod, *, n_features, image_shape=None,
@@ -401,8 +419,8 @@ def noise_model_factory(denoiser, alphas_cumprod, *, n_features, image_shape=Non
     """The skorch module factory of the noise model a ``denoiser`` parameter names.
 
     The one reading of the ``denoiser`` parameter of the diffusion estimators:
-    ``"auto"`` is the UNet for images of more than 1,024 values and the MLP otherwise;
-    ``"mlp"`` a :class:`NoisePredictor` on ``hidden_layer_sizes``; ``"unet"`` a
+    ``"auto"`` as in :func:`denoiser_kind` (with a warning where the MLP is too narrow
+    for the images and the UNet does not fit them); ``"mlp"`` a :class:`NoisePredictor` on ``hidden_layer_sizes``; ``"unet"`` a
     :class:`UNetDenoiser` (images only); a module, a copy of it wrapped by
     :class:`DenoiserWrapper`. The factory is a ``functools.partial``, so that skorch
     draws the weights when it initialises the net, under the training seed.
@@ -434,7 +452,17 @@ def noise_model_factory(denoiser, alphas_cumprod, *, n_features, image_shape=Non
     >>> type(factory()).__name__
     'NoisePredictor'
     """
-    kind = denoiser_kind(denoiser, n_features, image_shape)
+    kind = denoiser_kind(denoiser, n_features, image_shape,
+                         hidden_layer_sizes=hidden_layer_sizes, unet_channels=unet_channels)
+    if kind == "mlp" and denoiser == "auto" and image_shape is not None \
+            and _mlp_too_narrow(n_features, hidden_layer_sizes):
+        warn_user(f"the MLP denoiser's narrowest hidden layer "
+                  f"({min(check_hidden_sizes(hidden_layer_sizes))}) is narrower than the "
+                  f"images' {n_features} values: it cannot predict their full-rank noise, so "
+                  "its outputs stay noisy; the UNet does not fit image_shape "
+                  f"{tuple(image_shape)} with unet_channels={tuple(unet_channels)} (H, W "
+                  "divisible by 4, channels by 8). Pass hidden_layer_sizes at least that wide.",
+                  GeolearnWarning)
     if kind == "custom":
         return functools.partial(DenoiserWrapper, copy.deepcopy(denoiser), alphas_cumprod)
     if kind == "mlp":

@@ -21,7 +21,6 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_consistent_length, check_is_fitted, column_or_1d
 
 from .._utils import (
-    check_hidden_sizes,
     check_scalar_param,
     fitted_on_success,
     iter_batches,
@@ -40,7 +39,6 @@ from .._utils.torch_estimator import NET_CONSTRAINTS, ObjectiveTrainingMixin, ch
 from ..exceptions import DataRangeWarning, GeolearnWarning
 from ..generative.ddpm import (
     EMAWeights,
-    UNetDenoiser,
     check_noise_shape,
     denoiser_kind,
     denoising_objective,
@@ -394,40 +392,16 @@ default='checkerboard_alt'
 
     # -- training -------------------------------------------------------------------------
 
-    def _mlp_too_narrow(self):
-        return self.n_features_in_ > min(check_hidden_sizes(self.hidden_layer_sizes))
-
     def _denoiser_kind(self):
-        """'custom', 'mlp' or 'unet'; 'auto' takes the MLP only where it can carry the noise.
-
-        The MLP predicts full-rank noise through its hidden layers: narrower than the image,
-        it cannot (its loss stays near ``1 - width / n_features``) and the inpaintings are
-        noise, so 'auto' takes the UNet (the paper's architecture) where the shape allows.
-        """
-        kind = denoiser_kind(self.denoiser, self.n_features_in_, self.image_shape_)
-        if kind == "mlp" and isinstance(self.denoiser, str) and self.denoiser == "auto" \
-                and self._mlp_too_narrow():
-            try:
-                UNetDenoiser.check_shape(self.image_shape_, self.unet_channels)
-            except ValueError:
-                return "mlp"
-            return "unet"
-        return kind
+        """'custom', 'mlp' or 'unet' (``denoiser_kind``: 'auto' takes the MLP only where it
+        can carry the noise)."""
+        return denoiser_kind(self.denoiser, self.n_features_in_, self.image_shape_,
+                             hidden_layer_sizes=self.hidden_layer_sizes,
+                             unet_channels=self.unet_channels)
 
     def _module_factory(self):
         """The noise model for skorch (built under the seed at ``initialize``)."""
-        kind = self._denoiser_kind()
-        if kind == "mlp" and self.denoiser == "auto" and self._mlp_too_narrow():
-            warn_user(f"the MLP denoiser's narrowest hidden layer "
-                      f"({min(check_hidden_sizes(self.hidden_layer_sizes))}) is narrower than "
-                      f"the images' {self.n_features_in_} values: it cannot predict their "
-                      "full-rank noise, so its inpaintings stay noisy and the scores carry "
-                      "little signal; the UNet does not fit image_shape "
-                      f"{self.image_shape_} with unet_channels={tuple(self.unet_channels)} "
-                      "(H, W divisible by 4, channels by 8). Pass hidden_layer_sizes at "
-                      "least that wide.", GeolearnWarning)
-        return noise_model_factory(self.denoiser if kind == "custom" else kind,
-                                   self.alphas_cumprod_,
+        return noise_model_factory(self.denoiser, self.alphas_cumprod_,
                                    n_features=self.n_features_in_, image_shape=self.image_shape_,
                                    hidden_layer_sizes=self.hidden_layer_sizes,
                                    unet_channels=self.unet_channels, n_freq=32)
