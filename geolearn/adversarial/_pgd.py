@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from sklearn.utils import check_random_state
 
 from .._utils import (
+    SMALL_MODEL,
     check_choice,
     check_image_shape,
     check_images,
@@ -33,8 +34,6 @@ NORMS = ("l2", "linf")
 LOSSES = ("ce", "margin")
 #: the open L2 ball B_eps(x) of the theorem: budgets are shrunk by this relative amount
 OPEN_BALL = 1e-7
-#: modules with at most this many parameters run their small ops on one torch thread
-SMALL_MODEL = 200_000
 
 
 class Classifier:

@@ -16,7 +16,15 @@ from skorch import NeuralNet
 from skorch.callbacks import Callback, EarlyStopping, PassthroughScoring, ProgressBar
 from skorch.utils import to_tensor
 
-from .._utils import check_scalar_param, discard_fitted, resolve_device, torch_seed, warn_user
+from .._utils import (
+    check_scalar_param,
+    discard_fitted,
+    resolve_device,
+    small_model_threads,
+    torch_seed,
+    torch_threads,
+    warn_user,
+)
 from ..exceptions import GeolearnWarning
 
 #: Prefixes of the skorch settings an estimator accepts as keyword arguments.
@@ -669,7 +677,7 @@ class SkorchTrainingMixin:
 
     def _train_net(self, module, X, y, *, seed, max_epochs, default_callbacks, **settings):
         if self._warm():
-            with torch_seed(seed):
+            with torch_seed(seed), torch_threads(small_model_threads(self.net_.module_)):
                 self.net_.partial_fit(X, y)
             return self.net_
         net_class = self._checked_net_class()
@@ -691,7 +699,9 @@ class SkorchTrainingMixin:
             check_scalar_param(getattr(net, "compile", False), "compile", kind="boolean")
             net.initialize()
             if max_epochs:
-                net.partial_fit(X, y)
+                # a small network on the CPU trains on one torch thread (threads.md)
+                with torch_threads(small_model_threads(net.module_)):
+                    net.partial_fit(X, y)
         if self.device_ is None:
             param = next(unwrap_module(net.module_).parameters(), None)
             self.device_ = param.device if param is not None else torch.device("cpu")
