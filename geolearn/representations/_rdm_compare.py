@@ -79,7 +79,45 @@ def _pearson(a, b):
 
 
 def _tau_a(a, b):
-    """Kendall's tau-a in O(p log p) from scipy's tau-b: rescale by the tie counts."""
+    """Kendall's tau-a in O(p log p): ``(concordant - discordant) / (p (p - 1) / 2)``.
+
+    The pairs are counted exactly in integers, as scipy's tau-b does (two stable sorts, then
+    the discordant pairs by its Fenwick-tree count ``_kendall_dis``), from the two sorts of
+    :func:`_sorted_order`; where that private scipy function is missing, tau-b rescaled by
+    the tie counts.
+    """
+    try:
+        from scipy.stats._stats import _kendall_dis
+    except ImportError:  # pragma: no cover - scipy renamed its private helper
+        return _tau_a_from_tau_b(a, b)
+    n = a.size
+    a, b = a + 0.0, b + 0.0  # -0.0 to 0.0: the sort keys are bit patterns, ties must be equal
+    by_b, sb = _sorted_order(b)
+    rank_b = _dense_ranks(sb)
+    by_a, sa = _sorted_order(a[by_b])  # stable: ties of a stay in the order of b
+    x, y = _dense_ranks(sa), rank_b[by_a]
+    discordant = int(_kendall_dis(x, y))
+    joint = np.flatnonzero(np.r_[True, (x[1:] != x[:-1]) | (y[1:] != y[:-1]), True])
+    total = n * (n - 1) // 2
+    tied_x, tied_y = _tied_pairs(np.bincount(x)), _tied_pairs(np.bincount(y))
+    # concordant - discordant = total - tied in x - tied in y + tied in both - 2 discordant
+    c = total - tied_x - tied_y + _tied_pairs(np.diff(joint)) - 2 * discordant
+    return c / total
+
+
+def _dense_ranks(sorted_values):
+    """1-based ranks of sorted values, ties sharing one (the Fenwick tree needs ranks >= 1)."""
+    return np.r_[True, sorted_values[1:] != sorted_values[:-1]].cumsum(dtype=np.intp)
+
+
+def _tied_pairs(counts):
+    """The number of pairs within groups of ``counts`` tied values."""
+    counts = counts.astype(np.int64)
+    return int((counts * (counts - 1) // 2).sum())
+
+
+def _tau_a_from_tau_b(a, b):
+    """Kendall's tau-a from scipy's tau-b, rescaled by the tie counts."""
     tau_b = stats.kendalltau(a, b).statistic
     n = a.size
     p0 = n * (n - 1) / 2.0
