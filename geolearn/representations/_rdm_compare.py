@@ -36,7 +36,7 @@ def _paired(R1, R2):
         raise ValueError(f"R1 and R2 describe different numbers of stimuli ({m} and {m2}); "
                          "compare RDMs of the same stimuli in the same order.")
     keep = None
-    if np.isnan(a).any() or np.isnan(b).any():
+    if np.isnan(a.min()) or np.isnan(b.min()):  # min propagates NaN: no mask in one pass
         keep = ~(np.isnan(a) | np.isnan(b))
         a, b = a[keep], b[keep]
     if a.size < 3:
@@ -50,7 +50,7 @@ def _unsquared(v):
 
     Every comparison in :data:`METHODS` is invariant to the scale of each vector.
     """
-    scale = np.abs(v).max()
+    scale = max(v.max(), -v.min())  # |v|.max() without an |v| copy
     return v / scale if scale > np.sqrt(np.finfo(np.float64).max / (4 * v.size)) else v
 
 
@@ -60,7 +60,8 @@ def _check_varies(v, name, method):
         if not np.any(v):
             raise ValueError(f"{name} is all zeros: its cosine similarity is undefined.")
         return
-    if np.ptp(v) <= 1e-12 * np.abs(v).max():
+    low, high = v.min(), v.max()
+    if high - low <= 1e-12 * max(high, -low):
         raise ValueError(f"{name} is constant over its defined pairs: the {method} comparison "
                          "is undefined. Compare RDMs whose dissimilarities vary.")
 
