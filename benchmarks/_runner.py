@@ -21,14 +21,28 @@ def timeit(fn, *, repeat=5, warmup=1):
 
 
 def compare(name, ours, peer, *, repeat=5, warmup=1):
-    """Time ``ours()`` and ``peer()`` and print ``name, ours_s, peer_s, peer/ours``.
+    """Time ``ours()`` and ``peer()`` and print ``name, ours_s, peer_s, peer/ours, load``.
 
-    A ratio above 1 means geolearn is faster. Returns ``(ours_s, peer_s, ratio)``.
+    The calls alternate (ours, peer, ours, peer, ...) and each side's median is taken, so
+    that a change in the machine's load during the run falls on both sides alike. The
+    1-minute load average at the end is printed beside the figure. A ratio above 1 means
+    geolearn is faster. Returns ``(ours_s, peer_s, ratio)``.
     """
-    t_ours = timeit(ours, repeat=repeat, warmup=warmup)
-    t_peer = timeit(peer, repeat=repeat, warmup=warmup)
+    import os
+
+    for _ in range(warmup):
+        ours()
+        peer()
+    times = ([], [])
+    for _ in range(repeat):
+        for fn, side in zip((ours, peer), times):
+            t0 = time.perf_counter()
+            fn()
+            side.append(time.perf_counter() - t0)
+    t_ours, t_peer = map(statistics.median, times)
     ratio = t_peer / t_ours
-    print(f"{name}, ours={t_ours:.4g}s, peer={t_peer:.4g}s, speed-up={ratio:.2f}x", flush=True)
+    print(f"{name}, ours={t_ours:.4g}s, peer={t_peer:.4g}s, speed-up={ratio:.2f}x, "
+          f"load={os.getloadavg()[0]:.2f}", flush=True)
     return t_ours, t_peer, ratio
 
 

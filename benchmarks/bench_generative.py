@@ -5,6 +5,7 @@ installed here): the same ``MLPVAE``, Adam, shuffled minibatches and the same
 per-sample loss, without skorch. Run::
 
     OMP_NUM_THREADS=1 python -m benchmarks.bench_generative
+    python -m benchmarks.bench_generative --issue-rows [--contended]   # the GridVAE epoch only
 """
 
 import time
@@ -77,12 +78,16 @@ def timed(label, fn, target=None):
 
 
 def main():
+    import sys
+
     header("geolearn.generative: GridVAE, VAEClassifier, purification, densities")
     Xtr = make_two_digit_composites(6000, 10, random_state=0)[0]
 
     compare("GridVAE one epoch (6000 x 128, MLP 256-128, batch 256) vs plain torch loop",
             lambda: GridVAE(max_epochs=1, random_state=0, device="cpu").fit(Xtr),
             lambda: plain_vae_epochs(Xtr, 1), repeat=5, warmup=1)
+    if "--issue-rows" in sys.argv:  # issue 41's row only
+        return
     timed("GridVAE.fit 150 epochs (A1)",
           lambda: GridVAE(max_epochs=150, random_state=0, device="cpu").fit(Xtr), target=60)
 

@@ -9,6 +9,7 @@ Each block runs idle, then beside one competing CPU-bound process.
 
     OMP_NUM_THREADS=2 PYTHONPATH=. python benchmarks/bench_rdm.py            # spec sizes
     OMP_NUM_THREADS=2 PYTHONPATH=. python benchmarks/bench_rdm.py --quick    # smoke run
+    OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/bench_rdm.py --issue-rows --repeat 5
 """
 
 import argparse
@@ -64,6 +65,33 @@ def bench_compare(m, repeat):
                       lambda: compare_rdms(a, b, "spearman"),
                       lambda: rsa_compare(ra, rb, "spearman"), repeat=repeat)
     return t
+
+
+def bench_issue_rows(m_sq, n_sq, m_tau, m_pearson, repeat):
+    """Issue 41's rows: squared-Euclidean RDMs, Kendall tau-a and Pearson comparisons."""
+    from rsatoolbox.data import Dataset
+    from rsatoolbox.rdm import RDMs, calc_rdm
+    from rsatoolbox.rdm import compare as rsa_compare
+
+    V = np.random.default_rng(4).normal(size=(m_sq, n_sq))
+    diff = np.abs(compute_rdm(V, "sqeuclidean_per_feature", condensed=True)
+                  - calc_rdm(Dataset(V), method="euclidean").get_vectors()[0]).max()
+    print(f"  sqeuclidean: max |ours - rsatoolbox| = {diff:.1e}", flush=True)
+    compare(f"compute_rdm sqeuclidean_per_feature ({m_sq} x {n_sq}) vs calc_rdm euclidean",
+            lambda: compute_rdm(V, "sqeuclidean_per_feature"),
+            lambda: calc_rdm(Dataset(V), method="euclidean"), repeat=repeat)
+    for m, ours_m, theirs_m in ((m_tau, "kendall_tau_a", "tau-a"),
+                                (m_pearson, "pearson", "corr")):
+        rng = np.random.default_rng(5)
+        W, _ = clustered(m, 256, 10, rng)
+        a = compute_rdm(W, condensed=True)
+        b = compute_rdm(W + 2.0 * rng.normal(size=W.shape), condensed=True)
+        ra, rb = RDMs(a[None]), RDMs(b[None])
+        diff = abs(compare_rdms(a, b, ours_m) - rsa_compare(ra, rb, theirs_m)[0, 0])
+        print(f"  {ours_m}: |ours - rsatoolbox| = {diff:.1e}", flush=True)
+        compare(f"compare_rdms {ours_m} (m={m}, {a.size:,} pairs) vs compare {theirs_m}",
+                lambda a=a, b=b, m_=ours_m: compare_rdms(a, b, m_),
+                lambda ra=ra, rb=rb, m_=theirs_m: rsa_compare(ra, rb, m_), repeat=repeat)
 
 
 def bench_bootstrap(m, n_boot, repeat):
@@ -144,11 +172,19 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--issue-rows", action="store_true",
+                        help="only issue 41's rows (sqeuclidean RDM, tau-a, Pearson)")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")  # rsatoolbox's deprecation and tqdm noise
     sizes = ((300, 512, 300, 60, 200, 200) if args.quick
              else (2_000, 4_096, 2_000, 200, 1_000, 1_000))
     m_rdm, n_rdm, m_cmp, m_boot, n_boot, m_fied = sizes
+    if args.issue_rows:
+        for busy in (False, True):
+            header("issue 41 rows" + (" (contended)" if busy else " (idle)"))
+            with contended(busy):
+                bench_issue_rows(1_000, 1_024, 500, m_cmp, args.repeat)
+        return
     for busy in (False, True):
         header("geolearn.representations RDMs vs rsatoolbox and networkx"
                + (" (contended: one competing process)" if busy else " (idle)"))

@@ -8,6 +8,7 @@ forward hook, ``LinearRegression``, ``StandardScaler`` + ``LinearSVC``).
 
     python benchmarks/bench_representations.py            # spec sizes
     python benchmarks/bench_representations.py --quick    # small sizes, a smoke run
+    OMP_NUM_THREADS=1 python benchmarks/bench_representations.py --issue-rows --repeat 5
 """
 
 import argparse
@@ -61,9 +62,23 @@ def digits_images(n):
     return np.clip(X[idx] + noise, 0, 1).astype(np.float32), y[idx], (X_train, y_train)
 
 
-def bench_attacks(n, repeat):
-    import torchattacks
+def plain_fgsm(module, X, y, epsilon, batch_size):
+    """FGSM as torchattacks writes it (mean cross-entropy, ``x + eps sign(g)`` clamped to
+    [0, 1]), as a plain torch loop: the peer where torchattacks is not installed."""
+    out = []
+    for s in range(0, len(X), batch_size):
+        x = X[s:s + batch_size].clone().requires_grad_(True)
+        loss = torch.nn.functional.cross_entropy(module(x), y[s:s + batch_size])
+        grad, = torch.autograd.grad(loss, x)
+        out.append((x + epsilon * grad.sign()).clamp(0, 1).detach())
+    return torch.cat(out)
 
+
+def bench_attacks(n, repeat):
+    try:
+        import torchattacks
+    except ImportError:
+        torchattacks = None
     X, y, (X_train, y_train) = digits_images(n)
     cnn = train_digits_net(digits_cnn, X_train, y_train, seed=0, max_epochs=5).module_.eval()
     Xt, yt = torch.as_tensor(X), torch.as_tensor(y)
@@ -71,6 +86,16 @@ def bench_attacks(n, repeat):
     def peer(attack):
         return [attack(Xt[s:s + 256], yt[s:s + 256]) for s in range(0, n, 256)]
 
+    if torchattacks is None:
+        print("# torchattacks is not installed: FGSM against the same loop in plain torch",
+              flush=True)
+        diff = np.abs(fgsm(cnn, X, y, 0.2) - plain_fgsm(cnn, Xt, yt, 0.2, n).numpy()).max()
+        print(f"  FGSM: max |ours - plain torch| = {diff:.1e}", flush=True)
+        for batch in (256, n):
+            compare(f"FGSM eps=0.2, digits CNN ({n} images, default batch_size=256) vs plain "
+                    f"torch in batches of {batch}", lambda: fgsm(cnn, X, y, 0.2),
+                    lambda b=batch: plain_fgsm(cnn, Xt, yt, 0.2, b), repeat=repeat)
+        return
     compare(f"FGSM eps=0.2, digits CNN ({n} images, batches of 256)",
             lambda: fgsm(cnn, X, y, 0.2), lambda: peer(torchattacks.FGSM(cnn, eps=0.2)),
             repeat=repeat)
@@ -139,9 +164,15 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--issue-rows", action="store_true",
+                        help="only issue 41's rows (map fits, FGSM)")
     args = parser.parse_args(argv)
     header("geolearn.representations / geolearn.adversarial vs sklearn and torchattacks")
     warnings.simplefilter("ignore", UserWarning)
+    if args.issue_rows:  # issue 41's sizes: the map on 5,000 x 512, FGSM on 2,000 digits
+        bench_maps(5_000, 512, 20_000, args.repeat)
+        bench_attacks(2_000, args.repeat)
+        return
     if args.quick:
         bench_maps(2_000, 256, 10_000, args.repeat)
         bench_attacks(1_000, args.repeat)

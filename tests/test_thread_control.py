@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from joblib import Parallel, parallel_config, register_parallel_backend
 from joblib._parallel_backends import ThreadingBackend
+from skorch.callbacks import Callback
 from torch import nn
 
 from geolearn._utils import resolve_n_jobs, thread_map
@@ -251,4 +252,30 @@ def test_stability_probes_run_on_one_thread(user_threads):
     X = np.random.default_rng(0).random((100, 1, 8, 8)).astype(np.float32)
     relative_stability(net, X, T=0.01, c=2, random_state=0)
     assert len(net.seen) >= 3 and set(net.seen) == {1}
+    assert torch.get_num_threads() == user_threads
+
+
+class _ThreadsPerBatch(Callback):
+    """Records torch's intra-op thread count at every training batch."""
+
+    def __init__(self):
+        self.seen = []
+
+    def on_batch_begin(self, net, **kwargs):
+        self.seen.append(torch.get_num_threads())
+
+
+@pytest.mark.parametrize(("hidden", "threads"), [((32,), 1), ((1024, 256), USER_THREADS)])
+def test_small_networks_train_on_one_thread(user_threads, hidden, threads):
+    # every gradient-trained estimator trains through SkorchTrainingMixin: a small module on
+    # the CPU on one thread (its two default threads collapse beside a busy process), a
+    # larger one (here 400k parameters) with the caller's setting
+    from geolearn.generative import GridVAE
+
+    X = np.random.default_rng(0).random((64, 128)).astype(np.float32)
+    probe = _ThreadsPerBatch()
+    vae = GridVAE(hidden_layer_sizes=hidden, max_epochs=2, batch_size=32, device="cpu",
+                  callbacks=[("probe", probe)], random_state=0, warm_start=True).fit(X)
+    vae.fit(X)  # warm start: the same rule
+    assert len(probe.seen) == 8 and set(probe.seen) == {threads}
     assert torch.get_num_threads() == user_threads

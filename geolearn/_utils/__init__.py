@@ -5,7 +5,16 @@ from .memory import check_memory
 from .parallel import resolve_n_jobs, thread_map
 from .progress import progress_bar
 from .random import row_seeds
-from .torch import iter_batches, resolve_device, to_numpy, to_tensor, torch_seed, torch_threads
+from .torch import (
+    SMALL_MODEL,
+    iter_batches,
+    resolve_device,
+    small_model_threads,
+    to_numpy,
+    to_tensor,
+    torch_seed,
+    torch_threads,
+)
 from .validation import (
     check_choice,
     check_diagram,
@@ -26,6 +35,7 @@ from .validation import (
 from .warn import warn_user
 
 __all__ = [
+    "SMALL_MODEL",
     "check_choice",
     "check_diagram",
     "check_diagrams",
@@ -49,6 +59,7 @@ __all__ = [
     "resolve_device",
     "resolve_n_jobs",
     "row_seeds",
+    "small_model_threads",
     "thread_map",
     "to_numpy",
     "to_tensor",

@@ -129,6 +129,40 @@ def torch_seed(random_state):
                 torch.cuda.set_rng_state_all(cuda_states)
 
 
+#: Modules with at most this many parameters run their small ops on one torch thread.
+SMALL_MODEL = 200_000
+
+
+def small_model_threads(module):
+    """The torch thread count for a module's many small ops: 1 when small and on the CPU.
+
+    A small network's products are too small to split over threads, and its two default
+    threads collapse beside another busy process (docs/user_guide/threads.md); larger
+    modules and other devices keep the user's setting (``None``).
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+
+    Returns
+    -------
+    n_threads : 1 or None
+        For :func:`torch_threads`.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from geolearn._utils.torch import small_model_threads
+    >>> small_model_threads(torch.nn.Linear(10, 2))
+    1
+    >>> small_model_threads(torch.nn.Linear(1000, 1000)) is None  # a million parameters
+    True
+    """
+    params = list(module.parameters())
+    on_cpu = all(p.device.type == "cpu" for p in params)
+    return 1 if on_cpu and sum(p.numel() for p in params) <= SMALL_MODEL else None
+
+
 @contextmanager
 def torch_threads(n_threads):
     """Run a block with ``n_threads`` torch intra-op threads, restoring the setting after.

@@ -91,7 +91,8 @@ class ManifoldAdversarialNet(NeuralNetClassifier):
                 norm = "l2"
             out, _ = pgd_loop(lambda xa, tt, _: clf.grad_wrong(xa, tt), flat, t, epsilon=eps,
                               norm=norm, step_size=2.5 * eps / steps, n_steps=steps,
-                              projection=projection, stop_on_success=False)
+                              projection=projection, stop_on_success=False,
+                              need_success=False)
         return out.detach().reshape(x.shape)
 
 

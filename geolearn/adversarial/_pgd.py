@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from sklearn.utils import check_random_state
 
 from .._utils import (
+    SMALL_MODEL,
     check_choice,
     check_image_shape,
     check_images,
@@ -33,8 +34,6 @@ NORMS = ("l2", "linf")
 LOSSES = ("ce", "margin")
 #: the open L2 ball B_eps(x) of the theorem: budgets are shrunk by this relative amount
 OPEN_BALL = 1e-7
-#: modules with at most this many parameters run their small ops on one torch thread
-SMALL_MODEL = 200_000
 
 
 class Classifier:
@@ -158,7 +157,7 @@ def random_directions(X, n_restarts, random_state, stream, norm):
 
 def pgd_loop(grad_wrong, x, t, *, epsilon, norm="l2", step_size, n_steps, starts=(), init=None,
              projection=None, rows=None, box=(-np.inf, np.inf), open_ball=True,
-             stop_on_success=True, require_move=False, ball_dim=None):
+             stop_on_success=True, require_move=False, ball_dim=None, need_success=True):
     """PGD on one batch ``x`` ``(B, ...)`` with labels ``t``.
 
     ``grad_wrong(x, t, need_grad) -> (gradient of the summed loss, wrong)``
@@ -179,7 +178,9 @@ def pgd_loop(grad_wrong, x, t, *, epsilon, norm="l2", step_size, n_steps, starts
     ``projection(v, rows) -> v`` is applied to gradients before normalisation
     and to ``delta`` after each step (``rows``: the batch's global row indices);
     ``ball_dim`` is the dimension of the constraint set for uniform random
-    starts (default ``D``).
+    starts (default ``D``). ``need_success=False`` (callers that discard ``success``)
+    skips the forward pass that judges the last restart's final iterates, which no
+    later restart reads: ``success`` is then only meaningful where ``stop_on_success``.
 
     Returns
     -------
@@ -241,7 +242,8 @@ def pgd_loop(grad_wrong, x, t, *, epsilon, norm="l2", step_size, n_steps, starts
                 delta = projection(delta, sub)
             x_adv = (xs + project_l2(delta, radius)).clamp(lo, hi)
         out[idx] = x_adv
-        if not stop_on_success and len(idx):
+        last = r == len(starts)
+        if not stop_on_success and len(idx) and (need_success or not last):
             found[idx[grad_wrong(x_adv, ts, False)[1]]] = True
     return out, found
 
@@ -493,18 +495,20 @@ def _pgd(model, X, y, *, epsilon, norm, n_steps, step_size, n_restarts, random_s
                                 n_steps=n_steps, n_restarts=n_restarts, loss=loss,
                                 batch_size=batch_size, random_state=random_state, stream="pgd",
                                 box=(lo, hi), projection=projection, init=init,
-                                stop_on_success=stop_on_success)
+                                stop_on_success=stop_on_success, need_success=return_success)
     X_adv = X_adv.reshape(X.shape)
     return (X_adv, success) if return_success else X_adv
 
 
 def run_attack(clf, X, t, *, epsilon, norm, step_size, n_steps, n_restarts, loss, batch_size,
                random_state, stream, box=(-np.inf, np.inf), projection=None, open_ball=True,
-               require_move=False, ball_dim=None, init=None, stop_on_success=True):
+               require_move=False, ball_dim=None, init=None, stop_on_success=True,
+               need_success=True):
     """:func:`pgd_loop` over batches of validated rows; ``(X_adv float32, success)``.
 
     ``init``: restart 0's start for all rows, a ``(n, D)`` delta or a
     ``(directions, radii)`` pair of arrays (default: ``X`` itself).
+    ``need_success``: as in :func:`pgd_loop`.
     """
     dirs, radii = random_directions(X, n_restarts, random_state, stream, norm)
     X_adv, success = np.empty(X.shape, np.float32), np.zeros(len(X), bool)
@@ -519,6 +523,7 @@ def run_attack(clf, X, t, *, epsilon, norm, step_size, n_steps, n_restarts, loss
                                starts=starts, init=first, projection=projection,
                                rows=torch.arange(sl.start, sl.stop), box=box,
                                open_ball=open_ball, stop_on_success=stop_on_success,
-                               require_move=require_move, ball_dim=ball_dim)
+                               require_move=require_move, ball_dim=ball_dim,
+                               need_success=need_success)
             X_adv[sl], success[sl] = to_numpy(out), to_numpy(ok)
     return X_adv, success

@@ -16,7 +16,15 @@ from skorch import NeuralNet
 from skorch.callbacks import Callback, EarlyStopping, PassthroughScoring, ProgressBar
 from skorch.utils import to_tensor
 
-from .._utils import check_scalar_param, discard_fitted, resolve_device, torch_seed, warn_user
+from .._utils import (
+    check_scalar_param,
+    discard_fitted,
+    resolve_device,
+    small_model_threads,
+    torch_seed,
+    torch_threads,
+    warn_user,
+)
 from ..exceptions import GeolearnWarning
 
 #: Prefixes of the skorch settings an estimator accepts as keyword arguments.
@@ -672,7 +680,7 @@ class SkorchTrainingMixin:
         if self._warm():
             # skorch's partial_fit trains with the net's own settings: this fit's, as a cold fit
             self.net_.set_params(lr=self.lr, max_epochs=max_epochs, batch_size=self.batch_size)
-            with torch_seed(seed):
+            with torch_seed(seed), torch_threads(small_model_threads(self.net_.module_)):
                 self.net_.partial_fit(X, y)
             return self.net_
         net_class = self._checked_net_class()
@@ -694,7 +702,9 @@ class SkorchTrainingMixin:
             check_scalar_param(getattr(net, "compile", False), "compile", kind="boolean")
             net.initialize()
             if max_epochs:
-                net.partial_fit(X, y)
+                # a small network on the CPU trains on one torch thread (threads.md)
+                with torch_threads(small_model_threads(net.module_)):
+                    net.partial_fit(X, y)
         if self.device_ is None:
             param = next(unwrap_module(net.module_).parameters(), None)
             self.device_ = param.device if param is not None else torch.device("cpu")

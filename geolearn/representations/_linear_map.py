@@ -27,11 +27,22 @@ from .metrics import embedding_mse
 _EPS = np.finfo(np.float64).eps
 
 
+#: Below this fraction of ``||Y||^2`` the residual is taken from the explicit product: the
+#: Gram identity would lose its digits to cancellation (a map that nearly interpolates).
+_RSS_IDENTITY_MIN = 1e-4
+
+
 def _solve_lstsq(X, Y):
-    """Minimum-norm least squares by SVD (LAPACK gelsd); returns ``W, rank, singular values``."""
+    """Minimum-norm least squares by SVD (LAPACK gelsd).
+
+    Returns ``W, rank, singular values, rss``: ``rss`` is the residual sum of squares
+    that gelsd leaves in the rows past ``d_A`` (a sum of squares, no cancellation), or
+    None when it gives none (``m <= d_A`` or rank-deficient ``X``).
+    """
     cond = _EPS * max(X.shape)
-    W, _, rank, s = scipy.linalg.lstsq(X, Y, cond=cond, lapack_driver="gelsd")
-    return W, int(rank), s
+    W, residues, rank, s = scipy.linalg.lstsq(X, Y, cond=cond, lapack_driver="gelsd")
+    rss = float(residues.sum()) if np.size(residues) else None
+    return W, int(rank), s, rss
 
 
 def _solve_svd(X, Y, alpha):
@@ -46,18 +57,28 @@ def _solve_svd(X, Y, alpha):
 
 
 def _solve_cholesky(X, Y, alpha, *, dual):
-    """Ridge by Cholesky: primal ``(X^T X + a I)^-1 X^T Y`` or dual ``X^T (X X^T + a I)^-1 Y``."""
+    """Ridge by Cholesky: primal ``(X^T X + a I)^-1 X^T Y`` or dual ``X^T (X X^T + a I)^-1 Y``.
+
+    Returns ``W, rss``. The primal route also gives the residual sum of squares
+    ``||Y||^2 - 2 <W, X^T Y> + <W, X^T X W>`` from its Gram matrices, in ``d_A^3``
+    instead of the ``m d_A d_B`` of a product with ``X``; ``rss`` is None for the dual
+    route and where that identity would cancel (see ``_RSS_IDENTITY_MIN``).
+    """
     G = X @ X.T if dual else X.T @ X
     G.flat[:: len(G) + 1] += alpha
     try:
         if dual:
-            return X.T @ scipy.linalg.solve(G, Y, assume_a="pos")
-        return scipy.linalg.solve(G, X.T @ Y, assume_a="pos")
+            return X.T @ scipy.linalg.solve(G, Y, assume_a="pos"), None
+        B = X.T @ Y
+        W = scipy.linalg.solve(G, B, assume_a="pos")
     except np.linalg.LinAlgError as exc:
         raise ValueError(
             "solver='cholesky' found the Gram matrix singular (rank-deficient embeddings with "
             "alpha=0): use alpha > 0, or solver='auto' or 'svd' for the minimum-norm solution."
         ) from exc
+    y_sq = np.einsum("ij,ij->", Y, Y)
+    rss = y_sq - 2 * np.vdot(W, B) + np.vdot(W, G @ W) - alpha * np.vdot(W, W)
+    return W, (float(rss) if rss > _RSS_IDENTITY_MIN * y_sq else None)
 
 
 def _check_target_embeddings(y):
@@ -205,13 +226,18 @@ class LinearEmbeddingMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regr
         check_consistent_length(X, Y)
         sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
         Xc, Yc, x_mean, y_mean = self._centred_weighted(X, Y, sw, sample_weight is not None)
-        W = self._solve(Xc, Yc)
+        W, rss = self._solve(Xc, Yc)
         self.coef_ = np.ascontiguousarray(W.T)
         self.intercept_ = y_mean - x_mean @ W
         self.n_targets_ = Y.shape[1]
         if self.alpha == 0 and self.rank_ is not None:
             _warn_if_underdetermined(self.rank_, Xc, len(X))
-        self.train_mse_ = embedding_mse(Y, self.transform(X))
+        # the solver's residual saves a product with X (a third of the fit); weighted rows
+        # have weighted residuals, and train_mse_ is the unweighted one
+        if rss is None or sample_weight is not None:
+            self.train_mse_ = embedding_mse(Y, self.transform(X))
+        else:
+            self.train_mse_ = rss / Y.size
         return self
 
     def _centred_weighted(self, X, Y, sw, weighted):
@@ -231,18 +257,22 @@ class LinearEmbeddingMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Regr
         return Xc, Yc, x_mean, y_mean
 
     def _solve(self, Xc, Yc):
-        """The map ``W`` (d_A, d_B) by the chosen solver; sets ``rank_`` and ``singular_values_``."""
+        """The map ``W`` (d_A, d_B) and the residual sum of squares (or None) of the solver.
+
+        Sets ``rank_`` and ``singular_values_``.
+        """
         solver = self.solver
+        rss = None
         if solver == "auto":
             solver = "lstsq" if self.alpha == 0 else "cholesky"
         if solver == "lstsq":
-            W, self.rank_, self.singular_values_ = _solve_lstsq(Xc, Yc)
+            W, self.rank_, self.singular_values_, rss = _solve_lstsq(Xc, Yc)
         elif solver == "svd":
             W, self.rank_, self.singular_values_ = _solve_svd(Xc, Yc, self.alpha)
         else:
-            W = _solve_cholesky(Xc, Yc, self.alpha, dual=len(Xc) < Xc.shape[1])
+            W, rss = _solve_cholesky(Xc, Yc, self.alpha, dual=len(Xc) < Xc.shape[1])
             self.rank_ = self.singular_values_ = None
-        return W
+        return W, rss
 
     @property
     def _n_features_out(self):

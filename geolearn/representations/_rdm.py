@@ -18,6 +18,7 @@ METRICS = ("correlation", "cosine", "euclidean", "sqeuclidean_per_feature",
 _ZSCORE_EPS = 1e-7  # Net2Brain's epsilon of its "pearson" distance
 _NEG_TOL = 1e-12    # dissimilarities below -this are invalid, above are rounding
 _BLOCK = 512        # side of the blocks that (m, m) matrices are updated by, in place
+_SYM_BLOCK = 64     # side of the blocks symmetrised: a block and its transpose stay in L1/L2
 
 
 def check_features(X, name="X", *, min_samples=3, dtype=np.float64):
@@ -123,8 +124,8 @@ def squared_distances(G, sq_a, sq_b, A, B, *, upper=False):
 
 def _symmetrize(R):
     """``R = (R + R.T) / 2`` in place, by blocks (no copy of ``R.T``)."""
-    for a in _chunks(len(R), _BLOCK):
-        for b in _chunks(len(R), _BLOCK):
+    for a in _chunks(len(R), _SYM_BLOCK):
+        for b in _chunks(len(R), _SYM_BLOCK):
             if b.start < a.start:
                 continue
             mean = R[a, b] + R[b, a].T
@@ -385,6 +386,12 @@ def _check_size(m, name, min_stimuli):
 
 def _check_entries(A, name, allow_nan):
     """Refuse infinite, NaN (unless allowed) and negative entries; the NaN mask or None."""
+    low, high = (A.min(), A.max()) if A.size else (0.0, 0.0)
+    if np.isfinite(low) and np.isfinite(high):  # the common case: two passes, no masks
+        if low < -_NEG_TOL:
+            raise ValueError(f"{name} has negative dissimilarities (min {low:.3g}); "
+                             "dissimilarities must be >= 0.")
+        return None
     nan = np.isnan(A)
     has_nan = nan.any()
     if np.isinf(A).any() or (has_nan and not allow_nan):
@@ -413,8 +420,8 @@ def check_condensed(r, name="r", *, allow_nan=False, min_stimuli=3):
                          f"{r.shape}.")
     m = _triangular_m(r.size, name)
     _check_size(m, name, min_stimuli)
-    _check_entries(r, name, allow_nan)
-    return np.maximum(r, 0.0, out=r, where=~np.isnan(r)), m
+    nan = _check_entries(r, name, allow_nan)
+    return np.maximum(r, 0.0, out=r, where=True if nan is None else ~nan), m
 
 
 def condensed_and_size(R, name, *, allow_nan=True):

@@ -374,3 +374,32 @@ def test_pgd_takes_labels_of_an_estimator_with_classes():
     assert (mlp.predict(X_adv) != labels).mean() > (mlp.predict(X) != labels).mean()
     with pytest.raises(ValueError, match="unseen by the classifier"):
         pgd(mlp, X, np.full(len(X), "z"), 0.2)
+
+
+class _CountingNet(nn.Module):
+    def __init__(self, net):
+        super().__init__()
+        self.net, self.calls = net, 0
+
+    def forward(self, x):
+        self.calls += 1
+        return self.net(x)
+
+
+@pytest.mark.parametrize("n_restarts", [1, 3])
+def test_attacks_skip_the_success_pass_nobody_reads(n_restarts):
+    # FGSM and PGD without return_success judged their last iterates with one more forward
+    # pass (a third of FGSM's time); the iterates do not depend on it
+    X, y = data()
+    net = _CountingNet(small_net())
+    assert fgsm(net, X, y, 0.1, batch_size=16).shape == X.shape
+    # one gradient pass per batch of 16 out of 40 rows, and one to count the classes
+    assert net.calls == 3 + 1
+    kwargs = dict(epsilon=0.3, n_steps=4, n_restarts=n_restarts, random_state=0, batch_size=16)
+    net.calls = 0
+    X_adv = pgd(net, X, y, **kwargs)
+    calls = net.calls
+    X_ok, success = pgd(net, X, y, return_success=True, **kwargs)
+    assert net.calls - calls > calls  # the judging pass, where success is returned
+    np.testing.assert_array_equal(X_adv, X_ok)
+    assert success.any()

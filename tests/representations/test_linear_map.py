@@ -213,3 +213,19 @@ def test_embedding_mse_reductions_and_errors():
         embedding_mse(A, B[:, :3])
     with pytest.raises(ValueError, match="inconsistent"):
         embedding_mse(A, B[:5])
+
+
+@pytest.mark.parametrize("params", [{}, {"alpha": 1.0}, {"alpha": 1.0, "fit_intercept": True},
+                                    {"alpha": 0.5, "solver": "svd"}])
+@pytest.mark.parametrize("m", [60, 6])
+@pytest.mark.filterwarnings("ignore:The source embeddings have rank")
+def test_train_mse_from_the_solver_equals_the_explicit_residual(params, m):
+    # gelsd's residual rows and the primal Gram identity replace a product with X; the
+    # figure must be the explicit mean squared residual (m < d_A: the dual and
+    # rank-deficient routes, which compute it explicitly)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(m, 8))
+    Y = X @ rng.normal(size=(8, 5)) + 0.3 * rng.normal(size=(m, 5)) + 1.0
+    emap = LinearEmbeddingMap(**params).fit(X, Y)
+    explicit = np.mean((emap.transform(X) - Y) ** 2)
+    assert emap.train_mse_ == pytest.approx(explicit, rel=1e-12, abs=1e-30)

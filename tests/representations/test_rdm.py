@@ -16,7 +16,7 @@ from geolearn.representations import (
     squareform_rdm,
     stack_condensed,
 )
-from geolearn.representations._rdm import METRICS, check_rdm
+from geolearn.representations._rdm import METRICS, check_condensed, check_rdm
 from tests.helpers import assert_message
 
 SCIPY = {"correlation": "correlation", "cosine": "cosine", "euclidean": "euclidean",
@@ -178,6 +178,10 @@ def test_check_rdm_clips_rounding_and_symmetrises():
     out = check_rdm(R)
     assert out[0, 1] == 0.0 and out[1, 0] == 0.0
     np.testing.assert_array_equal(out, out.T)
+    # condensed, with and without pairs marked undefined (the mask-free route)
+    for r in ([-1e-13, 1.0, 0.5], [-1e-13, np.nan, 0.5]):
+        out = check_condensed(np.array(r), allow_nan=True)[0]
+        assert out[0] == 0.0
 
 
 @pytest.mark.parametrize("R, match", [
@@ -318,3 +322,12 @@ def test_categorical_rdm_and_stack():
 def test_labels_refused(labels):
     with pytest.raises(ValueError, match="labels"):
         categorical_rdm(labels)
+
+
+@pytest.mark.parametrize("m", [5, 64, 200])
+def test_symmetrize_by_blocks_equals_the_mean_with_the_transpose(m):
+    # the blocks (sized for the cache) do not change a bit of (R + R^T) / 2
+    from geolearn.representations._rdm import _symmetrize
+
+    R = np.random.default_rng(m).random((m, m))
+    np.testing.assert_array_equal(_symmetrize(R.copy()), (R + R.T) / 2)

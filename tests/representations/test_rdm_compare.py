@@ -250,3 +250,14 @@ def test_rank_of_a_large_vector_with_prefix_collisions():
     v = 1.0 + rng.integers(0, 2**20, size=300_000) * 2.0**-52  # all collide in the prefix
     v[::3] = rng.random(100_000)
     np.testing.assert_array_equal(_rank(v), stats.rankdata(v))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_tau_a_counts_pairs_exactly_under_ties_and_signed_zeros(seed):
+    # tau-a is an exact ratio of integers: counted from two stable sorts, it equals the
+    # brute-force count to the last bit (-0.0 and 0.0 tie, though their bit patterns differ)
+    rng = np.random.default_rng(seed)
+    a, b = np.abs(np.round(rng.normal(size=(2, 45)), 1))
+    a[::7], a[::11], b[::5] = -0.0, 0.0, -0.0
+    assert compare_rdms(squareform_rdm(a), squareform_rdm(b), "kendall_tau_a") == (
+        _tau_a_brute(a, b))

@@ -82,8 +82,8 @@ def test_ridge_map_matches_sklearn_and_solvers_agree(gaussian, fit_intercept):
                                    atol=1e-8)
     for X in (gaussian, gaussian[:25]):  # m >= d and m < d
         Yx = Y[: len(X)]
-        primal = _solve_cholesky(X, Yx, 3.0, dual=False)
-        np.testing.assert_allclose(_solve_cholesky(X, Yx, 3.0, dual=True), primal, atol=1e-8)
+        primal = _solve_cholesky(X, Yx, 3.0, dual=False)[0]
+        np.testing.assert_allclose(_solve_cholesky(X, Yx, 3.0, dual=True)[0], primal, atol=1e-8)
         np.testing.assert_allclose(_solve_svd(X, Yx, 3.0)[0], primal, atol=1e-8)
 
 
