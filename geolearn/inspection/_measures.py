@@ -115,7 +115,8 @@ def _region_density(model, X, y=None, *, n_segments=32, random_state=0):
     start = rng.randint(len(X), size=n_segments)
     stop = (start + rng.randint(1, len(X), size=n_segments)) % len(X)
     XA, XB = X[start], X[stop]
-    regions = ReLUPolytopes(network, bounds=None, device="cpu").fit(XA)
+    # fitted on one probe: the segments need the network alone, not every probe's region
+    regions = ReLUPolytopes(network, bounds=None, device="cpu").fit(XA[:1])
     counts = regions.segment_region_counts(XA, XB)
     length = np.linalg.norm(XB - XA, axis=1).sum()
     if length == 0:

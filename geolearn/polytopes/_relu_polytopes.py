@@ -25,7 +25,7 @@ from ._lp import _SOLVERS, check_solver
 from ._maps import forward_bits, hrep, local_maps, unique_patterns
 from ._network import as_relu_network, fitted_network, needs_fit
 from ._polytope import Polytope
-from ._segments import segment_bisection, segment_exact
+from ._segments import segment_bisection, segment_counts_exact, segment_exact
 from ._stats import describe, hamming
 
 _REGION_STATS = ("chebyshev", "facets", "boundedness")
@@ -559,6 +559,8 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
         XA, XB = self._validate(XA), self._validate(XB)
         if XA.shape != XB.shape:
             raise ValueError(f"XA and XB must have the same shape; got {XA.shape} and {XB.shape}.")
+        if method == "exact":  # all segments at once
+            return segment_counts_exact(self.network_, XA, XB)
         return np.array([self.segment_regions(a, b, method=method).n_regions
                          for a, b in zip(XA, XB)], dtype=int)
 

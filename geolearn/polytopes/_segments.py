@@ -33,6 +33,55 @@ def exact_breaks(net, x_a, x_b):
     return ts
 
 
+def split_intervals(lo, hi, owner, t):
+    """Cut the intervals ``[lo_i, hi_i]`` at the points ``t`` (of interval ``owner``) strictly
+    inside them: the pieces' ``(parent, start, stop)``, in order within each parent."""
+    inside = (t > lo[owner]) & (t < hi[owner])
+    parent = np.concatenate([np.arange(len(lo)), owner[inside]])
+    start = np.concatenate([lo, t[inside]])
+    order = np.lexsort((start, parent))
+    parent, start = parent[order], start[order]
+    fresh = np.r_[True, (parent[1:] != parent[:-1]) | (start[1:] != start[:-1])]
+    parent, start = parent[fresh], start[fresh]
+    last = np.r_[parent[1:] != parent[:-1], True]
+    stop = np.r_[start[1:], 0.0]
+    stop[last] = hi[parent[last]]
+    return parent, start, stop
+
+
+def segment_counts_exact(net, XA, XB):
+    """Regions crossed by each segment ``XA[i] -> XB[i]``, all segments at once.
+
+    :func:`exact_breaks` vectorised over the intervals of every segment (one
+    matrix product per layer for all of them). Each interval's bit string is
+    the signs the recurrence computed at its midpoint, layer by layer (no
+    second forward pass); equal neighbours merge as in :func:`segment_exact`,
+    whose ``n_regions`` this equals.
+
+    Returns
+    -------
+    counts : ndarray of shape (n_segments,), int
+    """
+    XA, XB = np.asarray(XA, float), np.asarray(XB, float)
+    n = len(XA)
+    seg, lo, hi, signs = np.arange(n), np.zeros(n), np.ones(n), []
+    P, Q = XA, XB - XA
+    for i, (W, b) in enumerate(zip(net.weights[:-1], net.biases[:-1])):
+        p, q = P @ W.T + b, Q @ W.T
+        owner, unit = np.nonzero(q)
+        parent, lo, hi = split_intervals(lo, hi, owner, -p[owner, unit] / q[owner, unit])
+        seg, p, q = seg[parent], p[parent], q[parent]
+        s = (p + (0.5 * (lo + hi))[:, None] * q) > 0
+        signs = [*(bits[parent] for bits in signs), s]
+        if i < len(net.weights) - 2:  # the output map does not cut intervals
+            P, Q = s * p, s * q
+    change = seg[1:] == seg[:-1]
+    if signs:
+        patterns = np.hstack(signs)
+        change &= np.any(patterns[1:] != patterns[:-1], axis=1)
+    return 1 + np.bincount(seg[1:][change], minlength=n)
+
+
 def segment_exact(net, x_a, x_b):
     """The exact regions of a segment (merging equal neighbours), as a Bunch."""
     x_a, x_b = np.asarray(x_a, float), np.asarray(x_b, float)
