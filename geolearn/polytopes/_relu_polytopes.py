@@ -8,6 +8,7 @@ from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
+from torch import nn
 
 from .._utils import (
     check_choice,
@@ -23,6 +24,7 @@ from ..models._internal import fit_router, route_fit_params
 from ._enumeration import region_neighbours, subdivide, traverse
 from ._lp import _SOLVERS, check_solver
 from ._maps import forward_bits, hrep, local_maps, unique_patterns
+from ._conv import ConvReLUNet
 from ._network import as_relu_network, fitted_network, needs_fit
 from ._polytope import Polytope
 from ._segments import segment_bisection, segment_counts_exact, segment_exact
@@ -73,7 +75,16 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
         ``FrozenEstimator`` keeps it fitted through ``clone``). An unfitted
         scikit-learn or skorch network (e.g. a clone inside GridSearchCV) is
         fitted on ``(X, y)`` as given in ``fit``
-        (:func:`geolearn.models.fit_or_use`).
+        (:func:`geolearn.models.fit_or_use`). A conv ReLU net (``Conv2d``,
+        ``ReLU``, ``MaxPool2d``, ``AvgPool2d``, ``Flatten``, ``Linear``) is
+        analysed on flat rows folded by ``image_shape``: its bit strings hold
+        the ReLU signs and the argmax of every max-pool window; the methods
+        that solve LPs over regions (``region_stats``, :meth:`polytope`,
+        :meth:`chebyshev`, :meth:`neighbours`, :meth:`enumerate_regions`) stay
+        MLP-only and say so.
+    image_shape : tuple of int, default=None
+        ``(C, H, W)`` layout of the flat rows of ``X`` for a conv net (not
+        needed when the net starts with ``nn.Unflatten``); ignored for MLPs.
     bounds : 'global_range', None or (lo, hi), default='global_range'
         Box for radii, facets and enumeration: ``'global_range'`` uses
         ``[min X, max X]`` of the fit data on every coordinate; None is all
@@ -155,6 +166,7 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
 
     _parameter_constraints = {  # noqa: RUF012
         "network": "no_validation",  # any network as_relu_network reads, or None
+        "image_shape": ["array-like", None],
         "bounds": [StrOptions({"global_range"}), "array-like", None],
         "region_stats": ["array-like"],
         "max_lp_regions": [Interval(Integral, 1, None, closed="left")],
@@ -168,10 +180,11 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
         "verbose": ["verbose"],
     }
 
-    def __init__(self, network=None, *, bounds="global_range", region_stats=(),
+    def __init__(self, network=None, *, image_shape=None, bounds="global_range", region_stats=(),
                  max_lp_regions=2000, facet_method="clarkson", lp_solver="auto", tol=1e-7,
                  device="auto", batch_size=8192, n_jobs=None, random_state=None, verbose=0):
         self.network = network
+        self.image_shape = image_shape
         self.bounds = bounds
         self.region_stats = region_stats
         self.max_lp_regions = max_lp_regions
@@ -255,7 +268,8 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, m)
-            In the network's own input space (after the scaler it was trained behind).
+            In the network's own input space (after the scaler it was trained behind);
+            images as flat rows, folded by ``image_shape``.
         y : array-like, optional
             Used only to fit an unfitted scikit-learn / skorch ``network`` (on
             ``X, y`` as given).
@@ -273,12 +287,18 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
         check_solver(self.lp_solver)  # highspy must be installed when asked for
         # resolved first: a CUDA device that is absent is a clear error before any work
         self._device = resolve_device(self.device)
+        if np.ndim(X) > 2:
+            raise ValueError(f"X has shape {np.shape(X)}; ReLUPolytopes takes flat rows: pass "
+                             "X.reshape(len(X), -1) and image_shape=X.shape[1:].")
         X_given, X = X, validate_data(self, X, dtype=np.float64)
-        net = as_relu_network(fitted_network(self.network, X_given, y, **routed["network"]))
+        net = as_relu_network(fitted_network(self.network, X_given, y, **routed["network"]),
+                              image_shape=self.image_shape)
         if net.n_inputs != X.shape[1]:
             raise ValueError(f"X has {X.shape[1]} features, but the network is expecting "
                              f"{net.n_inputs} features as input.")
         self.network_ = net
+        if self.region_stats:
+            self._check_mlp("region_stats")
         self.layer_sizes_ = net.layer_sizes
         self.n_hidden_units_ = net.n_hidden_units
         self.n_outputs_ = net.n_outputs
@@ -353,6 +373,17 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
             for r, res in zip(idx, results):
                 self.bounded_[r] = res["bounded"]
 
+    def _check_mlp(self, what):
+        """Refuse the LP methods of regions for conv nets, naming the layer type that did."""
+        if isinstance(self.network_, ConvReLUNet):
+            kind = next(type(layer).__name__ for layer in self.network_.layers
+                        if isinstance(layer, (nn.Conv2d, nn.MaxPool2d, nn.AvgPool2d)))
+            raise ValueError(
+                f"{what} needs a ReLU MLP, but the network has a {kind} layer: the LP "
+                "statistics of regions (region_stats, polytope, chebyshev, neighbours, "
+                "enumerate_regions) are MLP-only. For conv nets use transform, "
+                "local_affine_map, margin, segment_regions and plane_regions.")
+
     def _box(self, bounds="fitted"):
         b = self._method_bounds(bounds)
         return (None, None) if b is None else b
@@ -380,6 +411,10 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
     def get_feature_names_out(self, input_features=None):
         """``h{layer}_{unit}`` for each hidden unit."""
         check_is_fitted(self, "patterns_")
+        if isinstance(self.network_, ConvReLUNet):
+            return np.array([f"{name}_{k}" for name, size in zip(self.network_.block_names,
+                                                                 self.network_.hidden_sizes)
+                             for k in range(size)], dtype=object)
         return np.array([f"h{i}_{k}" for i, size in enumerate(self.network_.hidden_sizes)
                          for k in range(size)], dtype=object)
 
@@ -426,6 +461,7 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
         bounds : 'fitted', None or (lo, hi), default='fitted'
         """
         check_is_fitted(self, "patterns_")
+        self._check_mlp("polytope")
         if (x is None) == (pattern is None):
             raise ValueError("pass exactly one of x and pattern.")
         if x is not None:
@@ -449,6 +485,7 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
         center : ndarray of shape (n_samples, m)
         """
         bits = self._bits(self._validate(X))[0]
+        self._check_mlp("chebyshev")
         patterns, labels, _ = unique_patterns(bits)
         res = self._region_lps(("chebyshev",), [(p, None) for p in patterns])
         radius = np.array([r["radius"] for r in res])
@@ -468,6 +505,7 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
             The facet's unit and the neighbour's bit string.
         """
         check_is_fitted(self, "patterns_")
+        self._check_mlp("neighbours")
         lo, hi = self._box()
         out, _, _, _ = region_neighbours(
             self.network_, np.asarray(pattern, bool), lo, hi, scale=self._scale(self.bounds_),
@@ -632,6 +670,7 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
         (4, [1.0, 1.0, 1.0, 1.0], 8)
         """
         check_is_fitted(self, "patterns_")
+        self._check_mlp("enumerate_regions")
         check_scalar_param(max_regions, "max_regions", kind="integer", low=1)
         check_scalar_param(max_time, "max_time", low=0, allow_none=True)
         box = self._method_bounds(bounds)
@@ -697,6 +736,7 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
             if metric == "chebyshev_radius":
                 values = self.chebyshev(data)[0]
             elif metric == "n_active":
+                self._check_mlp("summary_table(metric='n_active')")
                 patterns, labels, _ = unique_patterns(self._bits(self._validate(data))[0])
                 res = self._region_lps(("facets",), [(p, None) for p in patterns])
                 n_act = np.array([np.sum(r["facets"] < self.n_hidden_units_) for r in res])
