@@ -26,6 +26,7 @@ from ._lp import _SOLVERS, check_solver
 from ._maps import forward_bits, hrep, local_maps, unique_patterns
 from ._conv import ConvReLUNet
 from ._network import as_relu_network, fitted_network, needs_fit
+from ._planes import plane_regions
 from ._polytope import Polytope
 from ._segments import segment_bisection, segment_counts_exact, segment_exact
 from ._stats import describe, hamming
@@ -601,6 +602,62 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
             return segment_counts_exact(self.network_, XA, XB)
         return np.array([self.segment_regions(a, b, method=method).n_regions
                          for a, b in zip(XA, XB)], dtype=int)
+
+    def plane_regions(self, x0, u, v, bounds=(-1.0, 1.0)):
+        """Regions met by the 2-D slice ``x0 + a u + b v`` of the input space, exactly.
+
+        The slice SplineCam draws through image space (a point and two
+        directions, e.g. three images: ``x0 = x_1``, ``u = x_2 - x_1``,
+        ``v = x_3 - x_1``). Layer by layer every cell of the square is cut
+        along the lines where a ReLU unit or the argmax of a max-pool window
+        changes (LP-free polygon clipping, like ``enumerate_regions``'
+        ``'subdivision'``); MLPs and conv nets alike.
+
+        Parameters
+        ----------
+        x0, u, v : array-like of shape (m,)
+            The slice's origin and directions (flat rows for images).
+        bounds : (lo, hi), default=(-1.0, 1.0)
+            The square ``lo <= a, b <= hi`` of plane coordinates.
+
+        Returns
+        -------
+        regions : Bunch
+            patterns : ndarray of shape (N, h), bool
+                The bit string of each region met.
+            n_regions : int
+                ``N``.
+            polygons : list of ndarray of shape (k, 2)
+                Each region's part of the square, in plane coordinates ``(a, b)``,
+                vertices in order.
+            areas : ndarray of shape (N,)
+                Their areas in plane coordinates (summing to ``(hi - lo) ** 2``).
+
+        Examples
+        --------
+        Two ReLU units along the axes cut the slice through the origin into
+        four quadrants:
+
+        >>> import numpy as np, torch
+        >>> from geolearn.polytopes import ReLUPolytopes
+        >>> net = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.ReLU(),
+        ...                           torch.nn.Linear(2, 1))
+        >>> with torch.no_grad():
+        ...     _ = net[0].weight.copy_(torch.eye(2, 3)), net[0].bias.zero_()
+        >>> poly = ReLUPolytopes(network=net).fit(np.eye(3))
+        >>> plane = poly.plane_regions(np.zeros(3), [1.0, 0, 0], [0, 1.0, 0])
+        >>> plane.n_regions, plane.areas.tolist()
+        (4, [1.0, 1.0, 1.0, 1.0])
+        """
+        check_is_fitted(self, "patterns_")
+        x0, u, v = self._validate(np.vstack([np.ravel(x0), np.ravel(u), np.ravel(v)]))
+        try:
+            lo, hi = (float(b) for b in bounds)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"bounds must be a pair (lo, hi) of numbers; got {bounds!r}.") from exc
+        if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+            raise ValueError(f"bounds must be finite with lo < hi; got {bounds!r}.")
+        return plane_regions(self.network_, x0, u, v, lo, hi)
 
     def enumerate_regions(self, bounds="fitted", start=None, method="auto", max_regions=100000,
                           max_time=None):

@@ -97,8 +97,8 @@ def _pool_crossings(wp, wq):
     """``(interval, t)`` where two entries of a window cross at the window's maximum."""
     k = wp.shape[3]
     i, j = np.triu_indices(k, 1)
-    dp, dq = wp[..., i] - wp[..., j], wq[..., j] - wq[..., i]
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):  # padding: -inf entries
+        dp, dq = wp[..., i] - wp[..., j], wq[..., j] - wq[..., i]
         t = dp / dq  # entry i = entry j at t
         at_t = wp[..., i] + t * wq[..., i]
         top = (wp[..., None, :] + t[..., None] * wq[..., None, :]).max(-1)
