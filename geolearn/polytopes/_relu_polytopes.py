@@ -288,8 +288,8 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
         check_solver(self.lp_solver)  # highspy must be installed when asked for
         # resolved first: a CUDA device that is absent is a clear error before any work
         self._device = resolve_device(self.device)
-        if np.ndim(X) > 2:
-            raise ValueError(f"X has shape {np.shape(X)}; ReLUPolytopes takes flat rows: pass "
+        if getattr(X, "ndim", 2) > 2:  # arrays and tensors of images
+            raise ValueError(f"X has shape {tuple(X.shape)}; ReLUPolytopes takes flat rows: pass "
                              "X.reshape(len(X), -1) and image_shape=X.shape[1:].")
         X_given, X = X, validate_data(self, X, dtype=np.float64)
         net = as_relu_network(fitted_network(self.network, X_given, y, **routed["network"]),
