@@ -102,7 +102,7 @@ def conv_relu_network(layers, image_shape, classes=None, output_activation=None)
                 sizes.append(u[0].numel())
                 names.append(f"relu{i}")
             elif isinstance(layer, nn.MaxPool2d):
-                windows = _windows(u, layer, 0.0)
+                windows = pool_windows(u, layer, 0.0)
                 sizes.append(windows[0].numel())
                 names.append(f"maxpool{i}")
             u = v
@@ -124,10 +124,11 @@ def _check_layer(layer):
         raise ValueError("network has a MaxPool2d with ceil_mode=True; ReLUPolytopes supports "
                          "ceil_mode=False.")
     if isinstance(layer, nn.Unflatten):
-        raise ValueError("network has an Unflatten after its first layer; ReLUPolytopes "
-                         "supports Unflatten only as the first layer (flat rows into images).")
+        raise ValueError(  # noqa: TRY004 (a bad value of network)
+            "network has an Unflatten after its first layer; ReLUPolytopes supports Unflatten "
+            "only as the first layer (flat rows into images).")
     if not isinstance(layer, (*_AFFINE, nn.ReLU, nn.MaxPool2d)):
-        raise ValueError(
+        raise ValueError(  # noqa: TRY004 (a bad value of network)
             f"network contains a {type(layer).__name__} layer; ReLUPolytopes analyses conv nets "
             f"made of {', '.join(SUPPORTED)} (and MLPs).")
 
@@ -136,7 +137,7 @@ def _pair(v):
     return (v, v) if isinstance(v, int) else tuple(v)
 
 
-def _windows(u, pool, fill):
+def pool_windows(u, pool, fill):
     """The windows of ``MaxPool2d`` ``pool`` over ``u`` (N, C, H, W): (N, C, L, k)."""
     N, C = u.shape[:2]
     ph, pw = _pair(pool.padding)
@@ -147,13 +148,13 @@ def _windows(u, pool, fill):
     return cols.reshape(N, C, cols.shape[1], cols.shape[2]).transpose(2, 3)
 
 
-def _pool_shape(u, pool):
+def pool_shape(u, pool):
     """Output ``(H_out, W_out)`` of ``pool`` on ``u``."""
     with torch.no_grad():
         return pool(u[:1]).shape[2:]
 
 
-def _linear_part(layer, u):
+def linear_part(layer, u):
     """``layer(u) - layer(0)``, computed without the bias."""
     if isinstance(layer, nn.Conv2d):
         return F.conv2d(u, layer.weight, None, layer.stride, layer.padding, layer.dilation,
@@ -163,7 +164,7 @@ def _linear_part(layer, u):
     return layer(u)  # pooling, reshapes and eval Dropout are linear
 
 
-def _as_images(net, X):
+def as_images(net, X):
     return torch.as_tensor(np.asarray(X, float), dtype=torch.float64).reshape(
         -1, *net.image_shape)
 
@@ -180,7 +181,7 @@ def conv_forward_bits(net, X, *, batch_size=8192, n_jobs=None):
 
     @torch.no_grad()
     def batch(sl):
-        u, col = _as_images(net, X[sl]), 0
+        u, col = as_images(net, X[sl]), 0
         for layer in net.layers:
             if isinstance(layer, nn.ReLU):
                 z = u.reshape(len(u), -1)
@@ -189,13 +190,13 @@ def conv_forward_bits(net, X, *, batch_size=8192, n_jobs=None):
                 col += z.shape[1]
                 u = torch.relu(u)
             elif isinstance(layer, nn.MaxPool2d):
-                win = _windows(u, layer, -torch.inf)
+                win = pool_windows(u, layer, -torch.inf)
                 top, arg = win.max(dim=3)
                 k = win[0].numel()
                 bits[sl, col:col + k] = F.one_hot(arg, win.shape[3]).reshape(len(u), -1).numpy()
                 z_all[sl, col:col + k] = (top[..., None] - win).reshape(len(u), -1).numpy()
                 col += k
-                u = top.reshape(*top.shape[:2], *_pool_shape(u, layer))
+                u = top.reshape(*top.shape[:2], *pool_shape(u, layer))
             else:
                 u = layer(u)
         out[sl] = u.numpy()
@@ -231,8 +232,8 @@ def conv_local_maps(net, patterns, *, batch_size=8192, row_norms=False):
                     b, J = b * mask, (J.reshape(r, m, *b.shape[1:]) * mask[:, None]).reshape(J.shape)
                     col += k
                 elif isinstance(layer, nn.MaxPool2d):
-                    shape = _pool_shape(b, layer)
-                    wb, wJ = _windows(b, layer, 0.0), _windows(J, layer, 0.0)
+                    shape = pool_shape(b, layer)
+                    wb, wJ = pool_windows(b, layer, 0.0), pool_windows(J, layer, 0.0)
                     k = wb[0].numel()
                     onehot = S[:, col:col + k].reshape(wb.shape)
                     wJ = wJ.reshape(r, m, *wb.shape[1:])
@@ -244,11 +245,11 @@ def conv_local_maps(net, patterns, *, batch_size=8192, row_norms=False):
                     J = chosen.reshape(r * m, wb.shape[1], *shape)
                     col += k
                 else:
-                    b, J = layer(b), _linear_part(layer, J)
+                    b, J = layer(b), linear_part(layer, J)
             W_out[sl] = J.reshape(r, m, o).transpose(1, 2).numpy()
             b_out[sl] = b.numpy()
     return (W_out, b_out, norms) if row_norms else (W_out, b_out)
 
 
-def _flat(a):
+def flat_rows(a):
     return a.reshape(len(a), -1)

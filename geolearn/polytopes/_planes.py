@@ -6,7 +6,7 @@ from scipy.spatial import ConvexHull
 from sklearn.utils import Bunch
 from torch import nn
 
-from ._conv import ConvReLUNet, _linear_part, _pool_shape, _windows
+from ._conv import ConvReLUNet, linear_part, pool_shape, pool_windows
 from ._lp import clip_polygon, polygon_area
 from ._maps import forward_bits, unique_patterns
 
@@ -58,32 +58,31 @@ def plane_cells(net, x0, u, v, lo, hi):
         for layer in layers:
             if isinstance(layer, nn.ReLU):
                 p, qa, qb = (w.reshape(len(w), -1).numpy() for w in (P, Qa, Qb))
-                cells, parent = _split(cells, lambda i, V: _relu_lines(p[i], qa[i], qb[i], V),
-                                       min_area)
+                cells, parent = _split(cells, _relu_lines, (p, qa, qb), min_area)
                 c = _centroids(cells)
                 s = torch.as_tensor(p[parent] + c[:, :1] * qa[parent] + c[:, 1:] * qb[parent] > 0)
                 P, Qa, Qb = (w[parent] * s.reshape(len(parent), *w.shape[1:]) for w in (P, Qa, Qb))
             elif isinstance(layer, nn.MaxPool2d):
-                out = _pool_shape(P, layer)
-                wp, wa, wb = (_windows(w, layer, fill) for w, fill in
+                out = pool_shape(P, layer)
+                wp, wa, wb = (pool_windows(w, layer, fill) for w, fill in
                               ((P, -torch.inf), (Qa, 0.0), (Qb, 0.0)))
                 np_w = [w.numpy() for w in (wp, wa, wb)]
-                cells, parent = _split(cells, lambda i, V: _pool_lines(*(w[i] for w in np_w), V),
-                                       min_area)
+                cells, parent = _split(cells, _pool_lines, np_w, min_area)
                 c = torch.as_tensor(_centroids(cells))[:, :, None, None, None]
                 wp, wa, wb = wp[parent], wa[parent], wb[parent]
                 arg = (wp + c[:, 0] * wa + c[:, 1] * wb).argmax(dim=3, keepdim=True)
                 P, Qa, Qb = (w.gather(3, arg).reshape(len(parent), w.shape[1], *out)
                              for w in (wp, wa, wb))
             else:
-                P, Qa, Qb = layer(P), _linear_part(layer, Qa), _linear_part(layer, Qb)
+                P, Qa, Qb = layer(P), linear_part(layer, Qa), linear_part(layer, Qb)
     return cells
 
 
-def _split(cells, lines_of, min_area):
+def _split(cells, lines_of, arrays, min_area):
+    """Every cell cut by ``lines_of(*(a[i] for a in arrays), V)``; the pieces and their cell."""
     new, parent = [], []
     for i, V in enumerate(cells):
-        pieces = _cut(V, lines_of(i, V), min_area)
+        pieces = _cut(V, lines_of(*(a[i] for a in arrays), V), min_area)
         new += pieces
         parent += [i] * len(pieces)
     return new, np.array(parent, dtype=int)

@@ -21,10 +21,10 @@ from .._utils import (
 )
 from ..exceptions import GeolearnWarning, PartialResultWarning
 from ..models._internal import fit_router, route_fit_params
+from ._conv import ConvReLUNet
 from ._enumeration import region_neighbours, subdivide, traverse
 from ._lp import _SOLVERS, check_solver
 from ._maps import forward_bits, hrep, local_maps, unique_patterns
-from ._conv import ConvReLUNet
 from ._network import as_relu_network, fitted_network, needs_fit
 from ._planes import plane_regions
 from ._polytope import Polytope
@@ -107,7 +107,8 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
     tol : float, default=1e-7
         LP tolerance in distance units (not below HiGHS' feasibility tolerance).
     device : str, default='auto'
-        Device of the float64 forward passes and map recurrences.
+        Device of the float64 forward passes and map recurrences (of MLPs; conv nets run
+        on the CPU).
     batch_size : int, default=8192
     n_jobs : int, default=None
         Workers for the region LPs (joblib processes: the LP code holds the GIL) and for
@@ -379,7 +380,7 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
         if isinstance(self.network_, ConvReLUNet):
             kind = next(type(layer).__name__ for layer in self.network_.layers
                         if isinstance(layer, (nn.Conv2d, nn.MaxPool2d, nn.AvgPool2d)))
-            raise ValueError(
+            raise ValueError(  # noqa: TRY004 (what the method cannot do for this network)
                 f"{what} needs a ReLU MLP, but the network has a {kind} layer: the LP "
                 "statistics of regions (region_stats, polytope, chebyshev, neighbours, "
                 "enumerate_regions) are MLP-only. For conv nets use transform, "

@@ -5,7 +5,14 @@ import torch
 from sklearn.utils import Bunch
 from torch import nn
 
-from ._conv import ConvReLUNet, _as_images, _flat, _linear_part, _pool_shape, _windows
+from ._conv import (
+    ConvReLUNet,
+    as_images,
+    flat_rows,
+    linear_part,
+    pool_shape,
+    pool_windows,
+)
 from ._maps import forward_bits
 
 
@@ -66,12 +73,12 @@ def conv_intervals(net, XA, XB):
     """
     n = len(XA)
     seg, lo, hi = np.arange(n), np.zeros(n), np.ones(n)
-    P = _as_images(net, XA)
-    Q = _as_images(net, np.asarray(XB, float) - np.asarray(XA, float))
+    P = as_images(net, XA)
+    Q = as_images(net, np.asarray(XB, float) - np.asarray(XA, float))
     with torch.no_grad():
         for layer in net.layers:
             if isinstance(layer, nn.ReLU):
-                p, q = _flat(P).numpy(), _flat(Q).numpy()
+                p, q = flat_rows(P).numpy(), flat_rows(Q).numpy()
                 owner, unit = np.nonzero(q)
                 parent, lo, hi = split_intervals(lo, hi, owner, -p[owner, unit] / q[owner, unit])
                 seg, P, Q = seg[parent], P[parent], Q[parent]
@@ -79,8 +86,8 @@ def conv_intervals(net, XA, XB):
                 s = (P + mid * Q) > 0
                 P, Q = P * s, Q * s
             elif isinstance(layer, nn.MaxPool2d):
-                shape = _pool_shape(P, layer)
-                wp, wq = _windows(P, layer, -torch.inf), _windows(Q, layer, 0.0)
+                shape = pool_shape(P, layer)
+                wp, wq = pool_windows(P, layer, -torch.inf), pool_windows(Q, layer, 0.0)
                 owner, t = _pool_crossings(wp.numpy(), wq.numpy())
                 parent, lo, hi = split_intervals(lo, hi, owner, t)
                 seg, wp, wq = seg[parent], wp[parent], wq[parent]
@@ -89,7 +96,7 @@ def conv_intervals(net, XA, XB):
                 P = wp.gather(3, arg).reshape(len(seg), wp.shape[1], *shape)
                 Q = wq.gather(3, arg).reshape(P.shape)
             else:
-                P, Q = layer(P), _linear_part(layer, Q)
+                P, Q = layer(P), linear_part(layer, Q)
     return seg, lo, hi
 
 
