@@ -47,6 +47,16 @@ class ConvReLUNet:
     n_inputs, n_outputs : int
     classes : ndarray or None
     output_activation : str or None
+
+    Examples
+    --------
+    >>> from torch import nn
+    >>> from geolearn.polytopes import as_relu_network
+    >>> cnn = nn.Sequential(nn.Conv2d(1, 2, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+    ...                     nn.Linear(2, 1))
+    >>> net = as_relu_network(cnn, image_shape=(1, 4, 4))
+    >>> net.layer_sizes, net.block_names
+    ((16, 8, 8, 1), ('relu1', 'maxpool2'))
     """
 
     layers: tuple

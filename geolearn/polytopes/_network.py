@@ -186,7 +186,7 @@ def as_relu_network(network, image_shape=None):
         A network with ``Conv2d``, ``MaxPool2d``, ``AvgPool2d`` or a leading
         ``Unflatten`` is a conv ReLU net: ``Conv2d``, ``ReLU``, ``MaxPool2d``,
         ``AvgPool2d``, ``Flatten``, ``Linear`` (and ``Identity``, ``Dropout``),
-        kept as float64 layers (:class:`~geolearn.polytopes._conv.ConvReLUNet`).
+        kept as float64 layers (:class:`ConvReLUNet`).
     image_shape : tuple of int, default=None
         ``(C, H, W)`` layout of the flat input rows of a conv net that does not
         start with ``Unflatten``. Ignored for MLPs.
