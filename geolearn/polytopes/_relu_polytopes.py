@@ -378,8 +378,9 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
     def _check_mlp(self, what):
         """Refuse the LP methods of regions for conv nets, naming the layer type that did."""
         if isinstance(self.network_, ConvReLUNet):
-            kind = next(type(layer).__name__ for layer in self.network_.layers
-                        if isinstance(layer, (nn.Conv2d, nn.MaxPool2d, nn.AvgPool2d)))
+            kind = next((type(layer).__name__ for layer in self.network_.layers
+                         if isinstance(layer, (nn.Conv2d, nn.MaxPool2d, nn.AvgPool2d))),
+                        "Unflatten")
             raise ValueError(  # noqa: TRY004 (what the method cannot do for this network)
                 f"{what} needs a ReLU MLP, but the network has a {kind} layer: the LP "
                 "statistics of regions (region_stats, polytope, chebyshev, neighbours, "
@@ -411,7 +412,8 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
         return self._bits(self._validate(X))[0].astype(np.uint8)
 
     def get_feature_names_out(self, input_features=None):
-        """``h{layer}_{unit}`` for each hidden unit."""
+        """``h{layer}_{unit}`` for each hidden unit (conv nets: ``relu{i}_{k}`` and
+        ``maxpool{i}_{k}``, ``i`` the layer's index)."""
         check_is_fitted(self, "patterns_")
         if isinstance(self.network_, ConvReLUNet):
             return np.array([f"{name}_{k}" for name, size in zip(self.network_.block_names,
@@ -486,8 +488,9 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
         radius : ndarray of shape (n_samples,)
         center : ndarray of shape (n_samples, m)
         """
-        bits = self._bits(self._validate(X))[0]
+        check_is_fitted(self, "patterns_")
         self._check_mlp("chebyshev")
+        bits = self._bits(self._validate(X))[0]
         patterns, labels, _ = unique_patterns(bits)
         res = self._region_lps(("chebyshev",), [(p, None) for p in patterns])
         radius = np.array([r["radius"] for r in res])

@@ -171,3 +171,11 @@ def test_conv_net_needs_flat_rows_and_image_shape():
         ReLUPolytopes(_conv_net(), image_shape=(1, 3, 12)).fit(X)
     net = as_relu_network(_conv_net(front=False), image_shape=(1, 6, 6))
     assert net.layer_sizes == (36, 108, 243, 16, 5, 3)
+
+
+def test_unflatten_in_front_of_an_mlp_refuses_the_lps_by_name():
+    net = nn.Sequential(nn.Unflatten(1, (1, 2, 2)), nn.Flatten(), nn.Linear(4, 3), nn.ReLU(),
+                        nn.Linear(3, 1))
+    poly = ReLUPolytopes(net).fit(_data(5, 4))
+    with pytest.raises(ValueError, match="has a Unflatten layer"):
+        poly.enumerate_regions()
