@@ -101,10 +101,10 @@ def _rdm_similarity(model, X, y=None, *, layer=None, target_rdm=None, method="sp
     return float(compare_rdms(compute_rdm(features, metric), target_rdm, method))
 
 
-def _region_density(model, X, y=None, *, n_segments=32, random_state=0):
+def _region_density(model, X, y=None, *, image_shape=None, n_segments=32, random_state=0):
     """Linear regions crossed per unit length along ``n_segments`` fixed random segments."""
     try:
-        network = as_relu_network(model)
+        network = as_relu_network(model, image_shape=image_shape)
     except (ValueError, TypeError) as exc:
         raise MeasureUnavailableError(f"not a ReLU net: {exc}") from exc
     X = np.asarray(X, dtype=np.float64).reshape(len(X), -1)
@@ -150,7 +150,8 @@ MEASURES = {
   ``method="spearman"``.
 - ``"region_density"``: linear regions crossed per unit length along
   ``n_segments=32`` segments between probes drawn from ``random_state``
-  (:class:`~geolearn.polytopes.ReLUPolytopes`; ReLU MLPs).
+  (:class:`~geolearn.polytopes.ReLUPolytopes`; ReLU MLPs, and conv ReLU nets
+  with ``image_shape``).
 
 A measure returns a float, or a ``Bunch`` with ``value`` and ``interval``
 ``(low, high)``; it raises :class:`MeasureUnavailableError` when it does not
