@@ -101,10 +101,10 @@ def _rdm_similarity(model, X, y=None, *, layer=None, target_rdm=None, method="sp
     return float(compare_rdms(compute_rdm(features, metric), target_rdm, method))
 
 
-def _region_density(model, X, y=None, *, n_segments=32, random_state=0):
+def _region_density(model, X, y=None, *, image_shape=None, n_segments=32, random_state=0):
     """Linear regions crossed per unit length along ``n_segments`` fixed random segments."""
     try:
-        network = as_relu_network(model)
+        network = as_relu_network(model, image_shape=image_shape)
     except (ValueError, TypeError) as exc:
         raise MeasureUnavailableError(f"not a ReLU net: {exc}") from exc
     X = np.asarray(X, dtype=np.float64).reshape(len(X), -1)
@@ -115,7 +115,8 @@ def _region_density(model, X, y=None, *, n_segments=32, random_state=0):
     start = rng.randint(len(X), size=n_segments)
     stop = (start + rng.randint(1, len(X), size=n_segments)) % len(X)
     XA, XB = X[start], X[stop]
-    regions = ReLUPolytopes(network, bounds=None, device="cpu").fit(XA)
+    # fitted on one probe: the segments need the network alone, not every probe's region
+    regions = ReLUPolytopes(network, bounds=None, device="cpu").fit(XA[:1])
     counts = regions.segment_region_counts(XA, XB)
     length = np.linalg.norm(XB - XA, axis=1).sum()
     if length == 0:
@@ -149,7 +150,8 @@ MEASURES = {
   ``method="spearman"``.
 - ``"region_density"``: linear regions crossed per unit length along
   ``n_segments=32`` segments between probes drawn from ``random_state``
-  (:class:`~geolearn.polytopes.ReLUPolytopes`; ReLU MLPs).
+  (:class:`~geolearn.polytopes.ReLUPolytopes`; ReLU MLPs, and conv ReLU nets
+  with ``image_shape``).
 
 A measure returns a float, or a ``Bunch`` with ``value`` and ``interval``
 ``(low, high)``; it raises :class:`MeasureUnavailableError` when it does not

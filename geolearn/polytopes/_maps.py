@@ -4,6 +4,7 @@ import numpy as np
 import torch
 
 from .._utils import iter_batches, thread_map
+from ._conv import ConvReLUNet, conv_forward_bits, conv_local_maps
 
 
 def _layer_slices(net):
@@ -24,6 +25,8 @@ def forward_bits(net, X, *, device="cpu", batch_size=8192, n_jobs=None):
         Pre-activations ``z_ij(x)``, layer-major.
     logits : ndarray of shape (n, o)
     """
+    if isinstance(net, ConvReLUNet):
+        return conv_forward_bits(net, X, batch_size=batch_size, n_jobs=n_jobs)
     n, h = len(X), net.n_hidden_units
     bits, z_all, out = np.empty((n, h), bool), np.empty((n, h)), np.empty((n, net.n_outputs))
     slices = _layer_slices(net)
@@ -90,6 +93,8 @@ def local_maps(net, patterns, *, device="cpu", batch_size=8192, row_norms=False)
     b : ndarray of shape (R, o)
     norms : ndarray of shape (R, h), only if ``row_norms``
     """
+    if isinstance(net, ConvReLUNet):
+        return conv_local_maps(net, patterns, batch_size=batch_size, row_norms=row_norms)
     params, to_array = _params(net, device)
     slices = _layer_slices(net)
     R, h, m, o = len(patterns), net.n_hidden_units, net.n_inputs, net.n_outputs

@@ -9,6 +9,7 @@ from torch import nn
 
 from ..models import as_model, fit_or_use
 from ..models._internal import Affine, BinaryProba, is_prefit
+from ._conv import CONV_LAYERS, ConvReLUNet, conv_relu_network
 
 _SUPPORTED = ("Linear", "ReLU", "Identity", "Flatten", "Dropout", "BatchNorm1d", "affine scalers",
               "a trailing Softmax/LogSoftmax/Sigmoid")
@@ -82,8 +83,9 @@ def _unsupported(layer):
     return ValueError(
         f"network contains a {type(layer).__name__} layer; ReLUPolytopes needs a ReLU MLP made of "
         f"{', '.join(_SUPPORTED)} (an nn.Sequential, a skorch net around one, or an MLPClassifier/"
-        "MLPRegressor with activation='relu'). For other torch modules (conv nets, max-pooling) "
-        "use LocalLinearMap or LocalLinearClustering, which work through autograd."
+        "MLPRegressor with activation='relu'), or a conv ReLU net (Conv2d, ReLU, MaxPool2d, "
+        "AvgPool2d, Flatten, Linear). For other torch modules use LocalLinearMap or "
+        "LocalLinearClustering, which work through autograd."
     )
 
 
@@ -164,8 +166,9 @@ def _fold(layers):
     return weights, biases, n_inputs
 
 
-def as_relu_network(network):
-    """Canonicalise a trained ReLU MLP into float64 weight matrices.
+def as_relu_network(network, image_shape=None):
+    """Canonicalise a trained ReLU MLP into float64 weight matrices (a conv net into float64
+    layers).
 
     Parameters
     ----------
@@ -180,15 +183,23 @@ def as_relu_network(network):
         regions are then those of the raw input. Consecutive affine layers without a ReLU between them
         are multiplied out. A trailing ``Softmax``, ``LogSoftmax`` or
         ``Sigmoid`` is stripped: every map refers to the logits.
+        A network with ``Conv2d``, ``MaxPool2d``, ``AvgPool2d`` or a leading
+        ``Unflatten`` is a conv ReLU net: ``Conv2d``, ``ReLU``, ``MaxPool2d``,
+        ``AvgPool2d``, ``Flatten``, ``Linear`` (and ``Identity``, ``Dropout``),
+        kept as float64 layers (:class:`ConvReLUNet`).
+    image_shape : tuple of int, default=None
+        ``(C, H, W)`` layout of the flat input rows of a conv net that does not
+        start with ``Unflatten``. Ignored for MLPs.
 
     Returns
     -------
-    net : ReLUNet
+    net : ReLUNet or ConvReLUNet
 
     Raises
     ------
     ValueError
-        For ``None``, non-ReLU activations, or layers outside the supported set.
+        For ``None``, non-ReLU activations, layers outside the supported set
+        (the message names the layer type), or a conv net without ``image_shape``.
     sklearn.exceptions.NotFittedError
         For an unfitted scikit-learn or skorch network.
 
@@ -202,7 +213,7 @@ def as_relu_network(network):
     >>> relu_net.layer_sizes, relu_net.output_activation
     ((3, 4, 2), 'softmax')
     """
-    if isinstance(network, ReLUNet):
+    if isinstance(network, (ReLUNet, ConvReLUNet)):
         return network
     if network is None:
         raise ValueError("network=None: pass a trained ReLU MLP (torch nn.Sequential, skorch net, "
@@ -215,6 +226,9 @@ def as_relu_network(network):
         raise ValueError(f"network is a {model.name}, seen only as a black box; "
                          "ReLUPolytopes needs a ReLU MLP: " + ", ".join(_SUPPORTED) + ".")
     layers, output_activation = _strip_output_activation(_flatten(model.module))
+    if any(isinstance(layer, CONV_LAYERS) for layer in layers):
+        return conv_relu_network(layers, image_shape, classes=_classes_of(model.estimator),
+                                 output_activation=output_activation)
     weights, biases, n_inputs = _fold(layers)
     sizes = (n_inputs, *(W.shape[0] for W in weights))
     return ReLUNet(weights=tuple(np.ascontiguousarray(W) for W in weights),

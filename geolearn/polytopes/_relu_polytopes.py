@@ -8,6 +8,7 @@ from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
+from torch import nn
 
 from .._utils import (
     check_choice,
@@ -20,12 +21,14 @@ from .._utils import (
 )
 from ..exceptions import GeolearnWarning, PartialResultWarning
 from ..models._internal import fit_router, route_fit_params
+from ._conv import ConvReLUNet
 from ._enumeration import region_neighbours, subdivide, traverse
 from ._lp import _SOLVERS, check_solver
 from ._maps import forward_bits, hrep, local_maps, unique_patterns
 from ._network import as_relu_network, fitted_network, needs_fit
+from ._planes import plane_regions
 from ._polytope import Polytope
-from ._segments import segment_bisection, segment_exact
+from ._segments import segment_bisection, segment_counts_exact, segment_exact
 from ._stats import describe, hamming
 
 _REGION_STATS = ("chebyshev", "facets", "boundedness")
@@ -73,7 +76,16 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
         ``FrozenEstimator`` keeps it fitted through ``clone``). An unfitted
         scikit-learn or skorch network (e.g. a clone inside GridSearchCV) is
         fitted on ``(X, y)`` as given in ``fit``
-        (:func:`geolearn.models.fit_or_use`).
+        (:func:`geolearn.models.fit_or_use`). A conv ReLU net (``Conv2d``,
+        ``ReLU``, ``MaxPool2d``, ``AvgPool2d``, ``Flatten``, ``Linear``) is
+        analysed on flat rows folded by ``image_shape``: its bit strings hold
+        the ReLU signs and the argmax of every max-pool window; the methods
+        that solve LPs over regions (``region_stats``, :meth:`polytope`,
+        :meth:`chebyshev`, :meth:`neighbours`, :meth:`enumerate_regions`) stay
+        MLP-only and say so.
+    image_shape : tuple of int, default=None
+        ``(C, H, W)`` layout of the flat rows of ``X`` for a conv net (not
+        needed when the net starts with ``nn.Unflatten``); ignored for MLPs.
     bounds : 'global_range', None or (lo, hi), default='global_range'
         Box for radii, facets and enumeration: ``'global_range'`` uses
         ``[min X, max X]`` of the fit data on every coordinate; None is all
@@ -95,7 +107,8 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
     tol : float, default=1e-7
         LP tolerance in distance units (not below HiGHS' feasibility tolerance).
     device : str, default='auto'
-        Device of the float64 forward passes and map recurrences.
+        Device of the float64 forward passes and map recurrences (of MLPs; conv nets run
+        on the CPU).
     batch_size : int, default=8192
     n_jobs : int, default=None
         Workers for the region LPs (joblib processes: the LP code holds the GIL) and for
@@ -155,6 +168,7 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
 
     _parameter_constraints = {  # noqa: RUF012
         "network": "no_validation",  # any network as_relu_network reads, or None
+        "image_shape": ["array-like", None],
         "bounds": [StrOptions({"global_range"}), "array-like", None],
         "region_stats": ["array-like"],
         "max_lp_regions": [Interval(Integral, 1, None, closed="left")],
@@ -168,10 +182,11 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
         "verbose": ["verbose"],
     }
 
-    def __init__(self, network=None, *, bounds="global_range", region_stats=(),
+    def __init__(self, network=None, *, image_shape=None, bounds="global_range", region_stats=(),
                  max_lp_regions=2000, facet_method="clarkson", lp_solver="auto", tol=1e-7,
                  device="auto", batch_size=8192, n_jobs=None, random_state=None, verbose=0):
         self.network = network
+        self.image_shape = image_shape
         self.bounds = bounds
         self.region_stats = region_stats
         self.max_lp_regions = max_lp_regions
@@ -255,7 +270,8 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, m)
-            In the network's own input space (after the scaler it was trained behind).
+            In the network's own input space (after the scaler it was trained behind);
+            images as flat rows, folded by ``image_shape``.
         y : array-like, optional
             Used only to fit an unfitted scikit-learn / skorch ``network`` (on
             ``X, y`` as given).
@@ -273,12 +289,18 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
         check_solver(self.lp_solver)  # highspy must be installed when asked for
         # resolved first: a CUDA device that is absent is a clear error before any work
         self._device = resolve_device(self.device)
+        if getattr(X, "ndim", 2) > 2:  # arrays and tensors of images
+            raise ValueError(f"X has shape {tuple(X.shape)}; ReLUPolytopes takes flat rows: pass "
+                             "X.reshape(len(X), -1) and image_shape=X.shape[1:].")
         X_given, X = X, validate_data(self, X, dtype=np.float64)
-        net = as_relu_network(fitted_network(self.network, X_given, y, **routed["network"]))
+        net = as_relu_network(fitted_network(self.network, X_given, y, **routed["network"]),
+                              image_shape=self.image_shape)
         if net.n_inputs != X.shape[1]:
             raise ValueError(f"X has {X.shape[1]} features, but the network is expecting "
                              f"{net.n_inputs} features as input.")
         self.network_ = net
+        if self.region_stats:
+            self._check_mlp("region_stats")
         self.layer_sizes_ = net.layer_sizes
         self.n_hidden_units_ = net.n_hidden_units
         self.n_outputs_ = net.n_outputs
@@ -353,6 +375,18 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
             for r, res in zip(idx, results):
                 self.bounded_[r] = res["bounded"]
 
+    def _check_mlp(self, what):
+        """Refuse the LP methods of regions for conv nets, naming the layer type that did."""
+        if isinstance(self.network_, ConvReLUNet):
+            kind = next((type(layer).__name__ for layer in self.network_.layers
+                         if isinstance(layer, (nn.Conv2d, nn.MaxPool2d, nn.AvgPool2d))),
+                        "Unflatten")
+            raise ValueError(  # noqa: TRY004 (what the method cannot do for this network)
+                f"{what} needs a ReLU MLP, but the network has a {kind} layer: the LP "
+                "statistics of regions (region_stats, polytope, chebyshev, neighbours, "
+                "enumerate_regions) are MLP-only. For conv nets use transform, "
+                "local_affine_map, margin, segment_regions and plane_regions.")
+
     def _box(self, bounds="fitted"):
         b = self._method_bounds(bounds)
         return (None, None) if b is None else b
@@ -378,8 +412,13 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
         return self._bits(self._validate(X))[0].astype(np.uint8)
 
     def get_feature_names_out(self, input_features=None):
-        """``h{layer}_{unit}`` for each hidden unit."""
+        """``h{layer}_{unit}`` for each hidden unit (conv nets: ``relu{i}_{k}`` and
+        ``maxpool{i}_{k}``, ``i`` the layer's index)."""
         check_is_fitted(self, "patterns_")
+        if isinstance(self.network_, ConvReLUNet):
+            return np.array([f"{name}_{k}" for name, size in zip(self.network_.block_names,
+                                                                 self.network_.hidden_sizes)
+                             for k in range(size)], dtype=object)
         return np.array([f"h{i}_{k}" for i, size in enumerate(self.network_.hidden_sizes)
                          for k in range(size)], dtype=object)
 
@@ -426,6 +465,7 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
         bounds : 'fitted', None or (lo, hi), default='fitted'
         """
         check_is_fitted(self, "patterns_")
+        self._check_mlp("polytope")
         if (x is None) == (pattern is None):
             raise ValueError("pass exactly one of x and pattern.")
         if x is not None:
@@ -448,6 +488,8 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
         radius : ndarray of shape (n_samples,)
         center : ndarray of shape (n_samples, m)
         """
+        check_is_fitted(self, "patterns_")
+        self._check_mlp("chebyshev")
         bits = self._bits(self._validate(X))[0]
         patterns, labels, _ = unique_patterns(bits)
         res = self._region_lps(("chebyshev",), [(p, None) for p in patterns])
@@ -468,6 +510,7 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
             The facet's unit and the neighbour's bit string.
         """
         check_is_fitted(self, "patterns_")
+        self._check_mlp("neighbours")
         lo, hi = self._box()
         out, _, _, _ = region_neighbours(
             self.network_, np.asarray(pattern, bool), lo, hi, scale=self._scale(self.bounds_),
@@ -559,8 +602,66 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
         XA, XB = self._validate(XA), self._validate(XB)
         if XA.shape != XB.shape:
             raise ValueError(f"XA and XB must have the same shape; got {XA.shape} and {XB.shape}.")
+        if method == "exact":  # all segments at once
+            return segment_counts_exact(self.network_, XA, XB)
         return np.array([self.segment_regions(a, b, method=method).n_regions
                          for a, b in zip(XA, XB)], dtype=int)
+
+    def plane_regions(self, x0, u, v, bounds=(-1.0, 1.0)):
+        """Regions met by the 2-D slice ``x0 + a u + b v`` of the input space, exactly.
+
+        The slice SplineCam draws through image space (a point and two
+        directions, e.g. three images: ``x0 = x_1``, ``u = x_2 - x_1``,
+        ``v = x_3 - x_1``). Layer by layer every cell of the square is cut
+        along the lines where a ReLU unit or the argmax of a max-pool window
+        changes (LP-free polygon clipping, like ``enumerate_regions``'
+        ``'subdivision'``); MLPs and conv nets alike.
+
+        Parameters
+        ----------
+        x0, u, v : array-like of shape (m,)
+            The slice's origin and directions (flat rows for images).
+        bounds : (lo, hi), default=(-1.0, 1.0)
+            The square ``lo <= a, b <= hi`` of plane coordinates.
+
+        Returns
+        -------
+        regions : Bunch
+            patterns : ndarray of shape (N, h), bool
+                The bit string of each region met.
+            n_regions : int
+                ``N``.
+            polygons : list of ndarray of shape (k, 2)
+                Each region's part of the square, in plane coordinates ``(a, b)``,
+                vertices in order.
+            areas : ndarray of shape (N,)
+                Their areas in plane coordinates (summing to ``(hi - lo) ** 2``).
+
+        Examples
+        --------
+        Two ReLU units along the axes cut the slice through the origin into
+        four quadrants:
+
+        >>> import numpy as np, torch
+        >>> from geolearn.polytopes import ReLUPolytopes
+        >>> net = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.ReLU(),
+        ...                           torch.nn.Linear(2, 1))
+        >>> with torch.no_grad():
+        ...     _ = net[0].weight.copy_(torch.eye(2, 3)), net[0].bias.zero_()
+        >>> poly = ReLUPolytopes(network=net).fit(np.eye(3))
+        >>> plane = poly.plane_regions(np.zeros(3), [1.0, 0, 0], [0, 1.0, 0])
+        >>> plane.n_regions, plane.areas.tolist()
+        (4, [1.0, 1.0, 1.0, 1.0])
+        """
+        check_is_fitted(self, "patterns_")
+        x0, u, v = self._validate(np.vstack([np.ravel(x0), np.ravel(u), np.ravel(v)]))
+        try:
+            lo, hi = (float(b) for b in bounds)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"bounds must be a pair (lo, hi) of numbers; got {bounds!r}.") from exc
+        if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+            raise ValueError(f"bounds must be finite with lo < hi; got {bounds!r}.")
+        return plane_regions(self.network_, x0, u, v, lo, hi)
 
     def enumerate_regions(self, bounds="fitted", start=None, method="auto", max_regions=100000,
                           max_time=None):
@@ -630,6 +731,7 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
         (4, [1.0, 1.0, 1.0, 1.0], 8)
         """
         check_is_fitted(self, "patterns_")
+        self._check_mlp("enumerate_regions")
         check_scalar_param(max_regions, "max_regions", kind="integer", low=1)
         check_scalar_param(max_time, "max_time", low=0, allow_none=True)
         box = self._method_bounds(bounds)
@@ -695,6 +797,7 @@ class ReLUPolytopes(TransformerMixin, BaseEstimator):
             if metric == "chebyshev_radius":
                 values = self.chebyshev(data)[0]
             elif metric == "n_active":
+                self._check_mlp("summary_table(metric='n_active')")
                 patterns, labels, _ = unique_patterns(self._bits(self._validate(data))[0])
                 res = self._region_lps(("facets",), [(p, None) for p in patterns])
                 n_act = np.array([np.sum(r["facets"] < self.n_hidden_units_) for r in res])

@@ -11,6 +11,7 @@ from skorch.callbacks import Callback
 from geolearn.inspection import MEASURES, GeometryTracker
 from geolearn.inspection._measures import evaluate_measure
 from geolearn.models import as_model
+from geolearn.polytopes import ReLUPolytopes
 from tests.torch_estimators import IDS, TORCH_ESTIMATORS, data
 
 
@@ -180,3 +181,40 @@ def test_tracker_is_a_callback_of_every_gradient_trained_estimator(estimator, ki
     est.fit(X, y)
     assert len(est.history_) > 0
     assert all(np.isfinite(row["weight_norm"]) for row in est.history_)
+
+
+def test_region_density_counts_the_exact_regions_of_its_segments():
+    """The measure's value, from the segments its docstring names: crossings over total length."""
+    torch.manual_seed(0)
+    module = torch.nn.Sequential(torch.nn.Linear(5, 16), torch.nn.ReLU(), torch.nn.Linear(16, 8),
+                                 torch.nn.ReLU(), torch.nn.Linear(8, 3))
+    X = np.random.default_rng(0).normal(size=(40, 5))
+    rng = np.random.RandomState(7)
+    start = rng.randint(40, size=32)
+    stop = (start + rng.randint(1, 40, size=32)) % 40
+    poly = ReLUPolytopes(module, bounds=None).fit(X)
+    crossings = sum(poly.segment_regions(X[a], X[b]).n_regions - 1 for a, b in zip(start, stop))
+    length = np.linalg.norm(X[stop] - X[start], axis=1).sum()
+    assert crossings > 32
+    assert MEASURES["region_density"](module, X, random_state=7) == pytest.approx(
+        crossings / length, rel=1e-12)
+
+
+def test_region_density_of_a_conv_relu_net():
+    """Conv ReLU nets (max-pooling included) get the measure too, on images folded by
+    image_shape; before, every conv net was 'not a ReLU net'."""
+    torch.manual_seed(0)
+    cnn = torch.nn.Sequential(torch.nn.Conv2d(1, 8, 3), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+                              torch.nn.Flatten(), torch.nn.Linear(32, 3))
+    X = np.random.default_rng(0).normal(size=(20, 1, 6, 6))
+    rng = np.random.RandomState(0)
+    start = rng.randint(20, size=32)
+    stop = (start + rng.randint(1, 20, size=32)) % 20
+    flat = X.reshape(20, -1)
+    poly = ReLUPolytopes(cnn, image_shape=(1, 6, 6)).fit(flat)
+    crossings = sum(poly.segment_regions(flat[a], flat[b]).n_regions - 1
+                    for a, b in zip(start, stop))
+    length = np.linalg.norm(flat[stop] - flat[start], axis=1).sum()
+    assert crossings > 32
+    assert MEASURES["region_density"](cnn, X, image_shape=(1, 6, 6)) == pytest.approx(
+        crossings / length, rel=1e-12)

@@ -72,3 +72,15 @@ def test_multibit_crossing_counted_once():
     seg = est.segment_regions([-1, 0], [1, 0])
     assert seg.n_regions == 2 and seg.n_flips.tolist() == [2] and seg.hamming == 2
     assert seg.t_breaks == pytest.approx([0.5])
+
+
+def test_batched_counts_equal_each_segments_exact_regions():
+    """``segment_region_counts`` runs every segment at once; each count is the one segment's."""
+    est = ReLUPolytopes(gaussian_net((6, 12, 9, 7, 2), seed=3), bounds=None).fit(np.eye(6))
+    rng = np.random.default_rng(1)
+    XA, XB = 3 * rng.normal(size=(2, 25, 6))
+    XB[0] = XA[0]  # a point: one region
+    counts = est.segment_region_counts(XA, XB)
+    assert counts[0] == 1 and counts.max() > 3
+    np.testing.assert_array_equal(
+        counts, [est.segment_regions(a, b).n_regions for a, b in zip(XA, XB)])
