@@ -21,6 +21,7 @@ from ._training import (
     softmax_rows,
     unwrap_module,
     warn_if_interrupted,
+    weighted_mean,
 )
 
 __all__ = [
@@ -43,4 +44,5 @@ __all__ = [
     "tabular_input",
     "unwrap_module",
     "warn_if_interrupted",
+    "weighted_mean",
 ]
