@@ -153,6 +153,16 @@ class LatentModel(ObjectiveTrainingMixin, ClassNamePrefixFeaturesOutMixin, Trans
     the VAEs (:class:`BaseVAE`) and :class:`ChartAutoencoder` (not public).
     """
 
+    _expected_failed_checks = {  # noqa: RUF012
+        "check_sample_weight_equivalence_on_dense_data": (
+            "the reparameterisation noise is drawn per training row, so a row repeated k times "
+            "gets k draws where a row of weight k gets one (and the minibatches differ): the "
+            "fits agree only in expectation; tests/test_sample_weight.py checks that integer "
+            "weights equal repeated rows with the noise held fixed and full batches, and that "
+            "a weight 0 equals dropping the row exactly"
+        ),
+    }
+
     # -- validation -----------------------------------------------------------------------
 
     def _validate_X(self, X, reset):

@@ -147,6 +147,7 @@ class GridVAE(MeanScoreMixin, ClusterMixin, BaseVAE):
     """
 
     _expected_failed_checks = {  # noqa: RUF012
+        **BaseVAE._expected_failed_checks,
         "check_clustering": "labels are grid-cell indices fixed by the grid (not consecutive "
                             "from 0), and a 2-epoch model does not separate sklearn's blobs",
     }

@@ -180,6 +180,16 @@ class InvariantClassifier(SkorchTrainingMixin, ClassifierMixin, BaseEstimator):
     True
     """
 
+    _expected_failed_checks = {  # noqa: RUF012
+        "check_sample_weight_equivalence_on_dense_data": (
+            "the network trains in float32 and the weighted and repeated batches sum their "
+            "rows in different orders, so the two fits agree to about 1e-6 relative, not the "
+            "check's 1e-7 (with augment=True the group elements are drawn per row, and agree "
+            "only in expectation); tests/test_sample_weight.py checks the equivalence to 1e-5 "
+            "and that a weight 0 equals dropping the row exactly"
+        ),
+    }
+
     _parameter_constraints = {
         "group": [StrOptions({"rot4", "xtrans3"}), FiniteGroup, list, tuple],
         "image_shape": [tuple, list, None],
