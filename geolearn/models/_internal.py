@@ -8,6 +8,7 @@ shared without becoming public. Names may change between releases without notice
 """
 
 from ._fitting import fit_router, is_prefit, route_fit_params, tabular_input
+from ._adapter import saved_bytes
 from ._forward_ad import locked_jacfwd, locked_jvp
 from ._response import RESPONSES, respond
 from ._sklearn import Affine, BinaryProba
@@ -39,6 +40,7 @@ __all__ = [
     "locked_jvp",
     "respond",
     "route_fit_params",
+    "saved_bytes",
     "softmax_rows",
     "split_torch_tail",
     "tabular_input",

@@ -27,6 +27,7 @@ from .._utils import (
 from ..exceptions import GeolearnWarning, NumericalWarning
 from ..models import as_model
 from ..models._internal import locked_jacfwd as jacfwd  # forward AD is process-global in torch
+from ..models._internal import saved_bytes
 from . import _curvature
 
 CURVATURE_METHODS = ("auto", "gauss", "kernel_gauss", "christoffel", "hessian_metric")
@@ -384,27 +385,9 @@ class PullbackMetric(_MetricEngine):
         return "fwd" if d <= m else "rev"
 
     def _intermediate_bytes(self, X):
-        """Bytes of the intermediates one more point adds to a forward pass of the map.
-
-        Counted as the tensors autograd saves for a backward pass, on one point and
-        on two: the difference leaves out what does not grow with the points (the
-        weights).
-        """
-        sizes = []
-
-        def pack(t):
-            sizes.append(t.numel() * t.element_size())
-            return t
-
-        def saved(x):
-            sizes.clear()
-            with torch.enable_grad(), torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-                self._map(x.detach().clone().requires_grad_(True))
-            return sum(sizes)
-
-        x = X[:1]
-        with self._model.frozen(), torch_threads(1):  # two points: small ops
-            return max(0, saved(torch.cat([x, x])) - saved(x))
+        """Bytes of the intermediates one more point adds to a forward pass of the map."""
+        with self._model.frozen():
+            return saved_bytes(self._map, X[:1])
 
     def _chunk_points(self, X, mode):
         """Points per chunk so that one chunk's Jacobians and intermediates fit ``max_memory``.
