@@ -149,6 +149,7 @@ class ModelAdapter:
                  batch_size=1024, name=None):
         self.kind = kind
         self._input_spec = None
+        self._saved_bytes = {}  # per (layer, sample shape, dtype, device): see jacobian
         self.module = module
         self.estimator = estimator
         self.response = response
@@ -502,7 +503,8 @@ in_features of its first layer '0').
             # each saved intermediate carries its tangents (cotangents) and the temporaries of
             # its derivative rule, about three times their size
             per_sample = (2 * out_numel * in_numel * X0.element_size()
-                          + 3 * (in_numel if mode == "fwd" else out_numel) * saved_bytes(f, X0))
+                          + 3 * (in_numel if mode == "fwd" else out_numel)
+                          * self._saved_bytes_of(f, layer, X0))
             chunk = _chunk_size(per_sample, max_memory, batch_size)
             jac = vmap((locked_jacfwd if mode == "fwd" else jacrev)(single))
             for sl in iter_batches(len(X), chunk):
@@ -515,6 +517,15 @@ in_features of its first layer '0').
                     out = (J.new_empty(shape) if is_tensor else np.empty(shape, dtype=J.dtype))
                 out[sl] = J
         return out
+
+    def _saved_bytes_of(self, f, layer, x):
+        """:func:`saved_bytes` of ``f``, measured once per named layer and kind of input."""
+        if not isinstance(layer, (str, int, type(None))):
+            return saved_bytes(f, x)  # a callable: no stable key
+        key = (layer, tuple(x.shape[1:]), x.dtype, str(x.device))
+        if key not in self._saved_bytes:
+            self._saved_bytes[key] = saved_bytes(f, x)
+        return self._saved_bytes[key]
 
     def to(self, device=None, dtype=None):
         """This adapter, or one of a copy of its module on ``device`` in ``dtype``.
