@@ -350,11 +350,15 @@ class InvariantClassifier(SkorchTrainingMixin, ClassifierMixin, BaseEstimator):
         self.group_ = resolve_group(self.group, self.image_shape_)
         self._check_params(self.group_)
         _check_picklable_group(self.group_)
-        if self.normalize == "global":
+        if self.normalize == "global" and sample_weight is None:
+            self.mean_ = float(images.mean(dtype=np.float64))
+            std = float(images.std(dtype=np.float64))
+            self.std_ = std if std > 0 else 1.0
+        elif self.normalize == "global":
             # the scalar mean and std of every pixel, each image counted by its weight
             pixels = images.reshape(len(images), -1)
-            row_means = pixels.mean(axis=1, dtype=np.float64)
-            self.mean_ = float(np.average(row_means, weights=sample_weight))
+            self.mean_ = float(np.average(pixels.mean(axis=1, dtype=np.float64),
+                                          weights=sample_weight))
             row_var = ((pixels - self.mean_) ** 2).mean(axis=1, dtype=np.float64)
             std = float(np.sqrt(np.average(row_var, weights=sample_weight)))
             self.std_ = std if std > 0 else 1.0

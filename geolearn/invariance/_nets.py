@@ -85,13 +85,13 @@ def build_invariant_module(*, module, n_classes, mean, std, mlp, **module_params
 
 
 def invariance_error(f0, fg, kind, eps=1e-8):
-    """Per sample, the mean over ``g`` of ``e(f(x), f(gx))``; ``fg`` has shape (|G_b|, n, K)."""
+    """``e(f(x), f(gx))`` per element ``g`` and sample, shape (|G_b|, n); ``fg`` is (|G_b|, n, K)."""
     if kind == "li":
-        return 0.5 * ((f0 - fg) ** 2).sum(-1).mean(0)
+        return 0.5 * ((f0 - fg) ** 2).sum(-1)
     if kind == "nli":
-        return (((f0 - fg) ** 2).sum(-1) / ((f0**2).sum(-1) + eps)).mean(0)
+        return ((f0 - fg) ** 2).sum(-1) / ((f0**2).sum(-1) + eps)
     log_u = torch.log_softmax(f0, -1)
-    return (log_u.exp() * (log_u - torch.log_softmax(fg, -1))).sum(-1).mean(0)
+    return (log_u.exp() * (log_u - torch.log_softmax(fg, -1))).sum(-1)
 
 
 def labels_of(y):
@@ -153,13 +153,14 @@ class InvarianceNet(NeuralNetClassifier):
     def get_loss(self, y_pred, y_true, X=None, training=False):
         """Cross-entropy, plus ``nu`` times the invariance error of the batch in training.
 
-        Both are means over the batch, weighted when ``y_true`` is ``(y, sample_weight)``.
+        Both are means over the batch (and the group elements), weighted when ``y_true``
+        is ``(y, sample_weight)``.
         """
         loss = super().get_loss(y_pred, y_true, X=X, training=training)
         penalty, self._penalty = getattr(self, "_penalty", None), None
         if training and penalty is not None:
-            weight = y_true[1] if isinstance(y_true, (tuple, list)) else None
-            penalty = weighted_mean(penalty, weight)
+            penalty = (weighted_mean(penalty.mean(0), y_true[1])
+                       if isinstance(y_true, (tuple, list)) else penalty.mean())
             # kept as tensors until the epoch ends: no device sync per batch
             self.history.record_batch("ce", loss.detach())
             self.history.record_batch("invariance", penalty.detach())
