@@ -186,8 +186,8 @@ def bench_distance_backends(sizes):
         print(f"# W2 of {m} points a diagram: exact {exact:.9f}, gudhi {hera:.9f} (relative "
               f"difference {abs(hera - exact) / exact:.1e})")
         compare(f"diagram_wasserstein p=2, {m} points a diagram, backend='exact' vs 'gudhi'",
-                lambda: diagram_wasserstein(A, B, backend="exact"),
-                lambda: diagram_wasserstein(A, B, backend="gudhi"), repeat=1, warmup=0)
+                lambda A=A, B=B: diagram_wasserstein(A, B, backend="exact"),
+                lambda A=A, B=B: diagram_wasserstein(A, B, backend="gudhi"), repeat=1, warmup=0)
 
 
 def _w2_by_hand(X, Y):

@@ -18,7 +18,7 @@ from geolearn.invariance import InvariantClassifier
 
 pytestmark = pytest.mark.filterwarnings("ignore:kl_estimator='batch' with only")
 
-_NET = dict(hidden_layer_sizes=(8,), max_epochs=5, random_state=0, device="cpu")
+_NET = {"hidden_layer_sizes": (8,), "max_epochs": 5, "random_state": 0, "device": "cpu"}
 
 ESTIMATORS = {
     "GridVAE": lambda **kw: GridVAE(**_NET, **kw),
@@ -74,7 +74,7 @@ def test_zero_weight_drops_the_row(name):
 
 @pytest.mark.parametrize("name", ["GridVAE", "InvariantClassifier"])
 def test_invalid_weights_are_refused(name):
-    X, y, w = _data()
+    X, y, _ = _data()
     with pytest.raises(ValueError, match="Negative values"):
         ESTIMATORS[name]().fit(X, y, sample_weight=-np.ones(len(X)))
     with pytest.raises(ValueError, match="at least one non-zero"):

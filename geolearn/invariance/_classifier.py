@@ -26,7 +26,12 @@ from torch import nn
 
 from .._utils import check_image_shape, check_images
 from ..models import SkorchTrainingMixin, as_model
-from ..models._internal import FunctionalCriterion, TensorDataset, collate_batch, softmax_rows
+from ..models._internal import (
+    FunctionalCriterion,
+    TensorDataset,
+    collate_batch,
+    softmax_rows,
+)
 from . import metrics
 from ._groups import FiniteGroup, resolve_group
 from ._nets import InvarianceNet, RestoreBest, build_invariant_module

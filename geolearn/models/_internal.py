@@ -7,8 +7,8 @@ the response reader, the torch counterparts of scikit-learn layers) is here, so 
 shared without becoming public. Names may change between releases without notice.
 """
 
-from ._fitting import fit_router, is_prefit, route_fit_params, tabular_input
 from ._adapter import saved_bytes
+from ._fitting import fit_router, is_prefit, route_fit_params, tabular_input
 from ._forward_ad import locked_jacfwd, locked_jvp
 from ._response import RESPONSES, respond
 from ._sklearn import Affine, BinaryProba

@@ -44,10 +44,10 @@ def _concat(fn, X, size, verbose=0):
     (every point, times the tangents), not of the chunk.
     """
     # grad mode is per thread: n_jobs=1 keeps the calls in this one
-    with torch.no_grad(), _outermost(verbose) as verbose:
+    with torch.no_grad(), _outermost(verbose) as shown:
         chunks = list(iter_batches(len(X), max(1, int(size))))
         return torch.cat(thread_map(lambda sl: fn(X[sl].clone()), chunks, n_jobs=1,
-                                    progress=_chunk_progress(len(chunks), verbose)))
+                                    progress=_chunk_progress(len(chunks), shown)))
 
 
 #: How deep this thread is in loops over chunks of points (only the outermost shows progress).
@@ -421,9 +421,9 @@ class PullbackMetric(_MetricEngine):
         # copies, not views: see _concat
         # many small ops per chunk: one torch thread (thread_map), restored after
         chunks = list(iter_batches(len(X), self._chunk_points(X, mode)))
-        with _outermost(self.verbose) as verbose:
+        with _outermost(self.verbose) as shown:
             outs = thread_map(lambda sl: fn(X[sl].clone()), chunks, n_jobs=1,
-                              progress=_chunk_progress(len(chunks), verbose))
+                              progress=_chunk_progress(len(chunks), shown))
         if isinstance(outs[0], tuple):
             return tuple(torch.cat(parts) for parts in zip(*outs))
         return torch.cat(outs)

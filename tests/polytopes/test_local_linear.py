@@ -100,13 +100,13 @@ def test_map_peak_memory_stays_within_max_memory():
     X = np.random.default_rng(0).random((2000, 50))
     llm = LocalLinearMap(net(), net(), max_memory=2_000_000)
     llm.fit(X[:60])  # the networks' first calls, outside the measure
-    with pytest.warns(UserWarning, match="max_memory"):
-        tracemalloc.start()
-        try:
+    tracemalloc.start()
+    try:
+        with pytest.warns(UserWarning, match="max_memory"):
             llm.fit(X)
-            peak = tracemalloc.get_traced_memory()[1]
-        finally:
-            tracemalloc.stop()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
     assert peak <= 1.5 * 2_000_000, f"peak {peak / 1e6:.1f} MB for max_memory 2 MB"
 
 

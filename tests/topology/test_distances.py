@@ -8,12 +8,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from geolearn.topology import (
+    _distances,
     betti_curve,
     betti_numbers,
     diagram_bottleneck,
     diagram_wasserstein,
 )
-from geolearn.topology import _distances
 
 EMPTY = np.empty((0, 2))
 
