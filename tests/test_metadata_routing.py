@@ -43,12 +43,8 @@ class RecordingMLPClassifier(_Records, MLPClassifier):
     pass
 
 
-class RecordingVAEClassifier(VAEClassifier):
-    """A VAEClassifier that takes ``sample_weight`` (recorded, not used)."""
-
-    def fit(self, X, y, sample_weight=None):
-        RECEIVED.append(sample_weight)
-        return super().fit(X, y)
+class RecordingVAEClassifier(_Records, VAEClassifier):
+    pass
 
 
 def _mlp(width=6, random_state=0, activation="relu"):

@@ -12,6 +12,7 @@ the user's ``module__*`` settings) and a per-sample objective.
 import numbers
 
 import numpy as np
+import torch
 from sklearn.utils._param_validation import Interval
 
 from ..models import ObjectiveNet, SkorchTrainingMixin
@@ -60,8 +61,13 @@ class ObjectiveTrainingMixin(SkorchTrainingMixin):
     # the objective replaces the criterion, and the rows arrive as a built dataset
     _refused_net_settings = ("criterion", "dataset")
 
-    def _train(self, module, objective, X, y=None, *, seed, max_epochs, parts=(), **settings):
+    def _train(self, module, objective, X, y=None, *, seed, max_epochs, parts=(),
+               sample_weight=None, **settings):
         """Train ``module`` on the rows of the tensor ``X`` (and ``y``); sets ``net_``.
+
+        ``sample_weight`` (a checked ndarray, or None) makes the objective a weighted mean
+        over each batch's rows (``objective(..., sample_weight=w)``); rows of weight 0 are
+        left out, so they are exactly dropped rows (and no batch has a zero total weight).
 
         The family's one fit route: every epoch visits the rows in shuffled minibatches of
         ``min(batch_size, n_samples)`` rows, unless ``settings`` pass an
@@ -72,7 +78,11 @@ class ObjectiveTrainingMixin(SkorchTrainingMixin):
         ``lr`` and ``batch_size``, with this fit's data-dependent
         ``iterator_train__*`` settings (unless the user set them).
         """
-        dataset = TensorDataset(X, y)
+        if sample_weight is not None:
+            kept = torch.from_numpy(sample_weight > 0)
+            X, y = X[kept], (None if y is None else y[kept])
+            sample_weight = torch.from_numpy(sample_weight[sample_weight > 0])
+        dataset = TensorDataset(X, y, sample_weight)
         rows = ({} if "iterator_train__sampler" in settings else
                 {"iterator_train__shuffle": True,
                  "iterator_train__batch_size": min(self.batch_size, len(X))})

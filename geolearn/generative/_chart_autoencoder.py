@@ -15,6 +15,7 @@ from .._utils import check_hidden_sizes, check_scalar_param, to_numpy
 from .._utils.autoencoder import ImageOutputMixin, LatentInterpolationMixin, ReconstructionScoreMixin
 from .._utils.torch_estimator import EPOCH_CONSTRAINTS, NET_CONSTRAINTS
 from ..models import frozen
+from ..models._internal import weighted_mean
 from ._base import LatentModel
 from ._losses import decoded_mean, kl_normal
 from ._modules import ChartModule
@@ -46,7 +47,7 @@ class ChartObjective:
         self.sigma = sigma
         self.output_activation = output_activation
 
-    def __call__(self, module, y_pred, x, y, epoch=0):
+    def __call__(self, module, y_pred, x, y, epoch=0, sample_weight=None):
         mu, logvar = y_pred
         z = mu + torch.exp(0.5 * logvar) * torch.randn_like(mu)
         means = decoded_mean(module.decode_all(z), "gaussian", self.output_activation)
@@ -55,15 +56,15 @@ class ChartObjective:
         err = ((x[:, None] - means) ** 2).sum(-1)  # (B, k): ||x - D_i(z_i)||^2
         recon = (p * err).sum(1) / (2 * self.sigma ** 2)
         with torch.no_grad():  # q is a target: no gradient through err here
-            tau = (err.min(dim=1).values.mean().clamp_min(_TAU_MIN) if self.tau is None
-                   else self.tau)
+            tau = (weighted_mean(err.min(dim=1).values, sample_weight).clamp_min(_TAU_MIN)
+                   if self.tau is None else self.tau)
             q = torch.softmax(-err / tau, dim=1)
         ce = -(q * F.log_softmax(logits, dim=1)).sum(-1)
         kl = kl_normal(mu, logvar)  # sums over the k * d dimensions: sum_i KL_i
         loss = recon + self.gamma * ce + self.beta * kl
-        parts = {"recon": recon.mean().detach(), "ce": ce.mean().detach(),
-                 "kl": kl.mean().detach()}
-        return loss.mean(), parts
+        parts = {name: weighted_mean(term, sample_weight).detach()
+                 for name, term in (("recon", recon), ("ce", ce), ("kl", kl))}
+        return weighted_mean(loss, sample_weight), parts
 
 
 class ChartAutoencoder(ImageOutputMixin, LatentInterpolationMixin, ReconstructionScoreMixin,
@@ -186,13 +187,17 @@ class ChartAutoencoder(ImageOutputMixin, LatentInterpolationMixin, Reconstructio
         return self.n_charts * self.chart_dim
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, sample_weight=None):
         """Train the charts, decoders and chart predictor.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features), or images (n, H, W) / (n, C, H, W)
         y : ignored
+        sample_weight : array-like of shape (n_samples,), default=None
+            Per-sample weights of the loss (and of the batch mean that sets ``tau=None``): each batch's loss is the weighted mean
+            ``sum_i w_i l_i / sum_i w_i`` of the rows' losses, so integer weights equal
+            repeated rows and a weight 0 drops a row.
 
         Returns
         -------
@@ -205,7 +210,8 @@ class ChartAutoencoder(ImageOutputMixin, LatentInterpolationMixin, Reconstructio
                                    sigma=self.sigma, output_activation=self.output_activation)
         module = functools.partial(ChartModule, X.shape[1], self.n_charts, self.chart_dim,
                                    self.image_shape_, sizes)
-        self._train_vae(X, None, objective, parts=("recon", "ce", "kl"), module=module)
+        self._train_vae(X, None, objective, parts=("recon", "ce", "kl"), module=module,
+                        sample_weight=sample_weight)
         self.chart_counts_ = np.bincount(self._chart_logits(self._encode(X)).argmax(1),
                                          minlength=self.n_charts)
         return self

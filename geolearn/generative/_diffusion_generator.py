@@ -109,6 +109,18 @@ class DiffusionGenerator(ObjectiveTrainingMixin, BaseEstimator):
     (4, 2)
     """
 
+    _expected_failed_checks = {  # noqa: RUF012
+        **{check: (
+            "score_samples agrees to about 1e-7 relative, not always to the check's last "
+            "bits: the network's float32 matrix products round a row differently at another "
+            "position in the batch (MKL's kernels; here rows 8 apart agree, a fixed batch shape "
+            "does not help), so reordering or subsetting X moves a score by up to ~2e-7 in "
+            "some runs; fixing it would mean one forward pass per row. "
+            "tests/generative/test_generators.py bounds the difference"
+        ) for check in ("check_methods_sample_order_invariance",
+                        "check_methods_subset_invariance")},
+    }
+
     _parameter_constraints = {  # noqa: RUF012
         **NET_CONSTRAINTS,
         "max_epochs": [Interval(numbers.Integral, 0, None, closed="left")],  # see fit
@@ -261,7 +273,10 @@ class DiffusionGenerator(ObjectiveTrainingMixin, BaseEstimator):
 
         Averaged over 16 draws ``(t_j, eps_j)`` shared by all samples (``t_j`` evenly
         spread over ``1..T``, ``eps_j`` seeded by ``random_state``, 0 unless an int), on
-        the standardised scale; so a sample's score does not depend on its batch.
+        the standardised scale; so a sample's score does not depend on its batch, up to
+        the rounding of the network's float32 matrix products: MKL rounds a row of a
+        product differently at another position in it (rows 8 apart agree), which moves
+        a score by about 1e-7 relative when ``X`` is reordered or subset.
 
         Parameters
         ----------

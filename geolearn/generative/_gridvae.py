@@ -147,6 +147,7 @@ class GridVAE(MeanScoreMixin, ClusterMixin, BaseVAE):
     """
 
     _expected_failed_checks = {  # noqa: RUF012
+        **BaseVAE._expected_failed_checks,
         "check_clustering": "labels are grid-cell indices fixed by the grid (not consecutive "
                             "from 0), and a 2-epoch model does not separate sklearn's blobs",
     }
@@ -230,7 +231,7 @@ class GridVAE(MeanScoreMixin, ClusterMixin, BaseVAE):
         return dims, torch.as_tensor(codes, dtype=torch.float32)
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, sample_weight=None):
         """Train the GridVAE.
 
         Parameters
@@ -239,6 +240,11 @@ class GridVAE(MeanScoreMixin, ClusterMixin, BaseVAE):
             Training data; in [0, 1] for ``likelihood='bernoulli'``.
         y : array-like of shape (n_samples, n_guided_dims), default=None
             Integer grid codes for guided training; ignored when ``guidance='none'``.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Per-sample weights of the negative ELBO (and of the batch estimator's aggregate
+            posterior): each batch's loss is the weighted mean
+            ``sum_i w_i l_i / sum_i w_i`` of the rows' losses, so integer weights equal
+            repeated rows and a weight 0 drops a row.
 
         Returns
         -------
@@ -259,7 +265,8 @@ class GridVAE(MeanScoreMixin, ClusterMixin, BaseVAE):
             likelihood=self.likelihood, sigma=self.sigma,
             output_activation=self.output_activation, beta=self.beta,
             kl_warmup_epochs=self.kl_warmup_epochs, guided_dims=self.guided_dims_)
-        self._train_vae(X, codes, objective, drop_last=self.kl_estimator == "batch")
+        self._train_vae(X, codes, objective, drop_last=self.kl_estimator == "batch",
+                        sample_weight=sample_weight)
         codes_train = grid_codes(self._encode(X), self.grid_)
         self.labels_ = (flat_index(codes_train, self.grid_) if self.n_components_ < 2**63
                         else None)

@@ -87,11 +87,13 @@ def kl_normal(mu, logvar):
     return 0.5 * (mu ** 2 + logvar.exp() - 1.0 - logvar).sum(-1)
 
 
-def kl_batch(mu, logvar, z, prior_log_prob, max_elements=2**24):
+def kl_batch(mu, logvar, z, prior_log_prob, max_elements=2**24, sample_weight=None):
     """Estimator (b): ``log q_hat(z_i) - log p(z_i)`` with the minibatch aggregate posterior.
 
-    ``q_hat(z_i) = (1/B) sum_j q(z_i | x_j)``. Rows are processed in chunks so that at
-    most ``max_elements`` pairwise terms live at once (never the full (B, B, d) tensor).
+    ``q_hat(z_i) = (1/B) sum_j q(z_i | x_j)``, or ``sum_j w_j q(z_i | x_j) / sum_j w_j``
+    with ``sample_weight`` (so that integer weights equal repeated rows). Rows are
+    processed in chunks so that at most ``max_elements`` pairwise terms live at once
+    (never the full (B, B, d) tensor).
 
     Parameters
     ----------
@@ -99,17 +101,25 @@ def kl_batch(mu, logvar, z, prior_log_prob, max_elements=2**24):
         The block of latent dimensions the estimator applies to.
     prior_log_prob : tensor (B,)
         ``log p(z_i)`` on the same block.
+    sample_weight : tensor (B,), optional
+        Positive weights of the rows.
     """
     B, d = mu.shape
     inv_var = torch.exp(-logvar)                                   # (B, d)
     const = (-0.5 * logvar - _HALF_LOG_2PI).sum(-1)                # (B,)
+    if sample_weight is None:
+        log_norm = math.log(B)
+    else:
+        log_w = torch.log(sample_weight.to(mu))
+        const = const + log_w
+        log_norm = torch.logsumexp(log_w, dim=0)
     chunk = max(1, max_elements // max(1, B * d))
     out = []
     for start in range(0, B, chunk):
         zi = z[start:start + chunk, None, :]                       # (c, 1, d)
         log_q = -0.5 * ((zi - mu[None]) ** 2 * inv_var[None]).sum(-1) + const[None]  # (c, B)
         out.append(torch.logsumexp(log_q, dim=1))
-    return torch.cat(out) - math.log(B) - prior_log_prob
+    return torch.cat(out) - log_norm - prior_log_prob
 
 
 def reconstruction_nll(decoded, x, likelihood, sigma, output_activation):

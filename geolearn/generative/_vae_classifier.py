@@ -130,7 +130,7 @@ class VAEClassifier(ClassifierMixin, BaseVAE):
         self._set_net_params(net_params)
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Train the VAE and its head.
 
         Parameters
@@ -138,6 +138,10 @@ class VAEClassifier(ClassifierMixin, BaseVAE):
         X : array-like of shape (n_samples, n_features), or images (n, H, W) / (n, C, H, W)
         y : array-like of shape (n_samples,)
             Class labels (at least 2 classes).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Per-sample weights of the objective (negative ELBO plus weighted cross-entropy): each batch's loss is the weighted mean
+            ``sum_i w_i l_i / sum_i w_i`` of the rows' losses, so integer weights equal
+            repeated rows and a weight 0 drops a row.
 
         Returns
         -------
@@ -156,7 +160,8 @@ class VAEClassifier(ClassifierMixin, BaseVAE):
             classification_weight=self.classification_weight)
         return self._train_vae(X, y_t, objective, n_classes=len(self.classes_),
                                parts=("recon", "kl", "ce"),
-                               drop_last=prior is not None and self.kl_estimator == "batch")
+                               drop_last=prior is not None and self.kl_estimator == "batch",
+                               sample_weight=sample_weight)
 
     def _encode_labels(self, X, y, warm):
         """``y`` as indices into ``classes_`` (set here unless the fit continues a warm net)."""

@@ -121,13 +121,17 @@ class VAEGenerator(ImageOutputMixin, LatentInterpolationMixin, ReconstructionSco
         self._set_net_params(net_params)
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, sample_weight=None):
         """Train the VAE on the negative ELBO.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features), or images (n, H, W) / (n, C, H, W)
         y : ignored
+        sample_weight : array-like of shape (n_samples,), default=None
+            Per-sample weights of the negative ELBO: each batch's loss is the weighted mean
+            ``sum_i w_i l_i / sum_i w_i`` of the rows' losses, so integer weights equal
+            repeated rows and a weight 0 drops a row.
 
         Returns
         -------
@@ -142,7 +146,7 @@ class VAEGenerator(ImageOutputMixin, LatentInterpolationMixin, ReconstructionSco
         module = functools.partial(build_generator_module, n_features=X.shape[1],
                                    n_latent=self.n_latent, image_shape=self.image_shape_,
                                    hidden_layer_sizes=tuple(sizes))
-        return self._train_vae(X, None, objective, module=module)
+        return self._train_vae(X, None, objective, module=module, sample_weight=sample_weight)
 
     def sample(self, n_samples=1, random_state=None):
         """Decode ``z ~ N(0, I)``: the mean of ``p(x | z)`` for each draw.

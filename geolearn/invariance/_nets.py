@@ -5,11 +5,11 @@ from collections import OrderedDict
 
 import torch
 from skorch import NeuralNetClassifier
-from skorch.callbacks import Callback, PassthroughScoring
-from skorch.utils import to_tensor
+from skorch.callbacks import Callback, EpochScoring, PassthroughScoring
+from skorch.utils import to_numpy, to_tensor
 from torch import nn
 
-from ..models._internal import floats_in_history
+from ..models._internal import floats_in_history, weighted_mean
 
 ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "gelu": nn.GELU}
 
@@ -85,13 +85,18 @@ def build_invariant_module(*, module, n_classes, mean, std, mlp, **module_params
 
 
 def invariance_error(f0, fg, kind, eps=1e-8):
-    """Mean over the batch and ``g`` of ``e(f(x), f(gx))``; ``fg`` has shape (|G_b|, n, K)."""
+    """``e(f(x), f(gx))`` per element ``g`` and sample, shape (|G_b|, n); ``fg`` is (|G_b|, n, K)."""
     if kind == "li":
-        return 0.5 * ((f0 - fg) ** 2).sum(-1).mean()
+        return 0.5 * ((f0 - fg) ** 2).sum(-1)
     if kind == "nli":
-        return (((f0 - fg) ** 2).sum(-1) / ((f0**2).sum(-1) + eps)).mean()
+        return ((f0 - fg) ** 2).sum(-1) / ((f0**2).sum(-1) + eps)
     log_u = torch.log_softmax(f0, -1)
-    return (log_u.exp() * (log_u - torch.log_softmax(fg, -1))).sum(-1).mean()
+    return (log_u.exp() * (log_u - torch.log_softmax(fg, -1))).sum(-1)
+
+
+def labels_of(y):
+    """The labels of a batch's targets, ``y`` or ``(y, sample_weight)``, as numpy."""
+    return to_numpy(y[0] if isinstance(y, (tuple, list)) else y)
 
 
 class InvarianceNet(NeuralNetClassifier):
@@ -140,13 +145,22 @@ class InvarianceNet(NeuralNetClassifier):
     def get_default_callbacks(self):
         parts = [] if not self.nu else [
             (f"{p}_epoch", PassthroughScoring(name=p, on_train=True)) for p in ("ce", "invariance")]
-        return [*super().get_default_callbacks(), *parts]
+        callbacks = [(name, EpochScoring("accuracy", name="valid_acc", lower_is_better=False,
+                                         target_extractor=labels_of)) if name == "valid_acc"
+                     else (name, cb) for name, cb in super().get_default_callbacks()]
+        return [*callbacks, *parts]
 
     def get_loss(self, y_pred, y_true, X=None, training=False):
-        """Cross-entropy, plus ``nu`` times the invariance error of the batch in training."""
+        """Cross-entropy, plus ``nu`` times the invariance error of the batch in training.
+
+        Both are means over the batch (and the group elements), weighted when ``y_true``
+        is ``(y, sample_weight)``.
+        """
         loss = super().get_loss(y_pred, y_true, X=X, training=training)
         penalty, self._penalty = getattr(self, "_penalty", None), None
         if training and penalty is not None:
+            penalty = (weighted_mean(penalty.mean(0), y_true[1])
+                       if isinstance(y_true, (tuple, list)) else penalty.mean())
             # kept as tensors until the epoch ends: no device sync per batch
             self.history.record_batch("ce", loss.detach())
             self.history.record_batch("invariance", penalty.detach())

@@ -14,6 +14,7 @@ from .._utils import (
     resolve_device,
     to_numpy,
     to_tensor,
+    torch_threads,
 )
 from ._capture import _run_capturing
 from ._forward_ad import locked_jacfwd
@@ -150,6 +151,7 @@ class ModelAdapter:
                  batch_size=1024, name=None):
         self.kind = kind
         self._input_spec = None
+        self._saved_bytes = {}  # per (layer, sample shape, dtype, device): see jacobian
         self.module = module
         self.estimator = estimator
         self.response = response
@@ -465,7 +467,11 @@ in_features of its first layer '0').
             Upper bound on the chunk size (default: the adapter's).
         mode : {"auto", "rev", "fwd"}, default="auto"
         max_memory : int, default=2 ** 28
-            Bytes of Jacobian per chunk (256 MiB).
+            Bytes per chunk (256 MiB): its Jacobians (twice, as computed and as
+            returned) and the autodiff intermediates behind them (``in`` tangents in
+            forward mode, ``out`` cotangents in reverse mode, of every tensor the
+            forward pass saves, measured once on two samples, with their derivative
+            rules' temporaries).
 
         Returns
         -------
@@ -493,7 +499,7 @@ in_features of its first layer '0').
         def single(x):
             return f(x.unsqueeze(0)).squeeze(0)
 
-        outs = []
+        out = None  # filled chunk by chunk: concatenating would hold the Jacobians twice
         with self.frozen(), torch.no_grad():  # torch.func still differentiates in the input
             # the shapes from one row (a zero row when X is empty: the result has no rows)
             X0 = convert(X[:1] if len(X) else X.new_zeros((1,) + tuple(X.shape[1:]))
@@ -506,14 +512,32 @@ in_features of its first layer '0').
                 return J if is_tensor else to_numpy(J)
             if mode == "auto":
                 mode = "fwd" if in_numel < out_numel else "rev"
-            chunk = _chunk_size(out_numel * in_numel * X0.element_size(), max_memory, batch_size)
+            # each saved intermediate carries its tangents (cotangents) and the temporaries of
+            # its derivative rule, about three times their size
+            per_sample = (2 * out_numel * in_numel * X0.element_size()
+                          + 3 * (in_numel if mode == "fwd" else out_numel)
+                          * self._saved_bytes_of(f, layer, X0))
+            chunk = _chunk_size(per_sample, max_memory, batch_size)
             jac = vmap((locked_jacfwd if mode == "fwd" else jacrev)(single))
             for sl in iter_batches(len(X), chunk):
                 # a copy: forward AD gives a view's tangent the size of its whole base
                 # (every row of X, times the d tangents), not of the chunk
                 J = jac(convert(X[sl]).clone())
-                outs.append(J if is_tensor else to_numpy(J))
-        return torch.cat(outs) if is_tensor else np.concatenate(outs)
+                J = J if is_tensor else to_numpy(J)
+                if out is None:
+                    shape = (len(X), *J.shape[1:])
+                    out = (J.new_empty(shape) if is_tensor else np.empty(shape, dtype=J.dtype))
+                out[sl] = J
+        return out
+
+    def _saved_bytes_of(self, f, layer, x):
+        """:func:`saved_bytes` of ``f``, measured once per named layer and kind of input."""
+        if not isinstance(layer, (str, int, type(None))):
+            return saved_bytes(f, x)  # a callable: no stable key
+        key = (layer, tuple(x.shape[1:]), x.dtype, str(x.device))
+        if key not in self._saved_bytes:
+            self._saved_bytes[key] = saved_bytes(f, x)
+        return self._saved_bytes[key]
 
     def to(self, device=None, dtype=None):
         """This adapter, or one of a copy of its module on ``device`` in ``dtype``.
@@ -544,6 +568,38 @@ in_features of its first layer '0').
         return ModelAdapter(kind=self.kind, module=module, estimator=self.estimator,
                             response=self.response, steps=self._steps,
                             batch_size=self.batch_size, name=self.name)
+
+
+def saved_bytes(f, x):
+    """Bytes of the tensors a forward pass of ``f`` saves for backward, per sample of ``x``.
+
+    Counted on the first sample of ``x`` and on two copies of it: the difference leaves
+    out what does not grow with the samples (the weights). Autodiff carries a tangent (or
+    cotangent) of each of them.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from geolearn.models._internal import saved_bytes
+    >>> net = torch.nn.Sequential(torch.nn.Linear(3, 16), torch.nn.Tanh())
+    >>> saved_bytes(net, torch.zeros(5, 3))  # Linear saves its input, tanh its output
+    76
+    """
+    sizes = []
+
+    def pack(t):
+        sizes.append(t.numel() * t.element_size())
+        return t
+
+    def saved(x):
+        sizes.clear()
+        with torch.enable_grad(), torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            f(x.detach().clone().requires_grad_(True))
+        return sum(sizes)
+
+    x = x[:1]
+    with torch_threads(1):  # two samples: small ops
+        return max(0, saved(torch.cat([x, x])) - saved(x))
 
 
 def _chunk_size(per_sample, max_memory, batch_size):

@@ -7,6 +7,7 @@ the response reader, the torch counterparts of scikit-learn layers) is here, so 
 shared without becoming public. Names may change between releases without notice.
 """
 
+from ._adapter import saved_bytes
 from ._fitting import fit_router, is_prefit, route_fit_params, tabular_input
 from ._forward_ad import locked_jacfwd, locked_jvp
 from ._response import RESPONSES, respond
@@ -21,6 +22,7 @@ from ._training import (
     softmax_rows,
     unwrap_module,
     warn_if_interrupted,
+    weighted_mean,
 )
 
 __all__ = [
@@ -38,9 +40,11 @@ __all__ = [
     "locked_jvp",
     "respond",
     "route_fit_params",
+    "saved_bytes",
     "softmax_rows",
     "split_torch_tail",
     "tabular_input",
     "unwrap_module",
     "warn_if_interrupted",
+    "weighted_mean",
 ]

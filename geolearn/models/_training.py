@@ -214,6 +214,35 @@ class QuietLog(Callback):
         self.sink = sink
 
 
+def weighted_mean(values, sample_weight=None):
+    """The mean of per-sample ``values``, weighted: ``sum_i w_i v_i / sum_i w_i``.
+
+    The one reduction of a weighted training loss (and of the terms recorded beside it):
+    integer weights equal repeated rows, and a weight 0 drops a row.
+
+    Parameters
+    ----------
+    values : torch.Tensor of shape (n_samples,)
+    sample_weight : torch.Tensor of shape (n_samples,) or None
+        None is the plain mean.
+
+    Returns
+    -------
+    mean : torch.Tensor (scalar)
+
+    Examples
+    --------
+    >>> import torch
+    >>> from geolearn.models._internal import weighted_mean
+    >>> float(weighted_mean(torch.tensor([1.0, 4.0]), torch.tensor([2.0, 0.0])))
+    1.0
+    """
+    if sample_weight is None:
+        return values.mean()
+    sample_weight = sample_weight.to(values)
+    return (values * sample_weight).sum() / sample_weight.sum()
+
+
 class FunctionalCriterion:
     """A loss function as skorch's ``criterion``: a plain callable, not a ``torch.nn.Module``.
 
@@ -257,8 +286,7 @@ class FunctionalCriterion:
         if isinstance(y_true, (tuple, list)):  # (targets, sample weights)
             y_true, sample_weight = y_true
             losses = self.fn(y_pred, y_true, reduction="none", **self.kwargs)
-            sample_weight = sample_weight.to(losses)
-            return (losses * sample_weight).sum() / sample_weight.sum()
+            return weighted_mean(losses, sample_weight)
         return self.fn(y_pred, y_true, **self.kwargs)
 
 
@@ -410,7 +438,9 @@ class ObjectiveNet(NeuralNet):
         The module trained, as for ``skorch.NeuralNet``.
     objective : callable
         ``objective(module, y_pred, X, y, epoch) -> (loss, parts)`` with ``parts``
-        a dict of scalar tensors.
+        a dict of scalar tensors. Rows with weights (a :class:`TensorDataset` with
+        ``sample_weight``) call ``objective(..., sample_weight=w)`` with the batch's
+        weights, which the objective reduces with :func:`weighted_mean`.
     parts : sequence of str, default=()
         The names of ``parts`` recorded in ``history`` each epoch.
     **kwargs
@@ -444,8 +474,11 @@ class ObjectiveNet(NeuralNet):
     def get_loss(self, y_pred, y_true, X=None, training=False):
         X = to_tensor(X, device=self.device)
         y_true = to_tensor(y_true, device=self.device)
+        weights = {}
+        if isinstance(y_true, (tuple, list)):  # (targets, sample weights)
+            y_true, weights["sample_weight"] = y_true
         loss, parts = self.objective(unwrap_module(self.module_), y_pred, X, y_true,
-                                     epoch=len(self.history) - 1)
+                                     epoch=len(self.history) - 1, **weights)
         if training:
             # kept as tensors until the epoch ends: no device sync per batch
             for name, value in parts.items():

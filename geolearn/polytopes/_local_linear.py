@@ -184,8 +184,9 @@ class LocalLinearMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
     image_shape : tuple of int, default=None
         Shape each flat row is reshaped to before calling a torch module.
     max_memory : float, default=2e9
-        Bytes; above it the normal equations are accumulated in batches
-        (squared conditioning, warned).
+        Bytes for the local maps of both networks and the arrays computed from them
+        (``8·o·d`` float64 numbers per sample); above it the normal equations are
+        accumulated in batches of samples that fit it (squared conditioning, warned).
     batch_size : int, default=1024
     device : str, default='auto'
 
@@ -288,7 +289,10 @@ class LocalLinearMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         if n < d:
             warn_user(f"{n} samples for maps of size {d} x {d}: the least-squares problem "
                       "is underdetermined (minimum-norm solution).", NumericalWarning)
-        if n * d * o * 8 <= self.max_memory:
+        # per sample, o x d numbers each: the local maps of both networks as computed and as
+        # gathered per sample, their rows, and the temporaries of the sums over samples
+        per_row = 8 * o * d * 8
+        if n * per_row <= self.max_memory:
             C1 = _rows(*self._local("source", X), self.include_bias)
             C2 = _rows(*self._local("target", X), self.include_bias)
             # C order: a pickle round trip must not change the einsum path (bitwise outputs)
@@ -296,7 +300,8 @@ class LocalLinearMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
             self.rank_ = np.array([np.linalg.matrix_rank(C1[:, j]) for j in range(o)])
             self.r2_fit_ = self._r2(C1, C2)
         else:
-            self._fit_normal_equations(X, o, d)
+            self._fit_normal_equations(X, o, d, max(1, min(self.batch_size,
+                                                          int(self.max_memory // per_row))))
         self.n_outputs_ = o
         self.classes_ = _classes(self.target_, o)
         self._is_classifier = _classes_of(self.target_) is not None
@@ -326,11 +331,11 @@ class LocalLinearMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         d = C1.shape[1]
         return linalg.solve(C1.T @ C1 + self.alpha * np.eye(d), C1.T @ C2, assume_a="pos")
 
-    def _fit_normal_equations(self, X, o, d):
+    def _fit_normal_equations(self, X, o, d, chunk):
         warn_user("local rows exceed max_memory: solving the normal equations accumulated "
                   "in batches (squared conditioning).", NumericalWarning)
         G, K = np.zeros((o, d, d)), np.zeros((o, d, d))
-        for sl in iter_batches(len(X), self.batch_size):
+        for sl in iter_batches(len(X), chunk):
             C1 = _rows(*self._local("source", X[sl]), self.include_bias)
             C2 = _rows(*self._local("target", X[sl]), self.include_bias)
             G += np.einsum("noa,nob->oab", C1, C1)
@@ -338,8 +343,26 @@ class LocalLinearMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         eye = self.alpha * np.eye(d)
         self.maps_ = np.ascontiguousarray([linalg.lstsq(G[j] + eye, K[j])[0] for j in range(o)])
         self.rank_ = np.array([np.linalg.matrix_rank(G[j]) for j in range(o)])
-        self.r2_fit_ = np.stack([self.coefficient_r2(X[sl]) for sl in
-                                 iter_batches(len(X), self.batch_size)]).mean(axis=0)
+        self.r2_fit_ = self._streamed_r2(X, chunk)
+
+    def _streamed_r2(self, X, chunk):
+        """:meth:`coefficient_r2` of all of ``X``, its sums accumulated chunk by chunk.
+
+        r2_score's definition per column (a constant column scores 1 when fitted exactly,
+        else 0), averaged over the ``d`` columns of each output; the squares are taken
+        about the first chunk's means, so that a constant column sums to exactly 0.
+        """
+        shift, n, res, s1, s2 = None, 0, 0.0, 0.0, 0.0
+        for sl in iter_batches(len(X), chunk):
+            C1 = _rows(*self._local("source", X[sl]), self.include_bias)
+            C2 = _rows(*self._local("target", X[sl]), self.include_bias)
+            res = res + ((C2 - np.einsum("noa,oab->nob", C1, self.maps_)) ** 2).sum(axis=0)
+            shift = C2.mean(axis=0) if shift is None else shift
+            s1, s2 = s1 + (C2 - shift).sum(axis=0), s2 + ((C2 - shift) ** 2).sum(axis=0)
+            n += len(C2)
+        tot = s2 - s1**2 / n
+        exact = np.where(res == 0, 1.0, 0.0)
+        return np.where(tot > 0, 1 - res / np.where(tot > 0, tot, 1.0), exact).mean(axis=1)
 
     def _r2(self, C1, C2):
         mapped = np.einsum("noa,oab->nob", C1, self.maps_)

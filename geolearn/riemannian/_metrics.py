@@ -4,8 +4,10 @@ Engines are plain torch objects (tensors in, tensors out, no sklearn state);
 :class:`~geolearn.riemannian.RiemannianFeatureGeometry` builds on them.
 """
 
+import contextlib
 import math
 import numbers
+import threading
 
 import torch
 from torch.func import jacrev, vmap
@@ -25,6 +27,7 @@ from .._utils import (
 from ..exceptions import GeolearnWarning, NumericalWarning
 from ..models import as_model
 from ..models._internal import locked_jacfwd as jacfwd  # forward AD is process-global in torch
+from ..models._internal import saved_bytes
 from . import _curvature
 
 CURVATURE_METHODS = ("auto", "gauss", "kernel_gauss", "christoffel", "hessian_metric")
@@ -40,10 +43,30 @@ def _concat(fn, X, size, verbose=0):
     chunk is a copy: forward AD gives a view's tangent the size of its whole base
     (every point, times the tangents), not of the chunk.
     """
-    with torch.no_grad():  # grad mode is per thread: n_jobs=1 keeps the calls in this one
+    # grad mode is per thread: n_jobs=1 keeps the calls in this one
+    with torch.no_grad(), _outermost(verbose) as shown:
         chunks = list(iter_batches(len(X), max(1, int(size))))
         return torch.cat(thread_map(lambda sl: fn(X[sl].clone()), chunks, n_jobs=1,
-                                    progress=_chunk_progress(len(chunks), verbose)))
+                                    progress=_chunk_progress(len(chunks), shown)))
+
+
+#: How deep this thread is in loops over chunks of points (only the outermost shows progress).
+_CHUNK_LOOPS = threading.local()
+
+
+@contextlib.contextmanager
+def _outermost(verbose):
+    """``verbose`` for the outermost loop over chunks of this thread, 0 for loops inside it.
+
+    A curvature chunk computes its Jacobians and Hessians chunk by chunk too: one bar over
+    the points, not one more bar per chunk.
+    """
+    depth = getattr(_CHUNK_LOOPS, "depth", 0)
+    _CHUNK_LOOPS.depth = depth + 1
+    try:
+        yield 0 if depth else verbose
+    finally:
+        _CHUNK_LOOPS.depth = depth
 
 
 def _chunk_progress(n_chunks, verbose):
@@ -189,12 +212,16 @@ class _MetricEngine:
         good = (eig[:, 0] > 0) & (eig[:, -1] <= max_condition * eig[:, 0])
         R = torch.full((len(X),), float("nan"), dtype=self.dtype, device=self.device)
         if good.any():
-            R[good] = _concat(lambda Z: self._ricci(Z, method), X[good], self.batch_size,
-                              self.verbose)
+            R[good] = _concat(lambda Z: self._ricci(Z, method), X[good],
+                              self._curvature_points(X, method), self.verbose)
         if not good.all():
             warn_user(f"Ricci scalar set to NaN at {int((~good).sum())} of {len(X)} points where the "
             f"metric is singular or cond(g) > max_condition={max_condition:g}.", NumericalWarning)
         return R
+
+    def _curvature_points(self, X, method):
+        """Points per chunk of a curvature computation (``batch_size`` unless bounded)."""
+        return self.batch_size
 
     def _ricci(self, X, method):
         if method == "christoffel":
@@ -358,27 +385,9 @@ class PullbackMetric(_MetricEngine):
         return "fwd" if d <= m else "rev"
 
     def _intermediate_bytes(self, X):
-        """Bytes of the intermediates one more point adds to a forward pass of the map.
-
-        Counted as the tensors autograd saves for a backward pass, on one point and
-        on two: the difference leaves out what does not grow with the points (the
-        weights).
-        """
-        sizes = []
-
-        def pack(t):
-            sizes.append(t.numel() * t.element_size())
-            return t
-
-        def saved(x):
-            sizes.clear()
-            with torch.enable_grad(), torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-                self._map(x.detach().clone().requires_grad_(True))
-            return sum(sizes)
-
-        x = X[:1]
-        with self._model.frozen(), torch_threads(1):  # two points: small ops
-            return max(0, saved(torch.cat([x, x])) - saved(x))
+        """Bytes of the intermediates one more point adds to a forward pass of the map."""
+        with self._model.frozen():
+            return saved_bytes(self._map, X[:1])
 
     def _chunk_points(self, X, mode):
         """Points per chunk so that one chunk's Jacobians and intermediates fit ``max_memory``.
@@ -412,15 +421,32 @@ class PullbackMetric(_MetricEngine):
         # copies, not views: see _concat
         # many small ops per chunk: one torch thread (thread_map), restored after
         chunks = list(iter_batches(len(X), self._chunk_points(X, mode)))
-        outs = thread_map(lambda sl: fn(X[sl].clone()), chunks, n_jobs=1,
-                          progress=_chunk_progress(len(chunks), self.verbose))
+        with _outermost(self.verbose) as shown:
+            outs = thread_map(lambda sl: fn(X[sl].clone()), chunks, n_jobs=1,
+                              progress=_chunk_progress(len(chunks), shown))
         if isinstance(outs[0], tuple):
             return tuple(torch.cat(parts) for parts in zip(*outs))
         return torch.cat(outs)
 
-    def _chunk(self, per_point_numbers):
-        """Points per vectorised chunk so that ``8·per_point_numbers`` bytes each fit."""
-        return max(1, min(self.batch_size, self.max_memory // (8 * per_point_numbers)))
+    def _curvature_points(self, X, method):
+        """Points per chunk so that one chunk's second derivatives fit ``max_memory``.
+
+        Per point: the Jacobian (``m·d`` numbers), the Hessian and the curvature's
+        temporaries of its size (``4·m·d²``), and the map's intermediates with their
+        first- and second-order tangents (``d + d²`` each); the Christoffel routes
+        differentiate once more (a factor ``d``).
+        """
+        d, m = X.shape[1], self.n_outputs(X)
+        key = ("curvature", method)
+        if key not in self._point_bytes:
+            mode = self._mode(d, m)
+            per_point = (m * d + 4 * m * d * d) * X.element_size()
+            if mode != "fd":
+                per_point += (d + d * d) * self._intermediate_bytes(X)
+            if method in ("christoffel", "hessian_metric"):
+                per_point *= d
+            self._point_bytes[key] = per_point
+        return max(1, min(self.batch_size, int(self.max_memory // self._point_bytes[key])))
 
     def _jac_fn(self, mode):
         return (jacfwd if mode == "fwd" else jacrev)(self._phi)
@@ -478,20 +504,25 @@ class PullbackMetric(_MetricEngine):
 
     def hessian(self, X):
         """Second derivatives ``H_{kμν}`` of the unscaled map, shape (N, m, d, d)."""
+        X = self._warn_fd_curvature(X)
+        return _concat(self._hessian_chunk, X, self._curvature_points(X, "gauss"), self.verbose)
+
+    def _warn_fd_curvature(self, X):
+        """The checked points, with a warning when second derivatives are finite differences."""
         X = self._as_points(X)
-        d = X.shape[1]
-        m = self.n_outputs(X)
-        mode = self._mode(d, m)
+        if self._mode(X.shape[1], self.n_outputs(X)) == "fd":
+            warn_user("curvature from finite differences is inaccurate (errors O(h²) in "
+                      "second derivatives); prefer an autodiff-able map.", NumericalWarning)
+        return X
+
+    def _hessian_chunk(self, X):
+        mode = self._mode(X.shape[1], self.n_outputs(X))
         with self._model.frozen():
             if mode == "fd":
-                warn_user("curvature from finite differences is inaccurate (errors O(h²) in "
-                          "second derivatives); prefer an autodiff-able map.", NumericalWarning)
                 H = self._fd_hessian(X)
             else:
                 single = jacfwd(self._jac_fn(mode))
-                chunk = self._chunk(2 * m * d * d)
-                H = self._per_point(lambda: _concat(vmap(single), X, chunk, self.verbose),
-                                    single, X)
+                H = self._per_point(lambda: vmap(single)(X), single, X)
         return self._check_finite(H, "Hessian of the feature map")
 
     def _fd_hessian(self, X):
@@ -572,13 +603,21 @@ class PullbackMetric(_MetricEngine):
     def christoffel(self, X):
         """Christoffel symbols ``Γ^κ_{μν}`` (Gauss route), shape (N, d, d, d)."""
         self._require_immersion(X)
-        return _curvature.gauss_christoffel(self.jacobian(X), self.hessian(X))
+        X = self._warn_fd_curvature(X)
+        return _concat(lambda Z: _curvature.gauss_christoffel(self._jacobian_chunk(Z),
+                                                              self._hessian_chunk(Z)),
+                       X, self._curvature_points(X, "gauss"), self.verbose)
 
     def metric_derivative(self, X):
         """``T_{λμν} = ∂_λ g_{μν} = s(H_{kλμ}J_{kν} + J_{kμ}H_{kλν})``, shape (N, d, d, d)."""
-        J, H = self.jacobian(X), self.hessian(X)
-        HJ = torch.einsum("nkml,nkv->nlmv", H, J)
-        return self.scale_value(X) * (HJ + HJ.transpose(2, 3))
+        X = self._warn_fd_curvature(X)
+        s = self.scale_value(X)
+
+        def chunk(Z):
+            HJ = torch.einsum("nkml,nkv->nlmv", self._hessian_chunk(Z), self._jacobian_chunk(Z))
+            return s * (HJ + HJ.transpose(2, 3))
+
+        return _concat(chunk, X, self._curvature_points(X, "gauss"), self.verbose)
 
     def _require_immersion(self, X):
         X = self._as_points(X)
@@ -589,13 +628,15 @@ class PullbackMetric(_MetricEngine):
 
     def ricci_scalar(self, X, method="auto", max_condition=1e12):
         self._require_immersion(X)
+        if method in ("auto", "gauss"):
+            X = self._warn_fd_curvature(X)
         return super().ricci_scalar(X, method=method, max_condition=max_condition)
 
     ricci_scalar.__doc__ = _MetricEngine.ricci_scalar.__doc__
 
     def _ricci(self, X, method):
-        if method == "gauss":
+        if method == "gauss":  # X is one chunk (_curvature_points)
             s = self.scale_value(X)
-            return _curvature.gauss_ricci(self.jacobian(X), self.hessian(X)) / s
+            return _curvature.gauss_ricci(self._jacobian_chunk(X), self._hessian_chunk(X)) / s
         with self._model.frozen():  # the Christoffel route differentiates the map itself
             return super()._ricci(X, method)

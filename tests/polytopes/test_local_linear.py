@@ -83,6 +83,31 @@ def test_cross_map_least_squares(iris):
     with pytest.warns(UserWarning, match="max_memory"):
         batched = LocalLinearMap(source=a, target=b, max_memory=1000, batch_size=40).fit(X)
     np.testing.assert_allclose(batched.maps_, llm.maps_, atol=1e-6)
+    # the R^2 of all the samples, not a mean of the batches'
+    np.testing.assert_allclose(batched.r2_fit_, llm.r2_fit_, rtol=1e-6)
+
+
+def test_map_peak_memory_stays_within_max_memory():
+    """Regression: beyond max_memory the local rows were summed in batches of batch_size
+    (1,024 samples: 22 MB at the peak here for max_memory=2 MB)."""
+    import tracemalloc
+
+    torch.manual_seed(0)
+
+    def net():
+        return nn.Sequential(nn.Linear(50, 64), nn.ReLU(), nn.Linear(64, 10))
+
+    X = np.random.default_rng(0).random((2000, 50))
+    llm = LocalLinearMap(net(), net(), max_memory=2_000_000)
+    llm.fit(X[:60])  # the networks' first calls, outside the measure
+    tracemalloc.start()
+    try:
+        with pytest.warns(UserWarning, match="max_memory"):
+            llm.fit(X)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak <= 1.5 * 2_000_000, f"peak {peak / 1e6:.1f} MB for max_memory 2 MB"
 
 
 def test_map_bad_inputs(iris):

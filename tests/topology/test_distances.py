@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from geolearn.topology import (
+    _distances,
     betti_curve,
     betti_numbers,
     diagram_bottleneck,
@@ -120,6 +121,64 @@ def test_large_diagrams_warn(monkeypatch):
     A = np.c_[np.zeros(101), np.linspace(0.1, 1, 101)]
     with pytest.warns(UserWarning, match="O\\(\\(m1 \\+ m2\\)\\^3\\)"):
         diagram_wasserstein(A[:1], A, p=1)
+
+
+needs_gudhi = pytest.mark.skipif(_distances._hera() is None, reason="needs gudhi (tda extra)")
+
+
+@needs_gudhi
+@given(diagrams(essential=1), diagrams(essential=1), st.sampled_from([1.0, 2.0, 3.0, np.inf]),
+       st.sampled_from([1.0, 2.0, np.inf]))
+def test_gudhi_backend_matches_the_exact_one(A, B, p, q):
+    if np.isinf(p) and not np.isinf(q):
+        return  # hera's bottleneck has the L_inf ground norm only (refused below)
+    exact = diagram_wasserstein(A, B, p=p, internal_p=q, backend="exact")
+    hera = diagram_wasserstein(A, B, p=p, internal_p=q, backend="gudhi")
+    assert hera == pytest.approx(exact, rel=1e-6, abs=1e-12)
+
+
+@needs_gudhi
+@pytest.mark.parametrize("p", [1.0, 2.0, np.inf])
+def test_gudhi_backend_on_large_diagrams(p):
+    rng = np.random.RandomState(0)
+    A, B = (np.c_[b, b + rng.exponential(1.0, 400)] for b in rng.uniform(0, 5, (2, 400)))
+    exact = diagram_wasserstein(A, B, p=p, backend="exact")
+    assert diagram_wasserstein(A, B, p=p, backend="gudhi") == pytest.approx(exact, rel=1e-6)
+    if np.isinf(p):
+        assert diagram_bottleneck(A, B, backend="gudhi") == exact
+
+
+@needs_gudhi
+def test_auto_backend_uses_gudhi_beyond_its_size(monkeypatch):
+    calls = []
+    hera_cost = _distances._hera_cost
+    monkeypatch.setattr(_distances, "_hera_cost", lambda *a: calls.append(1) or hera_cost(*a))
+    monkeypatch.setattr(_distances, "_GUDHI_SIZE", 4)
+    A, B = [[0, 1], [0, 2]], [[0, 1.5], [1, 3], [0, 0.5]]
+    assert diagram_wasserstein(A, B[:2]) == diagram_wasserstein(A, B[:2], backend="exact")
+    assert calls == []  # 4 finite points: exact
+    assert diagram_wasserstein(A, B) == pytest.approx(diagram_wasserstein(A, B, backend="exact"))
+    assert calls == [1]
+    diagram_bottleneck(A, B)  # hera's bottleneck is the slower one: never chosen by auto
+    assert calls == [1]
+
+
+def test_backend_choices(monkeypatch):
+    with pytest.raises(ValueError, match="backend"):
+        diagram_wasserstein([[0, 1]], EMPTY, backend="hera")
+    monkeypatch.setattr(_distances, "_GUDHI_SIZE", 0)
+    monkeypatch.setattr(_distances, "_hera", lambda: None)  # GUDHI not installed
+    assert diagram_wasserstein([[0, 2]], EMPTY) == 1.0  # auto: exact
+    with pytest.raises(ImportError, match="backend='gudhi' needs GUDHI"):
+        diagram_wasserstein([[0, 2]], EMPTY, backend="gudhi")
+
+
+@needs_gudhi
+def test_gudhi_bottleneck_needs_the_linf_ground_norm():
+    with pytest.raises(ValueError, match="internal_p=2"):
+        diagram_wasserstein([[0, 2]], EMPTY, p=np.inf, internal_p=2, backend="gudhi")
+    assert diagram_wasserstein([[0, 2]], EMPTY, p=np.inf, internal_p=2) == pytest.approx(
+        np.sqrt(2))  # auto: exact
 
 
 def test_betti_numbers():
