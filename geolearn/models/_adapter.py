@@ -100,6 +100,12 @@ def _takes(layer, received):
     return len(received) in (dims + 1, dims + 2) and received[-dims - 1] == layer.in_channels
 
 
+def _takes_batch(conv, received, n):
+    """Whether a convolution receives a batch of ``n`` samples, each ``(C, *spatial)``."""
+    return (len(received) == len(conv.kernel_size) + 2 and received[0] == n
+            and received[1] == conv.in_channels)
+
+
 class ModelAdapter:
     """A model seen through one interface: outputs, layer features, gradients and Jacobians.
 
@@ -333,11 +339,12 @@ in_features of its first layer '0').
         Flat rows of images (``shape`` is ``(C * H * W,)`` and ``image_shape``
         is ``(C, H, W)``) are folded to ``image_shape`` for a model that takes
         images: a torch model whose first ``Linear``/``Conv`` layer is a
-        convolution that takes them. That layer is read from the order of an
-        ``nn.Sequential`` chain, and for a module with its own ``forward``
-        (torchvision's CNNs) found by running two images up to it. Every other
-        model (MLPs, a chain that unflattens its rows itself, scikit-learn
-        models, black boxes) takes ``shape`` as given.
+        convolution that cannot take the rows as a batch of samples. That
+        layer is read from the order of an ``nn.Sequential`` chain, and for a
+        module with its own ``forward`` (torchvision's CNNs) found by running
+        two zero rows up to it (in eval mode, once per shape). Every other
+        model (MLPs, a model that folds its rows itself, scikit-learn models,
+        black boxes) takes ``shape`` as given.
 
         Parameters
         ----------
@@ -371,12 +378,13 @@ in_features of its first layer '0').
         if spec is False or spec[3] is not None:
             return shape
         layer_name, layer, flattened, _ = spec
-        if layer is None:
-            found = self._first_layer(image_shape)
-            takes = found is not None and isinstance(found[1], _CONVS) and _takes(*found[1:])
+        if layer is None:  # its own forward: the rows run to the first layer they meet
+            found = self._first_layer(shape)
+            images = (found is not None and isinstance(found[1], _CONVS)
+                      and not _takes_batch(found[1], found[2], 2))
         else:
-            takes = isinstance(layer, _CONVS) and not flattened
-        return image_shape if takes else shape
+            images = isinstance(layer, _CONVS) and not flattened
+        return image_shape if images else shape
 
     def to_tensor(self, X):
         """``X`` as a tensor on the model's device and dtype."""
