@@ -16,7 +16,7 @@ from .._utils import (
     to_numpy,
     to_tensor,
 )
-from ._capture import _run_capturing, _run_to_first
+from ._capture import _run_capturing, _run_collecting, _run_to_first
 from ._forward_ad import locked_jacfwd
 from ._freezing import frozen
 from ._response import resolve_response, respond
@@ -440,6 +440,42 @@ in_features of its first layer '0').
                 what = "the input of layer" if input else "layer"
                 raise RuntimeError(f"{what} {layer!r} was not reached by the forward pass.")
             return out
+
+        return f
+
+    def layers_fn(self, layers):
+        """A torch function ``x -> {name: output}`` reading several layers in one forward pass.
+
+        The pass stops once each of ``layers`` (names, indices or callables, as
+        for :meth:`feature_fn`) has given its output: reading many layers costs
+        one pass up to the last of them, not one pass per layer. A layer the
+        pass never reaches is a ``ValueError`` naming it. Call it inside
+        :meth:`frozen`, as :meth:`feature_fn`.
+
+        Examples
+        --------
+        >>> import torch
+        >>> from geolearn.models import as_model
+        >>> net = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+        >>> out = as_model(net).layers_fn(["0", -1])(torch.zeros(5, 3))
+        >>> {name: tuple(t.shape) for name, t in out.items()}
+        {'0': (5, 4), '2': (5, 2)}
+        """
+        self.require_gradients("layers_fn")
+        names = list(dict.fromkeys(self.resolve_layer(layer) for layer in layers))
+        if None in names:
+            raise ValueError("layers_fn reads hidden layers; None (the model output) is not one.")
+        modules = dict(self.module.named_modules())
+        targets = {modules[name]: name for name in names}
+
+        def f(x):
+            self.check_sample_shape(tuple(x.shape[1:]))
+            outs = _run_collecting(self.module, x, targets)
+            missing = [name for module, name in targets.items() if module not in outs]
+            if missing:
+                raise ValueError(f"layers {missing} were never called by the forward pass of "
+                                 f"{self.name}: choose layers the model uses.")
+            return {name: outs[module] for module, name in targets.items()}
 
         return f
 

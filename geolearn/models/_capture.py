@@ -35,16 +35,22 @@ _LOCAL = threading.local()
 
 class _Capture:
     """What one call wants from its forward pass: the output (or input) of the first of
-    ``targets`` reached, and which one that was."""
+    ``targets`` reached, and which one that was; or, collecting, the outputs of them all."""
 
-    __slots__ = ("out", "pre", "reached", "targets")
+    __slots__ = ("collected", "out", "pre", "reached", "targets")
 
-    def __init__(self, targets, pre):
+    def __init__(self, targets, pre, collect=False):
         self.targets, self.pre, self.out, self.reached = targets, pre, None, None
+        self.collected = {} if collect else None
 
     def catch(self, module, value):
-        if any(t is module for t in self.targets):
+        if not any(t is module for t in self.targets):
+            return
+        if self.collected is None:
             self.out, self.reached = value, module
+            raise _StopForward(self)
+        self.collected.setdefault(module, value)  # a module called twice: its first call
+        if len(self.collected) == len(self.targets):
             raise _StopForward(self)
 
 
@@ -98,6 +104,14 @@ def _run_to_first(module, x, layers):
     stopped there; ``(None, output)`` when it reaches none of them."""
     out, reached = _run(module, x, _Capture(tuple(layers), pre=True))
     return reached, out
+
+
+def _run_collecting(module, x, targets):
+    """``{target: output}`` of each of ``targets`` that ``module(x)`` reaches, in one pass that
+    stops once it has them all."""
+    cap = _Capture(tuple(dict.fromkeys(targets)), pre=False, collect=True)
+    _run(module, x, cap)
+    return cap.collected
 
 
 def _run(module, x, cap):

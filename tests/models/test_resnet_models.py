@@ -170,6 +170,23 @@ def test_network_rdm_over_nested_layers(net):
                                                            "spearman"))
 
 
+def test_network_rdm_reads_its_layers_in_one_pass(net):
+    """Every block in one forward pass per batch (plus one sample to size the layers), not a
+    pass per layer; the RDMs are those of the layers read one at a time."""
+    calls = []
+    handle = net.conv1.register_forward_hook(lambda *args: calls.append(1))
+    blocks = ["layer1.0", "layer2.0", "layer2.0.conv1", "fc"]
+    try:
+        est = NetworkRDM(net, layers=blocks, batch_size=4).fit(X)
+    finally:
+        handle.remove()
+    assert len(calls) == 1 + 2  # 6 stimuli in batches of 4
+    for layer in blocks:
+        alone = NetworkRDM(net, layers=[layer]).fit(X)
+        np.testing.assert_allclose(est.rdms_[layer], alone.rdms_[layer], atol=1e-6)
+        assert est.n_features_per_layer_[layer] == alone.n_features_per_layer_[layer]
+
+
 def test_embedding_map_between_two_cnns(net):
     """A linear map from one ResNet's block to another's (the paper's cross-model maps)."""
     other = tiny_resnet(seed=1)
