@@ -16,7 +16,9 @@ The network is torchvision's ``resnet18(weights=None, num_classes=10)`` with bat
 statistics of a few random batches (so every probe runs it in eval mode, as a trained net).
 
 Run: ``OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/bench_torchvision.py [--contended]``
-(needs torchvision).
+(needs torchvision). One torch thread for geolearn and the bare passes alike: the diffeomorphism
+probes run on one thread anyway, and on the shared 2-core machine two threads collapse under
+other load, which would compare thread counts rather than overheads.
 """
 
 import time
