@@ -217,8 +217,10 @@ class ModelAdapter:
         ``ValueError``. A tensor is returned as it is. Then each sample's shape
         is checked against the model's input: the ``n_features_in_`` of a
         scikit-learn model, the ``in_features`` or ``in_channels`` of a
-        network's first ``Linear``/``Conv`` layer (where the order of its layers
-        is certain: ``nn.Sequential`` chains). A mismatch is a ``ValueError``
+        network's first ``Linear``/``Conv`` layer (read from the order of an
+        ``nn.Sequential`` chain; for a module with its own ``forward``, the
+        first one a pass of two zero samples reaches, run once per sample
+        shape in eval mode and stopped there). A mismatch is a ``ValueError``
         stating what ``X`` has and what the model expects, before any torch
         error.
 
