@@ -379,7 +379,7 @@ in_features of its first layer '0').
             spec = self._input_spec = self._find_input_spec()
         if spec is False or spec[3] is not None:
             return shape
-        layer_name, layer, flattened, _ = spec
+        _, layer, flattened, _ = spec
         if layer is None:  # its own forward: the rows run to the first layer they meet
             found = self._first_layer(shape)
             images = (found is not None and isinstance(found[1], _CONVS)

@@ -13,7 +13,13 @@ import pytest
 import torch
 from torch import nn
 
-from geolearn.adversarial import carlini_wagner_l2, fgsm, normal_attack, pgd, risk_decomposition
+from geolearn.adversarial import (
+    carlini_wagner_l2,
+    fgsm,
+    normal_attack,
+    pgd,
+    risk_decomposition,
+)
 from geolearn.diffeo import DiffeoStability, make_stability_scorer, relative_stability
 from geolearn.inspection import geometry_report
 from geolearn.invariance import (

@@ -61,7 +61,7 @@ def _logits(net, X):
 def test_one_door(arch):
     """Nested layer names, outputs in eval mode, flat rows folded by image_shape, a clear
     error for rows given without it."""
-    name, net, layer = arch
+    _, net, layer = arch
     m = as_model(net)
     assert layer in m.layer_names
     np.testing.assert_allclose(m.forward(X), _logits(net, X), rtol=1e-5, atol=1e-5)
@@ -74,7 +74,7 @@ def test_one_door(arch):
 def test_diffeo_stability_on_flat_rows(arch):
     """Regression: ``DiffeoStability(resnet18, image_shape=(3, 32, 32)).fit(X_flat)`` raised
     conv2d's RuntimeError."""
-    name, net, layer = arch
+    _, net, layer = arch
     res = DiffeoStability(net, image_shape=SHAPE, layers=[layer], random_state=0).fit(FLAT)
     res = res.stability(FLAT)
     on_images = DiffeoStability(net, random_state=0).fit(X).stability(X)
@@ -83,7 +83,7 @@ def test_diffeo_stability_on_flat_rows(arch):
 
 
 def test_invariance_and_attributions(arch):
-    name, net, layer = arch
+    _, net, _ = arch
     li = logit_invariance(net, FLAT, "rot4", image_shape=SHAPE, reduction="none")
     np.testing.assert_allclose(li, logit_invariance(net, X, "rot4", reduction="none"),
                                rtol=1e-5)
@@ -104,14 +104,14 @@ def test_representations(arch):
 
 
 def test_attack(arch):
-    name, net, layer = arch
+    _, net, _ = arch
     adv = pgd(net, FLAT, Y, 0.03, n_steps=2, image_shape=SHAPE, random_state=0)
     assert adv.shape == FLAT.shape and np.abs(adv - FLAT).max() <= 0.03 + 1e-6
 
 
 @pytest.mark.filterwarnings("ignore::geolearn.exceptions.NumericalWarning")
 def test_riemannian_on_the_logits(arch):
-    name, net, layer = arch
+    _, net, _ = arch
     geometry = RiemannianFeatureGeometry(feature_map=net, image_shape=SHAPE,
                                          quantities="log_volume", rank=4)
     assert np.all(np.isfinite(geometry.fit(FLAT[:1]).transform(FLAT[:1])))
