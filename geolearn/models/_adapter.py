@@ -276,7 +276,7 @@ in_features of its first layer '0').
             ok = _takes(layer, received)
         elif isinstance(layer, nn.Unflatten):
             expected = int(np.prod(layer.unflattened_size))
-            if numel != expected:
+            if expected > 0 and numel != expected:  # a -1 size takes what the rows hold
                 raise ValueError(f"{name} has {numel} features, but {self.name} is expecting "
                                  f"{expected} features as input (rows its first layer "
                                  f"{layer_name!r} unflattens to {tuple(layer.unflattened_size)}).")

@@ -284,6 +284,9 @@ def test_sample_layout():
     assert as_model(TinyResNet()).sample_layout(shape, shape) == shape
     assert as_model(mlp).sample_layout(rows, shape) == rows
     assert as_model(unflattens).sample_layout(rows, shape) == rows
+    inferred = nn.Sequential(nn.Unflatten(1, (3, -1, 32)), nn.Conv2d(3, 2, 3))
+    assert as_model(inferred).sample_layout(rows, shape) == rows
+    assert as_model(inferred).forward(np.zeros((1, 3072), np.float32)).shape == (1, 2, 30, 30)
     with pytest.raises(ValueError, match="expecting 3072 features"):
         as_model(unflattens).forward(np.zeros((1, 3071), np.float32))
     Z = np.random.default_rng(0).random((4, 3072)).astype(np.float32)
