@@ -133,6 +133,12 @@ class Probe:
             return self.model.device if self._pre is None else torch.device("cpu")
         return torch.device("cpu") if self._device is None else self._device
 
+    def layout(self, shape, image_shape):
+        """The shape the model takes samples given as ``shape`` in: flat rows folded to
+        ``image_shape`` for a CNN (see :meth:`geolearn.models.ModelAdapter.sample_layout`),
+        as given to a scikit-learn step in front of the network."""
+        return shape if self._pre is not None else self.model.sample_layout(shape, image_shape)
+
     def __call__(self, X, layout):
         """``f`` and the probed layers on ``X``, reshaped to the model's per-sample ``layout``."""
         X = X.reshape(len(X), *layout)

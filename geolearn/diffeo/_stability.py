@@ -780,7 +780,7 @@ class DiffeoStability(MetaEstimatorMixin, BaseEstimator):
     def _partial_stats(self, X_arr, images, row_offset):
         entropy = int(check_random_state(self.random_state).randint(0, 2**31 - 1))
         parts = _partial(
-            partial(self._probe, layout=X_arr.shape[1:]),
+            partial(self._probe, layout=self._probe.layout(X_arr.shape[1:], self.image_shape_)),
             to_tensor(images, device=self._probe.device, dtype=None), T=self.T_, c=self.c,
             interp=self.interp, average=self.average, noise_norm=self.noise_norm,
             n_diffeo=self.n_diffeo, n_repeats=self.n_repeats,

@@ -84,8 +84,8 @@ def _logit_invariance(model, X, y=None, *, group="rot4", image_shape=None, **par
     return logit_invariance(model, X, group, image_shape=image_shape, **params)
 
 
-def _rdm_similarity(model, X, y=None, *, layer=None, target_rdm=None, method="spearman",
-                    metric="correlation"):
+def _rdm_similarity(model, X, y=None, *, layer=None, image_shape=None, target_rdm=None,
+                    method="spearman", metric="correlation"):
     """Similarity of ``layer``'s ``metric`` RDM of ``X`` to ``target_rdm`` (default: ``y``'s)."""
     if target_rdm is None:
         if y is None:
@@ -93,7 +93,9 @@ def _rdm_similarity(model, X, y=None, *, layer=None, target_rdm=None, method="sp
                 "no labels: rdm_similarity compares with categorical_rdm(y); pass y or "
                 "target_rdm.")
         target_rdm = categorical_rdm(y)
-    features = as_model(model).features(X, layer).reshape(len(X), -1)
+    adapter = as_model(model)
+    X = np.reshape(X, (len(X), *adapter.sample_layout(np.shape(X)[1:], image_shape)))
+    features = adapter.features(X, layer).reshape(len(X), -1)
     if metric == "correlation" and features.shape[1] < 3:
         raise MeasureUnavailableError(
             f"too few features: the correlation RDM of {features.shape[1]} feature(s) is "

@@ -6,7 +6,8 @@ a torch module, a fitted skorch net, an estimator that trains a torch module
 plain callable ``tensor -> logits``. A black-box estimator is seen through
 the adapter's response (``decision_function``, else centred log-probabilities).
 ``X`` is in the model's input layout: images ``(n, C, H, W)``, or flat rows
-with ``image_shape`` saying how to fold them for the group action.
+with ``image_shape`` saying how to fold them for the group action (and for a
+CNN, which takes them as images: see :meth:`geolearn.models.ModelAdapter.sample_layout`).
 """
 
 import functools
@@ -56,6 +57,8 @@ class _Images:
         if adapter is not None and adapter.differentiable:  # the module casts to its dtype
             check_dtype_range(self.images, adapter.dtype, where="the model's parameters")
         self.layout = np.shape(X)[1:]
+        if adapter is not None:  # flat rows are folded for a CNN
+            self.layout = adapter.sample_layout(self.layout, self.images.shape[1:])
         self.tensor = torch.from_numpy(self.images)
 
     @property

@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from .._utils import (
+    check_image_shape,
     check_numeric_array,
     iter_batches,
     resolve_device,
@@ -16,7 +17,7 @@ from .._utils import (
     to_tensor,
     torch_threads,
 )
-from ._capture import _run_capturing
+from ._capture import _run_capturing, _run_collecting, _run_to_first
 from ._forward_ad import locked_jacfwd
 from ._freezing import frozen
 from ._response import resolve_response, respond
@@ -60,6 +61,7 @@ _SHAPE_PRESERVING = (nn.Identity, nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dro
                      nn.AlphaDropout)
 _SHAPE_CHANGING_ACTIVATIONS = (nn.GLU, nn.MultiheadAttention)
 _CONVS = (nn.Conv1d, nn.Conv2d, nn.Conv3d)
+_INPUT_LAYERS = (nn.Linear, *_CONVS)
 
 
 def _input_layer(module):
@@ -67,16 +69,19 @@ def _input_layer(module):
 
     Only where the order of layers is certain: a chain of ``nn.Sequential``
     through activations, dropout and a ``Flatten`` of the sample (whether the
-    layer sees it flattened). None for anything else (a custom ``forward`` may
-    use its submodules in any order).
+    layer sees it flattened). A leading ``nn.Unflatten`` of the rows is returned
+    as the layer (the model folds its rows itself). None for anything else (a
+    custom ``forward`` may use its submodules in any order).
     """
     name, flattened = [], False
-    while not isinstance(module, (nn.Linear, *_CONVS)):
+    while not isinstance(module, _INPUT_LAYERS):
         if not isinstance(module, nn.Sequential):
             return None
         for child_name, child in module.named_children():
             if isinstance(child, nn.Flatten) and child.start_dim == 1 and child.end_dim == -1:
                 flattened = True
+            elif isinstance(child, nn.Unflatten) and child.dim == 1 and not flattened:
+                return ".".join([*name, child_name]), child, False
             elif not (isinstance(child, _SHAPE_PRESERVING)
                       or (type(child).__module__ == "torch.nn.modules.activation"
                           and not isinstance(child, _SHAPE_CHANGING_ACTIVATIONS))):
@@ -86,6 +91,20 @@ def _input_layer(module):
         else:
             return None
     return ".".join(name), module, flattened
+
+
+def _takes(layer, received):
+    """Whether ``layer`` (Linear or Conv) takes an input of shape ``received``, as torch does."""
+    if isinstance(layer, nn.Linear):
+        return received[-1] == layer.in_features
+    dims = int(type(layer).__name__[-2])  # Conv1d -> 1
+    return len(received) in (dims + 1, dims + 2) and received[-dims - 1] == layer.in_channels
+
+
+def _takes_batch(conv, received, n):
+    """Whether a convolution receives a batch of ``n`` samples, each ``(C, *spatial)``."""
+    return (len(received) == len(conv.kernel_size) + 2 and received[0] == n
+            and received[1] == conv.in_channels)
 
 
 class ModelAdapter:
@@ -152,6 +171,7 @@ class ModelAdapter:
         self.kind = kind
         self._input_spec = None
         self._saved_bytes = {}  # per (layer, sample shape, dtype, device): see jacobian
+        self._first_layers = {}  # sample shape -> what _first_layer found
         self.module = module
         self.estimator = estimator
         self.response = response
@@ -202,8 +222,10 @@ class ModelAdapter:
         ``ValueError``. A tensor is returned as it is. Then each sample's shape
         is checked against the model's input: the ``n_features_in_`` of a
         scikit-learn model, the ``in_features`` or ``in_channels`` of a
-        network's first ``Linear``/``Conv`` layer (where the order of its layers
-        is certain: ``nn.Sequential`` chains). A mismatch is a ``ValueError``
+        network's first ``Linear``/``Conv`` layer (read from the order of an
+        ``nn.Sequential`` chain; for a module with its own ``forward``, the
+        first one a pass of two zero samples reaches, run once per sample
+        shape in eval mode and stopped there). A mismatch is a ``ValueError``
         stating what ``X`` has and what the model expects, before any torch
         error.
 
@@ -242,6 +264,7 @@ in_features of its first layer '0').
         if spec is False or len(shape) == 0:
             return
         layer_name, layer, flattened, n_features = spec
+        shape = tuple(shape)
         numel = int(np.prod(shape))
         if n_features is not None:
             if numel != n_features:
@@ -249,30 +272,126 @@ in_features of its first layer '0').
                                  f"{n_features} features as input.")
             return
         where = f"(the {{}} of its first layer {layer_name!r})"
-        if isinstance(layer, nn.Linear):
-            have = numel if flattened else shape[-1]
-            if have != layer.in_features:
-                raise ValueError(f"{name} has {have} features, but {self.name} is expecting "
-                                 f"{layer.in_features} features as input "
-                                 + where.format("in_features") + ".")
+        if layer is None:  # its own forward: the first layer a pass of such samples meets
+            found = self._first_layer(shape)
+            if found is None:
+                return
+            layer_name, layer, received = found
+            where = f"(the {{}} of the first layer it applies, {layer_name!r})"
+            ok = _takes(layer, received)
+        elif isinstance(layer, nn.Unflatten):
+            expected = int(np.prod(layer.unflattened_size))
+            if expected > 0 and numel != expected:  # a -1 size takes what the rows hold
+                raise ValueError(f"{name} has {numel} features, but {self.name} is expecting "
+                                 f"{expected} features as input (rows its first layer "
+                                 f"{layer_name!r} unflattens to {tuple(layer.unflattened_size)}).")
             return
-        dims = int(type(layer).__name__[-2])  # Conv1d -> 1
+        else:  # an nn.Sequential chain: what its first layer receives follows from its order
+            received = (None, numel) if flattened else (None, *shape)
+            ok = _takes(layer, received) and (isinstance(layer, nn.Linear)
+                                              or len(received) == len(layer.kernel_size) + 2)
+        if ok:
+            return
+        if isinstance(layer, nn.Linear):
+            raise ValueError(f"{name} has {received[-1]} features, but {self.name} is expecting "
+                             f"{layer.in_features} features as input "
+                             + where.format("in_features") + ".")
+        dims = int(type(layer).__name__[-2])
         c = layer.in_channels
-        if flattened or len(shape) != dims + 1 or shape[0] != c:
-            spatial = ("L", "H, W", "D, H, W")[dims - 1]
-            got = (f"samples with {shape[0]} channels of shape {tuple(shape)}"
-                   if len(shape) == dims + 1 else f"samples of shape {tuple(shape)}")
-            raise ValueError(f"{name} has {got}, but {self.name} is expecting {c} input "
-                             f"channel{'s' if c > 1 else ''}: samples of shape ({c}, {spatial}) "
-                             + where.format("in_channels")[:-1] + f", a {type(layer).__name__}).")
+        spatial = ("L", "H, W", "D, H, W")[dims - 1]
+        got = (f"samples with {shape[0]} channels of shape {shape}"
+               if len(shape) == dims + 1 else f"samples of shape {shape}")
+        raise ValueError(f"{name} has {got}, but {self.name} is expecting {c} input "
+                         f"channel{'s' if c > 1 else ''}: samples of shape ({c}, {spatial}) "
+                         + where.format("in_channels")[:-1] + f", a {type(layer).__name__}).")
 
     def _find_input_spec(self):
-        """``(layer name, layer, flattened, n_features)`` of the model's input, or False."""
+        """``(layer name, layer, flattened, n_features)`` of the model's input, or False.
+
+        The layer is None for a module with its own ``forward``: its first layer
+        depends on the samples and is found by :meth:`_first_layer`.
+        """
         n_features = getattr(self.estimator, "n_features_in_", None)
         if self.kind in ("sklearn-mlp", "sklearn-linear", "pipeline") and n_features is not None:
             return None, None, False, int(n_features)
+        if self.module is None:
+            return False
         found = _input_layer(self.module)
-        return False if found is None else (*found, None)
+        if found is not None:
+            return (*found, None)
+        modules = list(self.module.modules())
+        if (not any(isinstance(m, _INPUT_LAYERS) for m in modules)
+                or any(isinstance(m, nn.modules.lazy.LazyModuleMixin)
+                       and m.has_uninitialized_params() for m in modules)):
+            return False  # no layer to check against (or one still to be shaped by its input)
+        return None, None, False, None
+
+    def _first_layer(self, shape):
+        """``(name, layer, input shape)`` of the first ``Linear``/``Conv`` layer that samples of
+        ``shape`` meet, or None: two zero samples run up to it, frozen and without gradients
+        (once per shape: a partial forward pass, whatever the model's size).
+        """
+        if shape not in self._first_layers:
+            names = {m: n for n, m in self.module.named_modules() if isinstance(m, _INPUT_LAYERS)}
+            x = torch.zeros((2, *shape), device=self.device, dtype=self.dtype)
+            with self.frozen(), torch.no_grad():
+                layer, received = _run_to_first(self.module, x, names)
+            self._first_layers[shape] = (None if layer is None
+                                         else (names[layer], layer, tuple(received.shape)))
+        return self._first_layers[shape]
+
+    def sample_layout(self, shape, image_shape=None):
+        """The shape in which the model takes a sample given as ``shape``.
+
+        Flat rows of images (``shape`` is ``(C * H * W,)`` and ``image_shape``
+        is ``(C, H, W)``) are folded to ``image_shape`` for a model that takes
+        images: a torch model whose first ``Linear``/``Conv`` layer is a
+        convolution that cannot take the rows as a batch of samples. That
+        layer is read from the order of an ``nn.Sequential`` chain, and for a
+        module with its own ``forward`` (torchvision's CNNs) found by running
+        two zero rows up to it (in eval mode, once per shape). Every other
+        model (MLPs, a model that folds its rows itself, scikit-learn models,
+        black boxes) takes ``shape`` as given.
+
+        Parameters
+        ----------
+        shape : tuple of int
+            The shape of one sample as given.
+        image_shape : tuple of int, optional
+            ``(C, H, W)`` of the images the samples hold; None: ``shape``.
+
+        Returns
+        -------
+        layout : tuple of int
+
+        Examples
+        --------
+        >>> import torch
+        >>> from geolearn.models import as_model
+        >>> cnn = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.Flatten())
+        >>> mlp = torch.nn.Sequential(torch.nn.Linear(48, 4))
+        >>> as_model(cnn).sample_layout((48,), (3, 4, 4)), as_model(mlp).sample_layout((48,), (3, 4, 4))
+        ((3, 4, 4), (48,))
+        """
+        shape = tuple(shape)
+        if image_shape is None or len(shape) != 1 or self.module is None:
+            return shape
+        image_shape = check_image_shape(image_shape)
+        if not any(isinstance(m, _CONVS) for m in self.module.modules()):
+            return shape  # no convolution: never run an MLP on images
+        spec = self._input_spec
+        if spec is None:
+            spec = self._input_spec = self._find_input_spec()
+        if spec is False or spec[3] is not None:
+            return shape
+        _, layer, flattened, _ = spec
+        if layer is None:  # its own forward: the rows run to the first layer they meet
+            found = self._first_layer(shape)
+            images = (found is not None and isinstance(found[1], _CONVS)
+                      and not _takes_batch(found[1], found[2], 2))
+        else:
+            images = isinstance(layer, _CONVS) and not flattened
+        return image_shape if images else shape
 
     def to_tensor(self, X):
         """``X`` as a tensor on the model's device and dtype."""
@@ -331,6 +450,42 @@ in_features of its first layer '0').
                 what = "the input of layer" if input else "layer"
                 raise RuntimeError(f"{what} {layer!r} was not reached by the forward pass.")
             return out
+
+        return f
+
+    def layers_fn(self, layers):
+        """A torch function ``x -> {name: output}`` reading several layers in one forward pass.
+
+        The pass stops once each of ``layers`` (names, indices or callables, as
+        for :meth:`feature_fn`) has given its output: reading many layers costs
+        one pass up to the last of them, not one pass per layer. A layer the
+        pass never reaches is a ``ValueError`` naming it. Call it inside
+        :meth:`frozen`, as :meth:`feature_fn`.
+
+        Examples
+        --------
+        >>> import torch
+        >>> from geolearn.models import as_model
+        >>> net = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+        >>> out = as_model(net).layers_fn(["0", -1])(torch.zeros(5, 3))
+        >>> {name: tuple(t.shape) for name, t in out.items()}
+        {'0': (5, 4), '2': (5, 2)}
+        """
+        self.require_gradients("layers_fn")
+        names = list(dict.fromkeys(self.resolve_layer(layer) for layer in layers))
+        if None in names:
+            raise ValueError("layers_fn reads hidden layers; None (the model output) is not one.")
+        modules = dict(self.module.named_modules())
+        targets = {modules[name]: name for name in names}
+
+        def f(x):
+            self.check_sample_shape(tuple(x.shape[1:]))
+            outs = _run_collecting(self.module, x, targets)
+            missing = [name for module, name in targets.items() if module not in outs]
+            if missing:
+                raise ValueError(f"layers {missing} were never called by the forward pass of "
+                                 f"{self.name}: choose layers the model uses.")
+            return {name: outs[module] for module, name in targets.items()}
 
         return f
 

@@ -34,12 +34,24 @@ _LOCAL = threading.local()
 
 
 class _Capture:
-    """What one call wants from its forward pass: the output (or input) of ``target``."""
+    """What one call wants from its forward pass: the output (or input) of the first of
+    ``targets`` reached, and which one that was; or, collecting, the outputs of them all."""
 
-    __slots__ = ("out", "pre", "target")
+    __slots__ = ("collected", "out", "pre", "reached", "targets")
 
-    def __init__(self, target, pre):
-        self.target, self.pre, self.out = target, pre, None
+    def __init__(self, targets, pre, collect=False):
+        self.targets, self.pre, self.out, self.reached = targets, pre, None, None
+        self.collected = {} if collect else None
+
+    def catch(self, module, value):
+        if not any(t is module for t in self.targets):
+            return
+        if self.collected is None:
+            self.out, self.reached = value, module
+            raise _StopForward(self)
+        self.collected.setdefault(module, value)  # a module called twice: its first call
+        if len(self.collected) == len(self.targets):
+            raise _StopForward(self)
 
 
 def _active_capture():
@@ -49,25 +61,24 @@ def _active_capture():
 
 def _dispatch_forward(module, inputs, output):
     cap = _active_capture()
-    if cap is not None and cap.target is module and not cap.pre:
-        cap.out = _first(output)
-        raise _StopForward(cap)
+    if cap is not None and not cap.pre:
+        cap.catch(module, _first(output))
 
 
 def _dispatch_pre(module, inputs):
     cap = _active_capture()
-    if cap is not None and cap.target is module and cap.pre:
-        cap.out = inputs[0]
-        raise _StopForward(cap)
+    if cap is not None and cap.pre:
+        cap.catch(module, inputs[0])
 
 
-def _start_pass(target, pre):
+def _start_pass(targets, pre):
     with _HOOK_LOCK:
         _IN_FLIGHT[0] += 1
-        if target is not None and (id(target), pre) not in _HOOKS:
-            handle = (target.register_forward_pre_hook(_dispatch_pre) if pre
-                      else target.register_forward_hook(_dispatch_forward))
-            _HOOKS[id(target), pre] = (target, handle)
+        for target in targets:
+            if (id(target), pre) not in _HOOKS:
+                handle = (target.register_forward_pre_hook(_dispatch_pre) if pre
+                          else target.register_forward_hook(_dispatch_forward))
+                _HOOKS[id(target), pre] = (target, handle)
 
 
 def _end_pass():
@@ -84,20 +95,39 @@ def _run_capturing(module, x, target, pre=False):
     it was reached; the model output when ``target`` is None. Safe when other threads run the
     same module meanwhile.
     """
-    cap = _Capture(target, pre)
-    _start_pass(target, pre)
+    out, reached = _run(module, x, _Capture(() if target is None else (target,), pre))
+    return out, reached is not None or target is None
+
+
+def _run_to_first(module, x, layers):
+    """``(layer, its input)``: the first of ``layers`` that ``module(x)`` reaches, the pass
+    stopped there; ``(None, output)`` when it reaches none of them."""
+    out, reached = _run(module, x, _Capture(tuple(layers), pre=True))
+    return reached, out
+
+
+def _run_collecting(module, x, targets):
+    """``{target: output}`` of each of ``targets`` that ``module(x)`` reaches, in one pass that
+    stops once it has them all."""
+    cap = _Capture(tuple(dict.fromkeys(targets)), pre=False, collect=True)
+    _run(module, x, cap)
+    return cap.collected
+
+
+def _run(module, x, cap):
+    _start_pass(cap.targets, cap.pre)
     stack = getattr(_LOCAL, "captures", None)
     if stack is None:
         stack = _LOCAL.captures = []
-    stack.append(cap)  # also for target None: an outer call's target is not this pass's
+    stack.append(cap)  # also without targets: an outer call's targets are not this pass's
     try:
         out = module(x)
     except _StopForward as stop:
         if not stop.args or stop.args[0] is not cap:
             raise
-        return cap.out, True
+        return cap.out, cap.reached
     finally:
         stack.pop()
         _end_pass()
-    return _first(out), target is None
+    return _first(out), None
 

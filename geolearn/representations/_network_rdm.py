@@ -1,7 +1,8 @@
 """RDMs of network layers: hooked activations of any model, one RDM per layer.
 
-Layers are read through :func:`geolearn.models.as_model` (a forward hook that stops the pass
-at the layer), in eval mode without gradients, and every submodule's mode is restored after.
+Layers are read through :func:`geolearn.models.as_model` (forward hooks, one pass for many
+layers that stops at the last of them), in eval mode without gradients, and every submodule's
+mode is restored after.
 """
 
 import zlib
@@ -79,23 +80,56 @@ def layer_features(adapter, X, layer, *, batch_size=64, max_features=None, seed=
     n_features : int
         The layer's width before any projection.
     """
-    f = adapter.feature_fn(layer)
-    project = _Projector(max_features, seed)
-    out, width = [], None
+    (_, F, width), = layers_features(adapter, X, [layer], batch_size=batch_size,
+                                     max_features=max_features, seeds={layer: seed})
+    return F, width
+
+
+# the features of the layers read in one pass take at most this many bytes (or one layer's)
+_GROUP_BYTES = 2**30
+
+
+def layers_features(adapter, X, layers, *, batch_size=64, max_features=None, seeds=None):
+    """``(layer, features, n_features)`` as :func:`layer_features` gives, for many layers.
+
+    Layers are read together, one forward pass per batch for a group of
+    consecutive layers whose features take at most 1 GiB (a wider layer alone),
+    instead of a pass per layer: eight blocks of a ResNet cost one pass, not
+    eight partial ones. A generator: each group's features are given before the
+    next group is read, so a consumer holds one group at a time.
+    """
+    seeds = seeds or {}
     with adapter.frozen(), torch.no_grad():
-        for sl in iter_batches(len(X), batch_size):
-            try:
-                F = f(adapter.to_tensor(X[sl]))
-            except RuntimeError as exc:
-                if "was not reached" not in str(exc):
-                    raise
-                raise ValueError(
-                    f"layer {layer!r} was never called by the forward pass of {adapter.name} "
-                    "(its hook never fired): choose a layer the model uses.") from None
-            F = to_numpy(F.reshape(len(F), -1)).astype(np.float32, copy=False)
-            width = F.shape[1]
-            out.append(project(F))
-    return np.concatenate(out), width
+        # each layer's width from one sample, to group the layers
+        sizes = {name: F[0].numel() for name, F in
+                 adapter.layers_fn(layers)(adapter.to_tensor(X[:1])).items()}
+    for group in _groups(layers, sizes, max_features, len(X)):
+        projectors = {layer: _Projector(max_features, seeds.get(layer)) for layer in group}
+        out = {layer: [] for layer in group}
+        f = adapter.layers_fn(group)
+        with adapter.frozen(), torch.no_grad():
+            for sl in iter_batches(len(X), batch_size):
+                for layer, F in f(adapter.to_tensor(X[sl])).items():
+                    F = to_numpy(F.reshape(len(F), -1)).astype(np.float32, copy=False)
+                    out[layer].append(projectors[layer](F))
+        for layer in group:
+            yield layer, np.concatenate(out.pop(layer)), sizes[layer]
+
+
+def _groups(layers, sizes, max_features, n):
+    """``layers`` in consecutive groups whose float32 features for ``n`` samples fit
+    ``_GROUP_BYTES`` (a layer wider than that forms a group of its own)."""
+    group, used = [], 0
+    for layer in layers:
+        width = sizes[layer] if max_features is None else min(sizes[layer], max_features)
+        need = 4 * n * width
+        if group and used + need > _GROUP_BYTES:
+            yield group
+            group, used = [], 0
+        group.append(layer)
+        used += need
+    if group:
+        yield group
 
 
 def layer_rdm(adapter, X, layer, *, metric="correlation", batch_size=64, max_features=None,
@@ -103,8 +137,12 @@ def layer_rdm(adapter, X, layer, *, metric="correlation", batch_size=64, max_fea
     """The float64 RDM of ``layer``'s activations for ``X`` and the layer's width."""
     F, width = layer_features(adapter, X, layer, batch_size=batch_size,
                               max_features=max_features, seed=seed)
+    return _rdm(F, metric, layer), width
+
+
+def _rdm(F, metric, layer):
     try:
-        return compute_rdm(F, metric), width
+        return compute_rdm(F, metric)
     except ValueError as exc:
         raise ValueError(f"layer {layer!r}: {exc}") from None
 
@@ -239,13 +277,14 @@ class NetworkRDM(BaseEstimator):
                 raise ValueError("layers must name at least one layer, or be None.")
             check_layer_names(adapter, layers)
         base = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
+        seeds = {layer: int(np.random.SeedSequence([base, zlib.crc32(layer.encode())])
+                            .generate_state(1)[0]) for layer in layers}
+        features = layers_features(adapter, X, layers, batch_size=self.batch_size,
+                                   max_features=self.max_features, seeds=seeds)
         rdms, widths = {}, {}
-        for layer in progress_bar(layers, desc="NetworkRDM", unit="layer", verbose=self.verbose):
-            seed = int(np.random.SeedSequence([base, zlib.crc32(layer.encode())])
-                       .generate_state(1)[0])
-            rdms[layer], widths[layer] = layer_rdm(
-                adapter, X, layer, metric=self.metric, batch_size=self.batch_size,
-                max_features=self.max_features, seed=seed)
+        for layer, F, width in progress_bar(features, desc="NetworkRDM", unit="layer",
+                                            total=len(layers), verbose=self.verbose):
+            rdms[layer], widths[layer] = _rdm(F, self.metric, layer), width
         self.rdms_ = rdms
         self.layer_names_ = layers
         self.n_features_per_layer_ = widths
