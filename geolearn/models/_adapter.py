@@ -24,6 +24,15 @@ from ._response import resolve_response, respond
 from ._sklearn import affine_to_torch, linear_model_types, linear_to_torch, mlp_to_torch
 
 
+class LayerNotReachedError(RuntimeError):
+    """The forward pass of a model ended without running the layer asked for.
+
+    Raised by :meth:`ModelAdapter.feature_fn`'s function when the model's ``forward``
+    skips the layer for these inputs (a branch, an early return), so that callers can
+    say what to pass instead without reading the message.
+    """
+
+
 class GradientsUnavailableError(TypeError):
     """A method needs gradients but the model is a black box.
 
@@ -448,7 +457,8 @@ in_features of its first layer '0').
             out, reached = _run_capturing(module, x, target, pre=input)
             if not reached:
                 what = "the input of layer" if input else "layer"
-                raise RuntimeError(f"{what} {layer!r} was not reached by the forward pass.")
+                raise LayerNotReachedError(f"{what} {layer!r} was not reached by the forward "
+                                           "pass.")
             return out
 
         return f

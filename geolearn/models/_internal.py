@@ -7,7 +7,7 @@ the response reader, the torch counterparts of scikit-learn layers) is here, so 
 shared without becoming public. Names may change between releases without notice.
 """
 
-from ._adapter import saved_bytes
+from ._adapter import LayerNotReachedError, saved_bytes
 from ._fitting import fit_router, is_prefit, route_fit_params, tabular_input
 from ._forward_ad import locked_jacfwd, locked_jvp
 from ._response import RESPONSES, respond
@@ -26,6 +26,7 @@ from ._training import (
 )
 
 __all__ = [
+    "LayerNotReachedError",
     "RESPONSES",
     "Affine",
     "BinaryProba",

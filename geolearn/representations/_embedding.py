@@ -15,6 +15,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._utils import check_model_inputs, fitted_on_success, iter_batches, preserved_dtype, to_numpy
 from ..models import as_model
+from ..models._internal import LayerNotReachedError
 
 
 def final_linear(adapter):
@@ -48,9 +49,7 @@ def embedding_fn(adapter, layer=None):
     def f(x):
         try:
             return read(x).flatten(1)
-        except RuntimeError as exc:
-            if "was not reached" not in str(exc):
-                raise
+        except LayerNotReachedError:
             raise RuntimeError(f"the forward pass of {adapter.name} never reached its final "
                                "nn.Linear; pass layer= explicitly.") from None
 

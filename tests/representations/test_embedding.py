@@ -143,3 +143,23 @@ def test_fourier_errors():
     with pytest.raises(ValueError, match="part"):
         FourierEmbedding(part="power").fit(np.ones((2, 3)))
     check_bad_inputs(FourierEmbedding(), np.ones((4, 3)), cases=("nan", "inf", "ndim"))
+
+
+class _SkipsHead(nn.Module):
+    """A classifier whose forward returns before its final linear layer."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Linear(4, 3)
+        self.head = nn.Linear(3, 2)
+
+    def forward(self, x):
+        return self.body(x)
+
+
+def test_a_head_the_forward_pass_skips_is_named():
+    # the adapter's LayerNotReachedError becomes an error that says what to pass
+    X = np.random.RandomState(0).rand(5, 4).astype(np.float32)
+    with pytest.raises(RuntimeError, match="never reached its final nn.Linear; pass layer="):
+        TorchEmbedder(_SkipsHead()).fit(X).transform(X)
+    assert TorchEmbedder(_SkipsHead(), layer="body").fit(X).transform(X).shape == (5, 3)
