@@ -227,6 +227,18 @@ class FlowDensity(ObjectiveTrainingMixin, MeanScoreMixin, OneToOneFeatureMixin, 
     ((4,), (5, 3))
     """
 
+    _expected_failed_checks = {  # noqa: RUF012
+        "check_sample_weight_equivalence_on_dense_data": (
+            "the repeated rows make more rows, so other minibatches (and more steps per "
+            "epoch) than the weighted ones; and even in full batches Adam's normalised first "
+            "step turns the rounding noise of gradients that are 0 in exact arithmetic (the "
+            "identity couplings' shifts on standardised data) into steps of +-lr: the fits "
+            "agree only in expectation. tests/test_sample_weight.py checks that integer "
+            "weights equal repeated rows in full batches with SGD, and that a weight 0 "
+            "equals dropping the row exactly"
+        ),
+    }
+
     _parameter_constraints = {
         **NET_CONSTRAINTS,
         **EPOCH_CONSTRAINTS,
