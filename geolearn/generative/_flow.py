@@ -15,7 +15,11 @@ from sklearn.base import (
 )
 from sklearn.utils import Bunch, check_random_state
 from sklearn.utils._param_validation import Interval
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import (
+    _check_sample_weight,
+    check_is_fitted,
+    validate_data,
+)
 from torch import nn
 
 from .._utils import (
