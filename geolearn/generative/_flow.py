@@ -146,8 +146,9 @@ def positive_weight_rows(X, sample_weight):
 def check_standardisation(X, sample_weight=None):
     """Mean and std per column, each row counted by its weight; constant columns refused.
 
-    Constant columns make a density degenerate. Computed on the columns scaled by their largest ``|x|``, so that values beyond 1e154
-    (whose squares overflow float64) still give a finite std.
+    Constant columns make a density degenerate. Computed on the columns scaled by their
+    largest ``|x|``, so that values beyond 1e154 (whose squares overflow float64) still give
+    a finite std.
     """
     peak = np.abs(X).max(axis=0)
     peak = np.where(peak > 0, peak, 1.0)
@@ -236,8 +237,8 @@ class FlowDensity(ObjectiveTrainingMixin, MeanScoreMixin, OneToOneFeatureMixin, 
             "the repeated rows make more rows, so other minibatches (and more steps per "
             "epoch) than the weighted ones; and even in full batches Adam's normalised first "
             "step turns the rounding noise of gradients that are 0 in exact arithmetic (the "
-            "identity couplings' shifts on standardised data) into steps of +-lr: the fits "
-            "agree only in expectation. tests/test_sample_weight.py checks that integer "
+            "identity couplings' shifts on standardised data) into steps of +-lr, which "
+            "differ in sign between the two fits. tests/test_sample_weight.py checks that integer "
             "weights equal repeated rows in full batches with SGD, and that a weight 0 "
             "equals dropping the row exactly"
         ),
