@@ -238,9 +238,9 @@ class FlowDensity(ObjectiveTrainingMixin, MeanScoreMixin, OneToOneFeatureMixin, 
             "epoch) than the weighted ones; and even in full batches Adam's normalised first "
             "step turns the rounding noise of gradients that are 0 in exact arithmetic (the "
             "identity couplings' shifts on standardised data) into steps of +-lr, which "
-            "differ in sign between the two fits. tests/test_sample_weight.py checks that integer "
-            "weights equal repeated rows in full batches with SGD, and that a weight 0 "
-            "equals dropping the row exactly"
+            "differ in sign between the two fits. tests/test_sample_weight.py checks that "
+            "integer weights equal repeated rows in full batches with SGD, and that a weight "
+            "0 equals dropping the row exactly"
         ),
     }
 
