@@ -1,8 +1,10 @@
-"""``sample_weight`` of the weighted-loss estimators: InvariantClassifier and the VAE family.
+"""``sample_weight`` of the weighted-loss estimators: InvariantClassifier, the VAE family, the
+flow and the diffusion models.
 
-Each batch's loss is the weighted mean ``sum_i w_i l_i / sum_i w_i``: integer weights equal
-repeated rows (in full batches, with the training noise held fixed: the VAEs draw their
-reparameterisation noise per row), and a weight 0 drops the row, exactly. scikit-learn's
+Each batch's loss is the weighted mean ``sum_i w_i l_i / sum_i w_i`` (and the densities'
+standardisation is weighted): integer weights equal repeated rows (in full batches, with the
+training noise held fixed: the VAEs draw their reparameterisation noise per row, the diffusion
+models their step and noise), and a weight 0 drops the row, exactly. scikit-learn's
 ``check_sample_weight_equivalence_on_dense_data`` asks for 1e-7 with the noise drawn, which
 the estimators declare they cannot meet (``docs/estimator_checks.md``).
 """
@@ -13,7 +15,15 @@ import sklearn
 import torch
 from sklearn.model_selection import cross_validate
 
-from geolearn.generative import ChartAutoencoder, GridVAE, VAEClassifier, VAEGenerator
+from geolearn.generative import (
+    ChartAutoencoder,
+    DiffusionDensity,
+    DiffusionGenerator,
+    FlowDensity,
+    GridVAE,
+    VAEClassifier,
+    VAEGenerator,
+)
 from geolearn.invariance import InvariantClassifier
 
 pytestmark = pytest.mark.filterwarnings("ignore:kl_estimator='batch' with only")
@@ -30,6 +40,15 @@ ESTIMATORS = {
                                                             **_NET, **kw),
     "InvariantClassifier-IR": lambda **kw: InvariantClassifier(image_shape=(4, 4), augment=False,
                                                                nu=0.5, **_NET, **kw),
+    # SGD: the flow's first gradients of standardised data are rounding noise about 0 (the
+    # identity couplings' shifts), whose signs Adam's normalised step turns into +-lr
+    "FlowDensity": lambda **kw: FlowDensity(n_layers=2, optimizer=torch.optim.SGD, **_NET, **kw),
+    "DiffusionGenerator": lambda **kw: DiffusionGenerator(n_timesteps=50, **_NET, **kw),
+    # max_epochs minibatches drawn with replacement
+    "DiffusionDensity": lambda **kw: DiffusionDensity(n_timesteps=50, n_rounds=2, **_NET, **kw),
+    # one step on the rows in order (the user's sampler replaces the drawn minibatches)
+    "DiffusionDensity-one-step": lambda **kw: DiffusionDensity(
+        n_timesteps=50, n_rounds=2, iterator_train__sampler=None, **_NET, **kw),
 }
 
 
@@ -42,13 +61,24 @@ def _data():
 
 
 def _outputs(est, X):
-    return est.predict_proba(X) if hasattr(est, "predict_proba") else est.transform(X)
+    for method in ("predict_proba", "transform", "score_samples"):
+        if hasattr(est, method):
+            return getattr(est, method)(X)
 
 
-@pytest.mark.parametrize("name", list(ESTIMATORS))
+def _last_step(low, high, size, **kwargs):
+    """``torch.randint`` that draws every diffusion row's step as the last one."""
+    return torch.full(size, high - 1, dtype=torch.long, device=kwargs.get("device"))
+
+
+# minibatches drawn with replacement from 11 weighted or 20 repeated rows cannot coincide
+@pytest.mark.parametrize("name", [name for name in ESTIMATORS if name != "DiffusionDensity"])
 def test_integer_weights_equal_repeated_rows(name, monkeypatch):
-    # the VAEs' only training noise is the reparameterisation draw: held at 0 (z = mu)
+    # the VAEs' only training noise is the reparameterisation draw: held at 0 (z = mu); the
+    # diffusion models' noise too, and their step held at the last one
     monkeypatch.setattr(torch, "randn_like", torch.zeros_like)
+    if name.startswith("Diffusion"):
+        monkeypatch.setattr(torch, "randint", _last_step)
     X, y, w = _data()
     make = ESTIMATORS[name]
     weighted = make(batch_size=64).fit(X, y, sample_weight=w)
@@ -74,7 +104,8 @@ def test_zero_weight_drops_the_row(name):
     np.testing.assert_array_equal(_outputs(weighted, X), _outputs(dropped, X))
 
 
-@pytest.mark.parametrize("name", ["GridVAE", "InvariantClassifier"])
+@pytest.mark.parametrize("name", ["GridVAE", "InvariantClassifier", "FlowDensity",
+                                  "DiffusionGenerator", "DiffusionDensity"])
 def test_invalid_weights_are_refused(name):
     X, y, _ = _data()
     with pytest.raises(ValueError, match="Negative values"):
@@ -90,14 +121,16 @@ def test_validation_split_reads_the_labels_of_weighted_rows():
     assert np.isfinite(clf.history_[:, "valid_acc"]).all()
 
 
-@pytest.mark.parametrize("name", ["VAEClassifier", "InvariantClassifier"])
+@pytest.mark.parametrize("name", ["VAEClassifier", "InvariantClassifier", "FlowDensity",
+                                  "DiffusionDensity"])
 def test_weights_routed_by_metadata_routing(name):
     """A search requests and routes the weights like any scikit-learn consumer's."""
     X, y, w = _data()
     X, y, w = np.tile(X, (2, 1)), np.tile(y, 2), np.tile(w, 2)
     with sklearn.config_context(enable_metadata_routing=True):
-        est = ESTIMATORS[name]().set_fit_request(sample_weight=True).set_score_request(
-            sample_weight=False)
+        est = ESTIMATORS[name]().set_fit_request(sample_weight=True)
+        if hasattr(est, "set_score_request"):  # the classifiers' score takes weights too
+            est = est.set_score_request(sample_weight=False)
         assert est.get_metadata_routing().consumes("fit", ["sample_weight"]) == {"sample_weight"}
         routed = cross_validate(est, X, y, cv=2, params={"sample_weight": w},
                                 return_estimator=True)

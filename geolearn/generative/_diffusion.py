@@ -20,7 +20,7 @@ from .._utils.row_noise import row_draws, row_seeds
 from .._utils.torch_estimator import NET_CONSTRAINTS, MeanScoreMixin, ObjectiveTrainingMixin
 from ..exceptions import GeolearnWarning
 from ..models import frozen
-from ._flow import check_standardisation, standardise
+from ._flow import check_standardisation, positive_weight_rows, standardise
 from .ddpm import (
     NoisePredictor,
     ancestral_sample,
@@ -147,13 +147,18 @@ class DiffusionDensity(ObjectiveTrainingMixin, MeanScoreMixin, DensityMixin, Bas
         self._set_net_params(net_params)
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, sample_weight=None):
         """Train the noise predictor.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
         y : ignored
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights of the rows: each minibatch's loss is the weighted mean
+            ``sum_i w_i l_i / sum_i w_i`` of its rows' denoising errors, and the
+            standardisation is weighted too. Rows of weight 0 are left out (minibatches
+            are drawn from the others).
 
         Returns
         -------
@@ -165,11 +170,13 @@ class DiffusionDensity(ObjectiveTrainingMixin, MeanScoreMixin, DensityMixin, Bas
             warn_user(f"DiffusionDensity on {X.shape[1]} features: in high dimension the "
                       "chain log-likelihood hardly separates seen from unseen data "
                       "(reduce the dimension first).", GeolearnWarning)
+        X, sample_weight = positive_weight_rows(X, sample_weight)
         sizes = check_hidden_sizes(self.hidden_layer_sizes)
         if not warm:
             self._set_schedule()
-            self.mean_, self.scale_ = (check_standardisation(X) if self.standardize else
-                                       (np.zeros(X.shape[1]), np.ones(X.shape[1])))
+            self.mean_, self.scale_ = (
+                check_standardisation(X, sample_weight) if self.standardize else
+                (np.zeros(X.shape[1]), np.ones(X.shape[1])))
         Xs = standardise(X, self.mean_, self.scale_, "the float32 noise predictor")
         Xs = torch.as_tensor(Xs, dtype=torch.float32)
         # one "epoch" of max_epochs minibatches drawn with replacement
@@ -177,7 +184,7 @@ class DiffusionDensity(ObjectiveTrainingMixin, MeanScoreMixin, DensityMixin, Bas
             Xs, replacement=True, num_samples=self.max_epochs * self.batch_size)
         module = functools.partial(NoisePredictor, X.shape[1], sizes, self.alphas_cumprod_)
         self._train(module, denoising_objective, Xs, seed=self.random_state, max_epochs=1,
-                    iterator_train__sampler=sampler)
+                    iterator_train__sampler=sampler, sample_weight=sample_weight)
         return self
 
     def _set_schedule(self):

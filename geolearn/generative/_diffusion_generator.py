@@ -22,6 +22,7 @@ from .._utils.torch_estimator import (
     check_max_epochs,
 )
 from ..models import frozen
+from ._flow import positive_weight_rows
 from .ddpm import (
     ancestral_sample,
     denoising_objective,
@@ -156,13 +157,18 @@ class DiffusionGenerator(ObjectiveTrainingMixin, BaseEstimator):
         self._set_net_params(net_params)
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, sample_weight=None):
         """Train the noise predictor on ``L_simple``.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features), or images (n, H, W) / (n, C, H, W)
         y : ignored
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights of the rows: each batch's loss is the weighted mean
+            ``sum_i w_i l_i / sum_i w_i`` of its rows' denoising errors, and the
+            standardisation is weighted too, so integer weights equal repeated rows.
+            Rows of weight 0 are left out.
 
         Returns
         -------
@@ -171,23 +177,27 @@ class DiffusionGenerator(ObjectiveTrainingMixin, BaseEstimator):
         check_max_epochs(self.max_epochs, self.denoiser)
         warm = self._warm()
         X = validate_rows(self, X, reset=not warm)
+        X, sample_weight = positive_weight_rows(X, sample_weight)
         if not warm:
             self.betas_, self.alphas_cumprod_ = diffusion_schedule(
                 self.n_timesteps, "linear", self.beta_start, self.beta_end)
-            self._set_scaling(X)
+            self._set_scaling(X, sample_weight)
         Xs = torch.from_numpy(np.ascontiguousarray((X - self.mean_) / self.scale_,
                                                    dtype=np.float32))
         self._train(self._module_factory(X.shape[1]), denoising_objective, Xs,
-                    seed=self.random_state, max_epochs=self.max_epochs)
+                    seed=self.random_state, max_epochs=self.max_epochs,
+                    sample_weight=sample_weight)
         return self
 
-    def _set_scaling(self, X):
+    def _set_scaling(self, X, sample_weight=None):
         X = X.astype(np.float64)
         if not self.standardize:
             self.mean_, self.scale_ = np.zeros(X.shape[1]), 1.0
             return
-        self.mean_ = X.mean(axis=0)
-        scale = float(np.sqrt(X.var(axis=0).mean()))
+        # each row counted by its weight (np.average's None is the plain mean)
+        self.mean_ = np.average(X, axis=0, weights=sample_weight)
+        var = np.average((X - self.mean_) ** 2, axis=0, weights=sample_weight)
+        scale = float(np.sqrt(var.mean()))
         self.scale_ = scale if scale > 0 else 1.0
 
     def _module_factory(self, n_features):

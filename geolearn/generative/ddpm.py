@@ -36,6 +36,7 @@ from torch import nn
 
 from .._utils import check_hidden_sizes, warn_user
 from ..exceptions import GeolearnWarning
+from ..models._internal import weighted_mean
 
 __all__ = [
     "DenoiserWrapper",
@@ -478,7 +479,7 @@ def noise_model_factory(denoiser, alphas_cumprod, *, n_features, image_shape=Non
     return functools.partial(unet_noise_model, tuple(image_shape), channels, alphas_cumprod)
 
 
-def denoising_objective(module, y_pred, x, y, epoch=0, reduction="sum"):
+def denoising_objective(module, y_pred, x, y, epoch=0, reduction="sum", sample_weight=None):
     """``L_simple``: squared error of the noise prediction, summed (or averaged) over features.
 
     For :class:`geolearn.models.ObjectiveNet`; ``y_pred = (eps_theta, eps)`` from a
@@ -499,11 +500,13 @@ def denoising_objective(module, y_pred, x, y, epoch=0, reduction="sum"):
         The training epoch (unused).
     reduction : {"sum", "mean"}, default="sum"
         How the squared errors of a row's features combine.
+    sample_weight : torch.Tensor of shape (batch,), default=None
+        Weights of the rows: the batch mean is then ``sum_i w_i e_i / sum_i w_i``.
 
     Returns
     -------
     loss : torch.Tensor
-        The batch mean of the per-row errors, a scalar.
+        The (weighted) batch mean of the per-row errors, a scalar.
     parts : dict
         Empty: no further terms to log.
 
@@ -518,7 +521,7 @@ def denoising_objective(module, y_pred, x, y, epoch=0, reduction="sum"):
     eps_pred, eps = y_pred
     check_noise_shape(eps_pred, eps)
     err = (eps_pred - eps) ** 2
-    return (err.mean(-1) if reduction == "mean" else err.sum(-1)).mean(), {}
+    return weighted_mean(err.mean(-1) if reduction == "mean" else err.sum(-1), sample_weight), {}
 
 
 def check_noise_shape(eps_pred, x):
