@@ -237,24 +237,26 @@ def _loss(net, Z):
                                              torch.as_tensor(Y)).item()
 
 
-def test_patch_attack_on_images_and_flat_rows(net):
+@pytest.mark.parametrize("method", ["pgd", "nag"])
+def test_patch_attack_on_images_and_flat_rows(net, method):
     """Regression: ``patch_attack`` took flat rows only, so images raised "Found array with
     dim 4" and rows could not reach a CNN. An 8x8 patch in every channel now changes only its
     pixels and raises the loss; flat rows with ``image_shape`` and an ``(H, W)`` mask give the
     same attack."""
     mask = rectangular_patch_mask(SHAPE, top=8, left=8, height=8, width=8)
     inside = mask.reshape(SHAPE)
-    adv = patch_attack(net, X, Y, inside, n_steps=10, step_size=0.05, random_state=0)
+    kwargs = dict(method=method, n_steps=10, step_size=0.05, random_state=0)
+    adv = patch_attack(net, X, Y, inside, **kwargs)
     assert adv.shape == X.shape
     np.testing.assert_array_equal(adv[:, ~inside], X[:, ~inside])
     assert np.abs(adv - X).max() > 0.1 and adv.min() >= 0 and adv.max() <= 1
     assert _loss(net, adv.astype(np.float32)) > _loss(net, X)
-    on_rows = patch_attack(net, FLAT, Y, mask, n_steps=10, step_size=0.05, image_shape=SHAPE,
-                           random_state=0)
+    on_rows = patch_attack(net, FLAT, Y, mask, image_shape=SHAPE, **kwargs)
     np.testing.assert_allclose(on_rows.reshape(X.shape), adv, atol=1e-6)
-    square = patch_attack(net, FLAT, Y, inside[0], n_steps=10, step_size=0.05,
-                          image_shape=SHAPE, random_state=0)
-    np.testing.assert_array_equal(square, on_rows)
+    np.testing.assert_array_equal(patch_attack(net, FLAT, Y, inside[0], image_shape=SHAPE,
+                                               **kwargs), on_rows)
+    with pytest.raises(ValueError, match="expecting 3 input channels"):
+        patch_attack(net, FLAT, Y, mask, **kwargs)  # rows without image_shape
 
 
 def test_patch_attack_on_an_mlp_of_flat_rows():
