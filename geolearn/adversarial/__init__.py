@@ -4,7 +4,7 @@ Every attack works on any differentiable classifier that :func:`geolearn.models.
 accepts (torch modules, fitted skorch nets, scikit-learn MLPs, fitted estimators that train
 a torch module such as :class:`geolearn.generative.VAEClassifier`). They take inputs in a box
 ``clip=(lo, hi)``; FGSM, PGD and Carlini-Wagner return float32 arrays shaped like their
-input, :func:`patch_attack` float64 rows. :func:`pgd` searches L2 or L-infinity balls, with
+input, :func:`patch_attack` float64 ones. :func:`pgd` searches L2 or L-infinity balls, with
 restarts, a margin loss, a per-sample projection hook and, with ``stop_on_success``, the
 first misclassified point of each ball; :func:`fgsm` is its one-step case.
 

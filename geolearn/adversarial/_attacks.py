@@ -20,7 +20,7 @@ from sklearn.utils import check_random_state
 from .._utils import check_numeric_array, check_scalar_param, iter_batches, to_numpy, warn_user
 from ..exceptions import GeolearnWarning
 from ..models import as_model
-from ._pgd import prepare_attack
+from ._pgd import flat_inputs, prepare_attack
 from ._validation import check_clip, check_in_box, check_logits, check_mask
 
 
@@ -177,8 +177,8 @@ def _cw_run(clf, box, x, t, w0, const, best, best_l2, *, kappa, n_steps, lr):
 
 
 def patch_attack(estimator, X, y, mask, *, method="pgd", n_steps=2048, step_size=1 / 255,
-                 momentum=1.0, random_start=True, clip=(0.0, 1.0), batch_size=256,
-                 random_state=None):
+                 momentum=1.0, random_start=True, clip=(0.0, 1.0), image_shape=None,
+                 batch_size=256, random_state=None):
     """Untargeted patch attack: maximise the cross-entropy by changing only ``mask`` pixels.
 
     ``x_adv = x * (1 - M) + delta * M``. 'pgd' takes signed-gradient steps on ``delta``
@@ -191,14 +191,16 @@ def patch_attack(estimator, X, y, mask, *, method="pgd", n_steps=2048, step_size
     ----------
     estimator : torch.nn.Module, fitted skorch net or estimator, or differentiable sklearn model
         Seen through :func:`geolearn.models.as_model`; its output (the first one of a
-        tuple) is the logits of flat ``(B, D)`` rows, as for a fitted
+        tuple) is the logits, as for a fitted
         :class:`geolearn.generative.VAEClassifier` (``h(mu(x))``). ``y`` holds its
         ``classes_`` when it has them, class indices otherwise.
-    X : array-like of shape (n_samples, n_features)
-        Clean inputs inside ``clip``.
+    X : array-like of shape (n_samples, n_features) or (n_samples, C, H, W)
+        Clean inputs inside ``clip``: flat rows, or images, which the model takes as
+        they are.
     y : array-like of shape (n_samples,)
-    mask : array-like of bool, shape (n_features,) or the image shape
-        The patch support (see :func:`geolearn.generative.rectangular_patch_mask`).
+    mask : array-like of bool, shape (n_features,), the image shape or (H, W)
+        The patch support (see :func:`geolearn.generative.rectangular_patch_mask`); an
+        ``(H, W)`` mask of images covers every channel.
     method : {'pgd', 'nag'}, default='pgd'
     n_steps : int, default=2048
     step_size : float, default=1/255
@@ -207,6 +209,10 @@ def patch_attack(estimator, X, y, mask, *, method="pgd", n_steps=2048, step_size
     random_start : bool, default=True
         Start the patch from U[clip] instead of the clean pixels.
     clip : (float, float), default=(0.0, 1.0)
+    image_shape : tuple of int, optional
+        ``(C, H, W)`` or ``(H, W)`` of the images flat rows hold: a model that takes
+        images (a CNN, see :meth:`geolearn.models.ModelAdapter.sample_layout`) gets
+        the rows folded into them; a model of flat rows gets the rows.
     batch_size : int, default=256
     random_state : int, RandomState instance or None, default=None
         Seeds the random start, drawn for all rows at once (the result does not
@@ -214,7 +220,7 @@ def patch_attack(estimator, X, y, mask, *, method="pgd", n_steps=2048, step_size
 
     Returns
     -------
-    X_adv : ndarray of shape (n_samples, n_features), float64
+    X_adv : ndarray of float64, shaped like ``X``
         Pixels outside the mask are bit-identical to X.
 
     Examples
@@ -227,10 +233,23 @@ def patch_attack(estimator, X, y, mask, *, method="pgd", n_steps=2048, step_size
     >>> X_adv = patch_attack(net, X, [0, 1, 0, 1], mask, n_steps=5, random_state=0)
     >>> bool(np.all(X_adv[:, ~mask] == X[:, ~mask]))
     True
+
+    A CNN on flat rows of 3x8x8 colour images, with a 3x3 patch in every channel:
+
+    >>> from geolearn.generative import rectangular_patch_mask
+    >>> cnn = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(),
+    ...                           torch.nn.Flatten(), torch.nn.Linear(4 * 6 * 6, 2))
+    >>> rows = np.random.default_rng(0).random((4, 3 * 8 * 8))
+    >>> patch = rectangular_patch_mask((3, 8, 8), top=2, left=2, height=3, width=3)
+    >>> X_adv = patch_attack(cnn, rows, [0, 1, 0, 1], patch, n_steps=5,
+    ...                      image_shape=(3, 8, 8), random_state=0)
+    >>> X_adv.shape, bool(np.all(X_adv[:, ~patch] == rows[:, ~patch]))
+    ((4, 192), True)
     """
     model = as_model(estimator)
     model.require_gradients("patch_attack")
-    X, y, mask, box = _check_patch_inputs(model, X, y, mask, method, n_steps, step_size, clip)
+    X, shape, layout, y, mask, box = _check_patch_inputs(model, X, y, mask, method, n_steps,
+                                                         step_size, clip, image_shape)
     M, out = torch.as_tensor(mask, dtype=torch.float32, device=model.device), X.copy()
     # the random start is drawn once for all rows from random_state alone: no global torch
     # RNG (which other threads share), and the same start whatever the batch_size
@@ -239,20 +258,28 @@ def patch_attack(estimator, X, y, mask, *, method="pgd", n_steps=2048, step_size
         start[:, mask] = check_random_state(random_state).uniform(*box, (len(X), mask.sum()))
     with model.frozen():
         for sl in iter_batches(len(X), batch_size):
-            out[sl, mask] = _patch_batch(model, X[sl], start[sl], y[sl], M, method, n_steps,
-                                         step_size, momentum, box)[:, mask]
-    return out
+            out[sl, mask] = _patch_batch(model, X[sl], start[sl], y[sl], M, layout, method,
+                                         n_steps, step_size, momentum, box)[:, mask]
+    return out.reshape(shape)
 
 
-def _check_patch_inputs(model, X, y, mask, method, n_steps, step_size, clip):
-    """``(X as float64, y as class indices, flat mask, (lo, hi))``, or a clear error."""
-    X = model.check_input(check_numeric_array(X, dtype=np.float64))
+def _check_patch_inputs(model, X, y, mask, method, n_steps, step_size, clip, image_shape):
+    """``(flat float64 rows, X's shape, the model's sample layout, y as class indices, flat
+    mask, (lo, hi))``, or a clear error."""
+    X = check_numeric_array(X, dtype=np.float64, ensure_2d=False, allow_nd=True)
+    shape = X.shape
+    X, images = flat_inputs(X, image_shape)
+    # images given stay images; flat rows are folded only for a model that takes images
+    layout = model.sample_layout(shape[1:], images)
+    model.check_sample_shape(layout)
     if method not in ("pgd", "nag"):
         raise ValueError(f"method must be 'pgd' or 'nag'; got {method!r}.")
     check_scalar_param(n_steps, "n_steps", kind="integer", low=1)
     check_scalar_param(step_size, "step_size", low=0, closed="neither")
     lo, hi = check_clip(clip)
     check_in_box(X, lo, hi)
+    if images is not None and np.shape(mask) == tuple(images[1:]):
+        mask = np.broadcast_to(mask, images)  # an (H, W) patch in every channel
     mask = check_mask(mask, X.shape[1])
     y = np.asarray(y).ravel()
     if len(y) != len(X):
@@ -263,16 +290,21 @@ def _check_patch_inputs(model, X, y, mask, method, n_steps, step_size, clip):
         if unknown.size:
             raise ValueError(f"y contains labels unknown to the classifier: {unknown[:5]}.")
         y = np.searchsorted(classes, y)
-    return X, y, mask, (lo, hi)
+    return X, shape, layout, y, mask, (lo, hi)
 
 
-def _patch_batch(model, X, start, y, M, method, n_steps, step_size, momentum, box):
+def _patch_batch(model, X, start, y, M, layout, method, n_steps, step_size, momentum, box):
     """``n_steps`` signed steps on the patch ``M`` of one batch from ``start`` (frozen model).
 
-    Returns the attacked rows as float64.
+    The rows stay flat; the model gets them in its sample ``layout``. Returns the
+    attacked rows as float64.
     """
     lo, hi = box
-    gradient = model.input_gradient_fn(cross_entropy)
+    row_gradient = model.input_gradient_fn(cross_entropy)
+
+    def gradient(x, target):
+        return row_gradient(x.reshape(len(x), *layout), target).reshape(x.shape)
+
     x = model.to_tensor(X)
     target = torch.as_tensor(y, dtype=torch.long, device=model.device)
     x_adv = x * (1 - M) + model.to_tensor(start) * M

@@ -58,6 +58,7 @@ def test_patch_attack_on_a_torch_module():
     (dict(y=np.array(["seven"] * 240)), "unknown"),
     (dict(X=None), r"outside clip=\(0, 1\)"),
     (dict(clip=(1.0, 0.0)), "lo < hi"),
+    (dict(image_shape=(3, 8, 8)), "192 values per image but X has 64 features"),
 ])
 def test_patch_attack_bad_inputs(digits, kwargs, match):
     clf, X, y = digits

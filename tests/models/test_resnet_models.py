@@ -17,10 +17,12 @@ from geolearn.adversarial import (
     carlini_wagner_l2,
     fgsm,
     normal_attack,
+    patch_attack,
     pgd,
     risk_decomposition,
 )
 from geolearn.diffeo import DiffeoStability, make_stability_scorer, relative_stability
+from geolearn.generative import rectangular_patch_mask
 from geolearn.inspection import geometry_report
 from geolearn.invariance import (
     distribution_invariance,
@@ -227,6 +229,47 @@ def test_pgd_raises_the_loss(net):
                                                  torch.as_tensor(Y)).item()
 
     assert loss(adv) > loss(X)
+
+
+def _loss(net, Z):
+    """The mean cross-entropy of ``net`` on ``Z`` (images or flat rows its forward takes)."""
+    return torch.nn.functional.cross_entropy(torch.as_tensor(_logits(net, Z)),
+                                             torch.as_tensor(Y)).item()
+
+
+@pytest.mark.parametrize("method", ["pgd", "nag"])
+def test_patch_attack_on_images_and_flat_rows(net, method):
+    """Regression: ``patch_attack`` took flat rows only, so images raised "Found array with
+    dim 4" and rows could not reach a CNN. An 8x8 patch in every channel now changes only its
+    pixels and raises the loss; flat rows with ``image_shape`` and an ``(H, W)`` mask give the
+    same attack."""
+    mask = rectangular_patch_mask(SHAPE, top=8, left=8, height=8, width=8)
+    inside = mask.reshape(SHAPE)
+    kwargs = dict(method=method, n_steps=10, step_size=0.05, random_state=0)
+    adv = patch_attack(net, X, Y, inside, **kwargs)
+    assert adv.shape == X.shape
+    np.testing.assert_array_equal(adv[:, ~inside], X[:, ~inside])
+    assert np.abs(adv - X).max() > 0.1 and adv.min() >= 0 and adv.max() <= 1
+    assert _loss(net, adv.astype(np.float32)) > _loss(net, X)
+    on_rows = patch_attack(net, FLAT, Y, mask, image_shape=SHAPE, **kwargs)
+    np.testing.assert_allclose(on_rows.reshape(X.shape), adv, atol=1e-6)
+    np.testing.assert_array_equal(patch_attack(net, FLAT, Y, inside[0], image_shape=SHAPE,
+                                               **kwargs), on_rows)
+    with pytest.raises(ValueError, match="expecting 3 input channels"):
+        patch_attack(net, FLAT, Y, mask, **kwargs)  # rows without image_shape
+
+
+def test_patch_attack_on_an_mlp_of_flat_rows():
+    """``image_shape`` does not fold the rows of a model that takes rows."""
+    torch.manual_seed(0)
+    mlp = nn.Sequential(nn.Linear(3072, 16), nn.ReLU(), nn.Linear(16, 10))
+    mask = rectangular_patch_mask(SHAPE, top=0, left=0, height=8, width=8)
+    adv = patch_attack(mlp, FLAT, Y, mask, n_steps=10, step_size=0.05, image_shape=SHAPE,
+                       random_state=0)
+    np.testing.assert_array_equal(adv[:, ~mask], FLAT[:, ~mask])
+    assert _loss(mlp, adv.astype(np.float32)) > _loss(mlp, FLAT)
+    np.testing.assert_array_equal(
+        patch_attack(mlp, FLAT, Y, mask, n_steps=10, step_size=0.05, random_state=0), adv)
 
 
 def test_manifold_attacks_and_risk(net):
