@@ -49,13 +49,17 @@ class Classifier:
     n_features : int
         ``D``, the flat row size.
     image_shape : tuple of int, optional
-        The per-sample shape the model takes (rows are folded into it).
+        The per-sample shape the rows hold: they are folded into it for a model that
+        takes images (:meth:`~geolearn.models.ModelAdapter.sample_layout`).
     device : str, default="auto"
     """
 
     def __init__(self, estimator, n_features, image_shape=None, device="auto"):
         self.model = as_model(estimator, device=None if device == "auto" else device)
-        self.shape = (n_features,) if image_shape is None else tuple(image_shape)
+        shape = (n_features,) if image_shape is None else tuple(image_shape)
+        # the rows go to the model in the layout it takes (folded only for a conv net), as
+        # in every other image method of the door
+        self.shape = self.model.sample_layout((n_features,), shape) if len(shape) > 1 else shape
         self.device = self.model.device
         module = self.model.module
         n_params = 0 if module is None else sum(p.numel() for p in module.parameters())

@@ -359,3 +359,17 @@ def test_sample_layout_of_custom_forwards():
     np.testing.assert_allclose(
         logit_invariance(normalized, Z, "rot4", image_shape=SHAPE, reduction="none"),
         logit_invariance(normalized, Z.reshape(4, *SHAPE), "rot4", reduction="none"), rtol=1e-6)
+
+
+def test_attacks_give_an_mlp_its_rows_when_told_the_image_shape():
+    # image_shape says what the rows hold; an MLP takes them as rows (as every image method
+    # of the door does), a conv net takes them folded
+    from geolearn.adversarial import fgsm, pgd
+
+    rng = np.random.RandomState(0)
+    X, y = rng.rand(6, 48), rng.randint(0, 3, 6)
+    torch.manual_seed(0)
+    mlp = torch.nn.Sequential(torch.nn.Linear(48, 3))
+    for attack in (fgsm, pgd):
+        np.testing.assert_array_equal(attack(mlp, X, y, 0.1, image_shape=(3, 4, 4)),
+                                      attack(mlp, X, y, 0.1))
