@@ -12,17 +12,19 @@ from skorch.utils import to_tensor
 
 from .._utils import to_numpy, torch_threads
 from ..models import SkorchClassifierMixin
+from ..models._internal import WeightedLossNetMixin
 from ._manifold_attacks import in_manifold_core, is_latent, normal_projection
 from ._pgd import NORMS, SMALL_MODEL, Classifier, pgd_loop
 
 ADVERSARIES = ("none", "ambient", "normal", "in_manifold")
 
 
-class ManifoldAdversarialNet(NeuralNetClassifier):
+class ManifoldAdversarialNet(WeightedLossNetMixin, NeuralNetClassifier):
     """The skorch net of :class:`ManifoldAdversarialClassifier`: its loss attacks each batch.
 
     On training batches ``get_loss`` is the mean of the clean and adversarial
-    criteria; ``history`` records ``adv_loss``. The ``adv_*`` arguments and
+    criteria, each weighted per row by the batch's ``sample_weight`` when it has
+    one; ``history`` records ``adv_loss``. The ``adv_*`` arguments and
     ``manifold`` are those of the estimator, which validates them.
     """
 
@@ -57,7 +59,7 @@ class ManifoldAdversarialNet(NeuralNetClassifier):
         loss = super().get_loss(y_pred, y_true, X=X, training=training)
         if not training or self.adversary == "none":
             return loss
-        X_adv = self._adversarial(X, y_true)
+        X_adv = self._adversarial(X, self.split_target(y_true)[0])
         adv_loss = super().get_loss(self.infer(X_adv), y_true, X=X_adv, training=training)
         self.history.record_batch("adv_loss", adv_loss.item())
         return (loss + adv_loss) / 2
@@ -225,7 +227,7 @@ class ManifoldAdversarialClassifier(SkorchClassifierMixin, ClassifierMixin, Base
                                  f"{n_features} features.")
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Train on clean and adversarial examples of ``X``.
 
         With ``warm_start=True`` and a fitted net, training continues for
@@ -235,22 +237,28 @@ class ManifoldAdversarialClassifier(SkorchClassifierMixin, ClassifierMixin, Base
         ----------
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), default=None
+            Per-sample weights of both the clean and the adversarial loss: each is
+            the weighted mean ``sum_i w_i l_i / sum_i w_i`` of the batch's per-row
+            losses (the adversarial one at the row's adversarial example), so integer
+            weights equal repeated rows and a weight 0 drops a row.
 
         Returns
         -------
         self : ManifoldAdversarialClassifier
         """
-        X, y = self._fit_data(X, y)
+        X, y, sample_weight = self._fit_data(X, y, sample_weight)
         self._check_adversary(X.shape[1])
         adversary = {name: getattr(self, name) for name in (
             "adversary", "adv_epsilon", "adv_norm", "adv_n_steps", "adv_in_manifold_factor",
             "manifold")}
         if self._warm():  # the adv_* settings may have changed since
             self.net_.set_params(**adversary)
-        self._fit_net(self._module(X.shape[1]), X, y, seed=self.random_state,
+        data, settings = self._training_data(X, y, sample_weight)
+        self._fit_net(self._module(X.shape[1]), data, y, seed=self.random_state,
                       max_epochs=self.max_epochs, criterion=self.criterion,
                       optimizer=self.optimizer, train_split=self.train_split,
-                      **adversary)
+                      **adversary, **settings)
         return self._after_fit()
 
     def __sklearn_tags__(self):

@@ -3,7 +3,8 @@
 :class:`SkorchClassifierMixin` is what a classifier trained through
 :class:`~geolearn.models.SkorchTrainingMixin` with a skorch ``NeuralNetClassifier``
 subclass adds to it: scikit-learn's input validation (float32 rows, NaN and inf
-refused, DataFrames and their feature names), any labels (``classes_``), and
+refused, DataFrames and their feature names), any labels (``classes_``), per-sample
+weights of the training loss (:class:`WeightedLossNetMixin` on its net), and
 ``predict``/``predict_proba`` through the fitted net.
 """
 
@@ -14,8 +15,10 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 from sklearn.utils._param_validation import Interval, Options
+from skorch.utils import to_numpy
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (
+    _check_sample_weight,
     check_consistent_length,
     check_is_fitted,
     column_or_1d,
@@ -23,7 +26,7 @@ from sklearn.utils.validation import (
 )
 
 from .._utils import check_hidden_sizes
-from ._training import SkorchTrainingMixin
+from ._training import SkorchTrainingMixin, TensorDataset, collate_batch, weighted_mean
 
 
 def _mlp_module(n_features, n_classes, hidden_layer_sizes=(16,)):
@@ -48,6 +51,61 @@ def _mlp_module(n_features, n_classes, hidden_layer_sizes=(16,)):
     return torch.nn.Sequential(*layers, torch.nn.Linear(width, n_classes))
 
 
+def _labels(y):
+    """The labels of a batch's targets, ``y`` or ``(y, sample_weight)``, as numpy."""
+    return to_numpy(y[0] if isinstance(y, (tuple, list)) else y)
+
+
+class WeightedLossNetMixin:
+    """skorch classifier-net mixin: a target ``(y, sample_weight)`` weights the criterion.
+
+    The net of a :class:`SkorchClassifierMixin` classifier fitted with
+    ``sample_weight`` gets batches whose target is the pair ``(y, sample_weight)``;
+    ``get_loss`` then returns ``sum_i w_i l_i / sum_i w_i`` of the criterion's
+    per-sample losses ``l_i`` (its ``reduction="none"``), so that integer weights
+    equal repeated rows and a weight 0 drops a row. A plain target gives the
+    criterion as it is. Put it before ``NeuralNetClassifier`` in the bases; a
+    subclass's ``get_loss`` that adds per-sample terms of its own reads the
+    weights with :meth:`split_target`.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from skorch import NeuralNetClassifier
+    >>> from geolearn.models._internal import WeightedLossNetMixin
+    >>> class Net(WeightedLossNetMixin, NeuralNetClassifier):
+    ...     pass
+    >>> net = Net(torch.nn.Linear(2, 2), criterion=torch.nn.CrossEntropyLoss).initialize()
+    >>> logits, y = torch.tensor([[2.0, 0.0], [0.0, 1.0]]), torch.tensor([0, 0])
+    >>> weighted = net.get_loss(logits, (y, torch.tensor([2.0, 0.0])))
+    >>> bool(torch.isclose(weighted, net.get_loss(logits[:1], y[:1])))
+    True
+    """
+
+    @staticmethod
+    def split_target(y_true):
+        """``(y, sample_weight)`` of a batch's target; ``sample_weight`` is None if unweighted."""
+        if isinstance(y_true, (tuple, list)):
+            return y_true[0], y_true[1]
+        return y_true, None
+
+    def get_loss(self, y_pred, y_true, X=None, training=False):
+        y_true, sample_weight = self.split_target(y_true)
+        if sample_weight is None:
+            return super().get_loss(y_pred, y_true, X=X, training=training)
+        criterion = self.criterion_
+        if not hasattr(criterion, "reduction"):
+            raise TypeError(f"sample_weight needs a criterion with a reduction attribute (as "
+                            f"torch.nn losses have) to compute per-sample losses; got "
+                            f"{type(criterion).__name__}.")
+        reduction, criterion.reduction = criterion.reduction, "none"
+        try:
+            losses = super().get_loss(y_pred, y_true, X=X, training=training)
+        finally:
+            criterion.reduction = reduction
+        return weighted_mean(losses, sample_weight)
+
+
 class SkorchClassifierMixin(SkorchTrainingMixin):
     """A classifier trained through :class:`SkorchTrainingMixin` with a skorch classifier net.
 
@@ -55,7 +113,10 @@ class SkorchClassifierMixin(SkorchTrainingMixin):
     infinity refused; pandas DataFrames read, their column names kept in
     ``feature_names_in_``), takes any labels (``classes_`` holds them, the net
     trains on their indices), refuses a ``y`` with a single class, and predicts
-    through the fitted net. ``module=None`` is a ReLU MLP of ``hidden_layer_sizes``;
+    through the fitted net. ``fit(X, y, sample_weight)`` trains on the weighted
+    mean of the per-sample losses (:class:`WeightedLossNetMixin`, which the
+    classifier's net must have): rows of weight 0 are left out, and negative or
+    all-zero weights refused. ``module=None`` is a ReLU MLP of ``hidden_layer_sizes``;
     a module instance is copied at every cold ``fit``, so that refits start from
     the same weights and the user's module is left as it was. A warm ``fit``
     continues the fitted net for ``max_epochs`` more epochs at this fit's ``lr``
@@ -122,11 +183,43 @@ class SkorchClassifierMixin(SkorchTrainingMixin):
                              f"warm start continues with classes_ {self.classes_}.")
         return np.searchsorted(self.classes_, y).astype(np.int64)
 
-    def _fit_data(self, X, y):
-        """Checked ``X`` and encoded ``y`` (against the first fit's ``classes_`` when warm)."""
+    def _fit_data(self, X, y, sample_weight=None):
+        """Checked ``X``, encoded ``y`` and weights; rows of weight 0 are left out.
+
+        ``y`` is encoded against the first fit's ``classes_`` when warm.
+        """
         warm = self._warm()
         X = self._check_X(X, reset=not warm)
-        return X, self._check_y(y, len(X), reset=not warm)
+        y = self._check_y(y, len(X), reset=not warm)
+        if sample_weight is not None:
+            sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
+                                                 ensure_non_negative=True)
+            kept = sample_weight > 0
+            X, y, sample_weight = X[kept], y[kept], sample_weight[kept]
+        return X, y, sample_weight
+
+    def _training_data(self, X, y, sample_weight):
+        """``X`` for ``_fit_net`` and the net settings it needs (a warm net gets them here).
+
+        With ``sample_weight`` it is a :class:`TensorDataset` whose batches' targets are
+        ``(y, sample_weight)`` (``y`` still goes to ``_fit_net``, for the stratified
+        validation split).
+        """
+        if sample_weight is None:
+            # a warm net that trained with weights batches single rows again
+            settings = {"iterator_train__collate_fn": torch.utils.data.default_collate,
+                        "iterator_valid__collate_fn": torch.utils.data.default_collate}
+            if self._warm():
+                self.net_.set_params(**settings)
+            return X, {}
+        data = TensorDataset(torch.from_numpy(X), torch.from_numpy(y),
+                             torch.from_numpy(sample_weight))
+        settings = {"iterator_train__collate_fn": collate_batch,
+                    "iterator_valid__collate_fn": collate_batch,
+                    "callbacks__valid_acc__target_extractor": _labels}
+        if self._warm():
+            self.net_.set_params(**settings)
+        return data, settings
 
     def _module(self, n_features):
         """The module to train: the user's (a copy of an instance), or an MLP."""

@@ -9,6 +9,7 @@ shared without becoming public. Names may change between releases without notice
 
 from ._adapter import LayerNotReachedError, saved_bytes
 from ._fitting import fit_router, is_prefit, route_fit_params, tabular_input
+from ._classifier import WeightedLossNetMixin
 from ._forward_ad import locked_jacfwd, locked_jvp
 from ._response import RESPONSES, respond
 from ._sklearn import Affine, BinaryProba
@@ -33,6 +34,7 @@ __all__ = [
     "FunctionalCriterion",
     "RaiseOnNonFiniteLoss",
     "TensorDataset",
+    "WeightedLossNetMixin",
     "collate_batch",
     "fit_router",
     "floats_in_history",

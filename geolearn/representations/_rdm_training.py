@@ -18,7 +18,7 @@ from skorch.callbacks import PassthroughScoring
 
 from .._utils import check_choice, check_scalar_param
 from ..models import SkorchClassifierMixin, as_model
-from ..models._internal import floats_in_history, unwrap_module
+from ..models._internal import WeightedLossNetMixin, floats_in_history, unwrap_module
 from ._rdm import check_rdm
 
 RDM_LOSSES = ("pearson", "atanh_mse")
@@ -134,7 +134,7 @@ class RDMLoss(torch.nn.Module):
         return ((s_model - s_target) ** 2).mean()
 
 
-class RDMRegularizedNet(NeuralNetClassifier):
+class RDMRegularizedNet(WeightedLossNetMixin, NeuralNetClassifier):
     """The skorch net of :class:`RDMRegularizedClassifier`: its loss adds the RDM term.
 
     The ``rdm_*`` arguments are the estimator's, which validates them; the net
@@ -347,7 +347,7 @@ class RDMRegularizedClassifier(SkorchClassifierMixin, ClassifierMixin, BaseEstim
         self._set_net_params(net_params)
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Train with the RDM regulariser.
 
         With ``warm_start=True`` and a fitted net, training continues for
@@ -357,12 +357,18 @@ class RDMRegularizedClassifier(SkorchClassifierMixin, ClassifierMixin, BaseEstim
         ----------
         X : array-like of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), default=None
+            Per-sample weights of the criterion: each batch's is the weighted mean
+            ``sum_i w_i l_i / sum_i w_i`` of its per-row losses, so integer weights
+            equal repeated rows and a weight 0 drops a row. The RDM loss is a term
+            of the batch on the fixed ``rdm_stimuli``, not of its rows, and stays
+            unweighted.
 
         Returns
         -------
         self : RDMRegularizedClassifier
         """
-        X, y = self._fit_data(X, y)
+        X, y, sample_weight = self._fit_data(X, y, sample_weight)
         rdm = {name: getattr(self, name) for name in (
             "rdm_layer", "rdm_stimuli", "rdm_target", "rdm_weight", "rdm_batch_size",
             "rdm_loss")}
@@ -375,10 +381,11 @@ class RDMRegularizedClassifier(SkorchClassifierMixin, ClassifierMixin, BaseEstim
         # an int seeds the subsets directly; a generator (or None) gives them one draw
         subsets = (self.random_state if isinstance(self.random_state, numbers.Integral)
                    else int(check_random_state(self.random_state).randint(2**31 - 1)))
-        self._fit_net(self._module(X.shape[1]), X, y, seed=self.random_state,
+        data, settings = self._training_data(X, y, sample_weight)
+        self._fit_net(self._module(X.shape[1]), data, y, seed=self.random_state,
                       max_epochs=self.max_epochs, criterion=self.criterion,
                       optimizer=self.optimizer, train_split=self.train_split,
-                      rdm_seed=subsets, **rdm)
+                      rdm_seed=subsets, **rdm, **settings)
         return self._after_fit()
 
     def __sklearn_tags__(self):

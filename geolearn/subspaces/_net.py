@@ -12,6 +12,7 @@ from torch import nn
 
 from .._utils import check_scalar_param
 from ..models import SkorchClassifierMixin
+from ..models._internal import WeightedLossNetMixin, weighted_mean
 from ._node import SVBFNode, centroid_logits
 from ._validation import ZERO_SET_CHECKS, check_bases
 
@@ -50,8 +51,12 @@ class SVBFNet(nn.Module):
         return centroid_logits(self.node(X), self.centroids, self.T)
 
 
-class SVBFNetLoss(NeuralNetClassifier):
-    """The skorch net of :class:`SVBFNetClassifier`: the class loss plus the node's losses."""
+class SVBFNetLoss(WeightedLossNetMixin, NeuralNetClassifier):
+    """The skorch net of :class:`SVBFNetClassifier`: the class loss plus the node's losses.
+
+    A batch's ``sample_weight`` weights the class loss and the node's fit loss per set;
+    the orthogonality penalty is a term of ``K`` alone.
+    """
 
     def __init__(self, *args, alpha=1.0, beta=1e4, gamma=1.0, **kwargs):
         super().__init__(*args, **kwargs)
@@ -62,7 +67,7 @@ class SVBFNetLoss(NeuralNetClassifier):
     def get_loss(self, y_pred, y_true, X=None, training=False):
         loss = self.gamma * super().get_loss(y_pred, y_true, X=X, training=training)
         node = self.module_.node
-        loss = loss + self.alpha * node.fit_loss_
+        loss = loss + self.alpha * weighted_mean(node.fit_losses_, self.split_target(y_true)[1])
         if node.orthogonality == "penalty":
             loss = loss + self.beta * node.orth_loss_
         return loss
@@ -201,7 +206,7 @@ class SVBFNetClassifier(SkorchClassifierMixin, ClassifierMixin, BaseEstimator):
         return check_bases(X, self, reset=reset)[0].astype(np.float32)
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Build the network for the data and train it.
 
         With ``warm_start=True`` and a fitted net, training continues for
@@ -211,12 +216,17 @@ class SVBFNetClassifier(SkorchClassifierMixin, ClassifierMixin, BaseEstimator):
         ----------
         X : set array (see :class:`SVBF`)
         y : array-like of shape (r,)
+        sample_weight : array-like of shape (r,), default=None
+            Per-set weights of the class loss and of the node's fit loss: each is
+            the batch's weighted mean ``sum_i w_i l_i / sum_i w_i``, so integer
+            weights equal repeated sets and a weight 0 drops a set. The
+            orthogonality penalty (a term of ``K`` alone) is not weighted.
 
         Returns
         -------
         self : SVBFNetClassifier
         """
-        X, y = self._fit_data(X, y)
+        X, y, sample_weight = self._fit_data(X, y, sample_weight)
         check_scalar_param(self.n_components, "n_components", kind="integer", low=1,
                            high=X.shape[1], closed="both")
         weights = {"alpha": self.alpha, "beta": self.beta, "gamma": self.gamma}
@@ -227,7 +237,8 @@ class SVBFNetClassifier(SkorchClassifierMixin, ClassifierMixin, BaseEstimator):
                   "module__n_components": self.n_components, "module__objective": self.objective,
                   "module__orthogonality": self.orthogonality, "module__detach": self.detach,
                   "module__T": self.T}
-        self._fit_net(self.module, X, y, seed=self.random_state, max_epochs=self.max_epochs,
+        data, settings = self._training_data(X, y, sample_weight)
+        self._fit_net(self.module, data, y, seed=self.random_state, max_epochs=self.max_epochs,
                       criterion=self.criterion, optimizer=self.optimizer,
-                      train_split=self.train_split, **module, **weights)
+                      train_split=self.train_split, **module, **weights, **settings)
         return self._after_fit()

@@ -78,6 +78,8 @@ class SVBFNode(nn.Module):
     ----------
     fit_loss_ : torch.Tensor
         Set by :meth:`forward`.
+    fit_losses_ : torch.Tensor of shape (n_sets,)
+        The sets' own terms of ``fit_loss_`` (its mean), for a weighted mean.
     orth_loss_ : torch.Tensor
         Set by :meth:`forward` (zero with ``"parametrize"``).
 
@@ -133,7 +135,8 @@ class SVBFNode(nn.Module):
         b = b * torch.sign(torch.gather(b, 1, idx)).detach()
         cos2 = lam.clamp(0.0, 1.0)
         fit = cos2 if self.objective == "cos2" else cos2.clamp_min(1e-12).sqrt()
-        self.fit_loss_ = -fit.mean()
+        self.fit_losses_ = -fit
+        self.fit_loss_ = self.fit_losses_.mean()
         if self.orthogonality == "penalty":
             eye = torch.eye(K.shape[1], dtype=K.dtype, device=K.device)
             self.orth_loss_ = torch.linalg.matrix_norm(K.T @ K - eye).square()
