@@ -1,5 +1,5 @@
-"""``sample_weight`` of the weighted-loss estimators: InvariantClassifier, the VAE family, the
-flow and the diffusion models.
+"""``sample_weight`` of the weighted-loss estimators: InvariantClassifier, the classifiers trained
+through ``SkorchClassifierMixin``, the VAE family, the flow and the diffusion models.
 
 Each batch's loss is the weighted mean ``sum_i w_i l_i / sum_i w_i`` (and the densities'
 standardisation is weighted): integer weights equal repeated rows (in full batches, with the
@@ -15,6 +15,7 @@ import sklearn
 import torch
 from sklearn.model_selection import cross_validate
 
+from geolearn.adversarial import ManifoldAdversarialClassifier
 from geolearn.generative import (
     ChartAutoencoder,
     DiffusionDensity,
@@ -25,10 +26,19 @@ from geolearn.generative import (
     VAEGenerator,
 )
 from geolearn.invariance import InvariantClassifier
+from geolearn.representations import RDMRegularizedClassifier
+from geolearn.subspaces import SVBFNetClassifier
 
-pytestmark = pytest.mark.filterwarnings("ignore:kl_estimator='batch' with only")
+pytestmark = [pytest.mark.filterwarnings("ignore:kl_estimator='batch' with only"),
+              # SVBFNetClassifier reads _data's rows as one-vector sets, normalised
+              pytest.mark.filterwarnings("ignore:X holds sets that are not orthonormal")]
 
 _NET = {"hidden_layer_sizes": (8,), "max_epochs": 5, "random_state": 0, "device": "cpu"}
+_SKORCH = {"max_epochs": 5, "random_state": 0, "device": "cpu"}
+
+# the RDM term's fixed stimuli (rows like _data's) and an RDM of them
+_STIMULI = np.random.RandomState(1).rand(6, 16)
+_RDM = 1 - np.corrcoef(_STIMULI[:, :8])
 
 ESTIMATORS = {
     "GridVAE": lambda **kw: GridVAE(**_NET, **kw),
@@ -40,6 +50,17 @@ ESTIMATORS = {
                                                             **_NET, **kw),
     "InvariantClassifier-IR": lambda **kw: InvariantClassifier(image_shape=(4, 4), augment=False,
                                                                nu=0.5, **_NET, **kw),
+    # the adversarial loss is weighted per row too (a PGD attack from 0: no training noise)
+    "ManifoldAdversarialClassifier": lambda **kw: ManifoldAdversarialClassifier(
+        adversary="ambient", adv_epsilon=0.5, adv_n_steps=3, lr=0.5, **_NET, **kw),
+    # the RDM term is a batch term on fixed stimuli, drawn from its own seeded generator
+    "RDMRegularizedClassifier": lambda **kw: RDMRegularizedClassifier(
+        rdm_layer="1", rdm_stimuli=_STIMULI, rdm_target=_RDM, rdm_batch_size=4, lr=0.5,
+        **_NET, **kw),
+    # rows as one-vector sets; the node's fit loss is weighted per set too. SGD: the basis'
+    # first gradients have entries at rounding noise about 0, which Adam turns into +-lr
+    "SVBFNetClassifier": lambda **kw: SVBFNetClassifier(
+        n_components=2, optimizer=torch.optim.SGD, lr=0.5, **_SKORCH, **kw),
     # SGD: the flow's first gradients of standardised data are rounding noise about 0 (the
     # identity couplings' shifts), whose signs Adam's normalised step turns into +-lr
     "FlowDensity": lambda **kw: FlowDensity(n_layers=2, optimizer=torch.optim.SGD, **_NET, **kw),
@@ -105,7 +126,7 @@ def test_zero_weight_drops_the_row(name):
 
 
 @pytest.mark.parametrize("name", ["GridVAE", "InvariantClassifier", "FlowDensity",
-                                  "DiffusionGenerator", "DiffusionDensity"])
+                                  "DiffusionGenerator", "DiffusionDensity", "SVBFNetClassifier"])
 def test_invalid_weights_are_refused(name):
     X, y, _ = _data()
     with pytest.raises(ValueError, match="Negative values"):
@@ -122,7 +143,7 @@ def test_validation_split_reads_the_labels_of_weighted_rows():
 
 
 @pytest.mark.parametrize("name", ["VAEClassifier", "InvariantClassifier", "FlowDensity",
-                                  "DiffusionDensity"])
+                                  "DiffusionDensity", "ManifoldAdversarialClassifier"])
 def test_weights_routed_by_metadata_routing(name):
     """A search requests and routes the weights like any scikit-learn consumer's."""
     X, y, w = _data()

@@ -26,7 +26,7 @@ from sklearn.utils.validation import (
 )
 
 from .._utils import check_hidden_sizes
-from ._training import SkorchTrainingMixin, TensorDataset, collate_batch, weighted_mean
+from ._training import SkorchTrainingMixin, TensorDataset, weighted_mean
 
 
 def _mlp_module(n_features, n_classes, hidden_layer_sizes=(16,)):
@@ -49,6 +49,11 @@ def _mlp_module(n_features, n_classes, hidden_layer_sizes=(16,)):
         layers += [torch.nn.Linear(width, size), torch.nn.ReLU()]
         width = size
     return torch.nn.Sequential(*layers, torch.nn.Linear(width, n_classes))
+
+
+def _collate(batch):
+    """A :class:`TensorDataset`'s batch as it is (a tuple); single rows collated by torch."""
+    return batch if isinstance(batch, tuple) else torch.utils.data.default_collate(batch)
 
 
 def _labels(y):
@@ -199,27 +204,20 @@ class SkorchClassifierMixin(SkorchTrainingMixin):
         return X, y, sample_weight
 
     def _training_data(self, X, y, sample_weight):
-        """``X`` for ``_fit_net`` and the net settings it needs (a warm net gets them here).
+        """``X`` for ``_fit_net`` and the net settings that read it.
 
         With ``sample_weight`` it is a :class:`TensorDataset` whose batches' targets are
         ``(y, sample_weight)`` (``y`` still goes to ``_fit_net``, for the stratified
-        validation split).
+        validation split). The settings serve both kinds of data, so that a warm fit may
+        bring weights or not.
         """
-        if sample_weight is None:
-            # a warm net that trained with weights batches single rows again
-            settings = {"iterator_train__collate_fn": torch.utils.data.default_collate,
-                        "iterator_valid__collate_fn": torch.utils.data.default_collate}
-            if self._warm():
-                self.net_.set_params(**settings)
-            return X, {}
-        data = TensorDataset(torch.from_numpy(X), torch.from_numpy(y),
-                             torch.from_numpy(sample_weight))
-        settings = {"iterator_train__collate_fn": collate_batch,
-                    "iterator_valid__collate_fn": collate_batch,
+        settings = {"iterator_train__collate_fn": _collate,
+                    "iterator_valid__collate_fn": _collate,
                     "callbacks__valid_acc__target_extractor": _labels}
-        if self._warm():
-            self.net_.set_params(**settings)
-        return data, settings
+        if sample_weight is None:
+            return X, settings
+        return TensorDataset(torch.from_numpy(X), torch.from_numpy(y),
+                             torch.from_numpy(sample_weight)), settings
 
     def _module(self, n_features):
         """The module to train: the user's (a copy of an instance), or an MLP."""
