@@ -189,6 +189,15 @@ class ManifoldAdversarialClassifier(SkorchClassifierMixin, ClassifierMixin, Base
 
     net_class = ManifoldAdversarialNet
 
+    _expected_failed_checks = {  # noqa: RUF012
+        "check_sample_weight_equivalence_on_dense_data": (
+            "the network trains in float32 and the weighted and repeated batches sum their "
+            "rows in different orders, so the two fits agree to about 4e-6 relative, not the "
+            "check's 1e-7; tests/test_sample_weight.py checks the equivalence to 1e-5 and "
+            "that a weight 0 equals dropping the row exactly"
+        ),
+    }
+
     def __init__(self, module=None, *, adversary="none", adv_epsilon=0.1, adv_norm="l2",
                  adv_n_steps=10, adv_in_manifold_factor=2.0, manifold=None,
                  hidden_layer_sizes=(16,), criterion=torch.nn.CrossEntropyLoss,

@@ -320,6 +320,15 @@ class RDMRegularizedClassifier(SkorchClassifierMixin, ClassifierMixin, BaseEstim
 
     net_class = RDMRegularizedNet
 
+    _expected_failed_checks = {  # noqa: RUF012
+        "check_sample_weight_equivalence_on_dense_data": (
+            "the network trains in float32 and the weighted and repeated batches sum their "
+            "rows in different orders, so the two fits agree to about 4e-6 relative, not the "
+            "check's 1e-7; tests/test_sample_weight.py checks the equivalence to 1e-5 and "
+            "that a weight 0 equals dropping the row exactly"
+        ),
+    }
+
     def __init__(self, module=None, *, rdm_layer, rdm_stimuli, rdm_target, rdm_weight=1.0,
                  rdm_batch_size=32, rdm_loss="pearson", hidden_layer_sizes=(16,),
                  criterion=torch.nn.CrossEntropyLoss, optimizer=torch.optim.SGD, lr=0.01,
