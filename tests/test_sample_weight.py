@@ -160,3 +160,18 @@ def test_weights_routed_by_metadata_routing(name):
     # the fold's weights reached the fit: another model than the unweighted one
     assert not np.allclose(_outputs(routed["estimator"][0], X),
                            _outputs(plain["estimator"][0], X))
+
+
+def test_skorch_classifier_validation_split_and_warm_fits_mix_weights():
+    """SkorchClassifierMixin: the validation accuracy reads the labels of weighted batches, and
+    a warm fit may bring weights or not whatever the fit before it did."""
+    from skorch.dataset import ValidSplit
+
+    X, y, w = _data()
+    X, y, w = np.tile(X, (3, 1)), np.tile(y, 3), np.tile(w, 3)
+    clf = ManifoldAdversarialClassifier(train_split=ValidSplit(3), warm_start=True, **_NET)
+    clf.fit(X, y, sample_weight=w)
+    clf.fit(X, y)
+    clf.fit(X, y, sample_weight=w)
+    assert len(clf.history_) == 15
+    assert np.isfinite(clf.history_[:, "valid_acc"]).all()
