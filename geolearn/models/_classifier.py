@@ -15,7 +15,6 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 from sklearn.utils._param_validation import Interval, Options
-from skorch.utils import to_numpy
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (
     _check_sample_weight,
@@ -24,6 +23,7 @@ from sklearn.utils.validation import (
     column_or_1d,
     validate_data,
 )
+from skorch.utils import to_numpy
 
 from .._utils import check_hidden_sizes
 from ._training import SkorchTrainingMixin, TensorDataset, weighted_mean

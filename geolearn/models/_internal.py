@@ -8,8 +8,8 @@ shared without becoming public. Names may change between releases without notice
 """
 
 from ._adapter import LayerNotReachedError, saved_bytes
-from ._fitting import fit_router, is_prefit, route_fit_params, tabular_input
 from ._classifier import WeightedLossNetMixin
+from ._fitting import fit_router, is_prefit, route_fit_params, tabular_input
 from ._forward_ad import locked_jacfwd, locked_jvp
 from ._response import RESPONSES, respond
 from ._sklearn import Affine, BinaryProba
@@ -27,11 +27,11 @@ from ._training import (
 )
 
 __all__ = [
-    "LayerNotReachedError",
     "RESPONSES",
     "Affine",
     "BinaryProba",
     "FunctionalCriterion",
+    "LayerNotReachedError",
     "RaiseOnNonFiniteLoss",
     "TensorDataset",
     "WeightedLossNetMixin",
