@@ -12,7 +12,7 @@ from skorch.utils import to_tensor
 
 from .._utils import to_numpy, torch_threads
 from ..models import SkorchClassifierMixin
-from ..models._internal import WeightedLossNetMixin
+from ..models._internal import FLOAT32_WEIGHTS_REASON, WeightedLossNetMixin
 from ._manifold_attacks import in_manifold_core, is_latent, normal_projection
 from ._pgd import NORMS, SMALL_MODEL, Classifier, pgd_loop
 
@@ -190,12 +190,7 @@ class ManifoldAdversarialClassifier(SkorchClassifierMixin, ClassifierMixin, Base
     net_class = ManifoldAdversarialNet
 
     _expected_failed_checks = {  # noqa: RUF012
-        "check_sample_weight_equivalence_on_dense_data": (
-            "the network trains in float32 and the weighted and repeated batches sum their "
-            "rows in different orders, so the two fits agree to about 4e-6 relative, not the "
-            "check's 1e-7; tests/test_sample_weight.py checks the equivalence to 1e-5 and "
-            "that a weight 0 equals dropping the row exactly"
-        ),
+        "check_sample_weight_equivalence_on_dense_data": FLOAT32_WEIGHTS_REASON,
     }
 
     def __init__(self, module=None, *, adversary="none", adv_epsilon=0.1, adv_norm="l2",

@@ -8,7 +8,7 @@ shared without becoming public. Names may change between releases without notice
 """
 
 from ._adapter import LayerNotReachedError, saved_bytes
-from ._classifier import WeightedLossNetMixin
+from ._classifier import FLOAT32_WEIGHTS_REASON, WeightedLossNetMixin
 from ._fitting import fit_router, is_prefit, route_fit_params, tabular_input
 from ._forward_ad import locked_jacfwd, locked_jvp
 from ._response import RESPONSES, respond
@@ -27,6 +27,7 @@ from ._training import (
 )
 
 __all__ = [
+    "FLOAT32_WEIGHTS_REASON",
     "RESPONSES",
     "Affine",
     "BinaryProba",

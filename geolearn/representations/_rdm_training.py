@@ -18,7 +18,12 @@ from skorch.callbacks import PassthroughScoring
 
 from .._utils import check_choice, check_scalar_param
 from ..models import SkorchClassifierMixin, as_model
-from ..models._internal import WeightedLossNetMixin, floats_in_history, unwrap_module
+from ..models._internal import (
+    FLOAT32_WEIGHTS_REASON,
+    WeightedLossNetMixin,
+    floats_in_history,
+    unwrap_module,
+)
 from ._rdm import check_rdm
 
 RDM_LOSSES = ("pearson", "atanh_mse")
@@ -321,12 +326,7 @@ class RDMRegularizedClassifier(SkorchClassifierMixin, ClassifierMixin, BaseEstim
     net_class = RDMRegularizedNet
 
     _expected_failed_checks = {  # noqa: RUF012
-        "check_sample_weight_equivalence_on_dense_data": (
-            "the network trains in float32 and the weighted and repeated batches sum their "
-            "rows in different orders, so the two fits agree to about 4e-6 relative, not the "
-            "check's 1e-7; tests/test_sample_weight.py checks the equivalence to 1e-5 and "
-            "that a weight 0 equals dropping the row exactly"
-        ),
+        "check_sample_weight_equivalence_on_dense_data": FLOAT32_WEIGHTS_REASON,
     }
 
     def __init__(self, module=None, *, rdm_layer, rdm_stimuli, rdm_target, rdm_weight=1.0,
