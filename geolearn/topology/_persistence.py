@@ -1,6 +1,8 @@
 """Vietoris-Rips persistence diagrams: H0 from the minimum spanning tree, H>=1 by giotto-ph."""
 
 import numpy as np
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import minimum_spanning_tree
 from scipy.spatial.distance import pdist, squareform
 from sklearn.metrics import pairwise_distances
 from sklearn.utils import check_random_state
@@ -85,10 +87,45 @@ def _h0(X, D, thresh, remeasure):
     w, e = mst_edges(D)
     if remeasure:
         w = np.sqrt(((X[e[:, 0]] - X[e[:, 1]]) ** 2).sum(axis=1))
-    finite = w[(w > 0) & (w <= thresh)]
-    n_inf = 1 + int((w > thresh).sum())
+    return _h0_diagram(w[(w > 0) & (w <= thresh)], 1 + int((w > thresh).sum()))
+
+
+def _h0_diagram(finite, n_inf):
     return np.column_stack([np.zeros(len(finite) + n_inf),
                             np.r_[np.sort(finite), np.full(n_inf, np.inf)]])
+
+
+def _edges_within(D, thresh):
+    """The upper triangle of ``D`` up to a finite ``thresh``, row by row, as giotto-ph reads it.
+
+    Returns ``(row, col, edge, values, ranks)``: the entries (the diagonal, where the
+    vertices enter, included), which of them are edges, and the distinct edge lengths
+    with the rank of each edge's length among them. Only these entries are sorted: with a
+    small threshold, a few percent of the n^2 / 2 distances.
+    """
+    mask = D <= thresh
+    np.fill_diagonal(mask, True)
+    row, col = np.divmod(np.flatnonzero(mask), len(D))      # np.nonzero's 2-D path is slower
+    upper = row <= col
+    row, col = row[upper], col[upper]
+    edge = row != col
+    values, ranks = np.unique(D[row[edge], col[edge]], return_inverse=True)
+    return row, col, edge, values, ranks
+
+
+def _h0_within(n, edges):
+    """H0 up to ``thresh`` from the minimum spanning forest of the edges there (Kruskal).
+
+    Its lengths are those of the minimum spanning tree's edges up to ``thresh`` (every
+    minimum spanning tree of a symmetric ``D`` has the same lengths), and each tree of the
+    forest is a class alive at ``thresh``.
+    """
+    row, col, edge, values, ranks = edges
+    # on the ranks + 1: csgraph reads a zero weight (two equal points) as no edge
+    forest = minimum_spanning_tree(coo_matrix((ranks + 1.0, (row[edge], col[edge])),
+                                              shape=(n, n)))
+    w = values[forest.data.astype(np.intp) - 1]
+    return _h0_diagram(w[w > 0], n - len(w))
 
 
 def _edge_length(A, a, b):
@@ -121,11 +158,35 @@ def _exact_values(dgm, finite_edges, essential_edges, D, D_given):
     return pairs(D, np.float64)
 
 
-def _giotto_diagrams(ripser_parallel, D, maxdim, thresh, coeff, n_jobs):
+def _from_ranks(dgms, values):
+    """giotto-ph's diagrams of dimensions >= 1 on the ranks, read back as the distances."""
+    out = []
+    for dgm in dgms[1:]:
+        dgm = np.asarray(dgm, dtype=np.float64).reshape(-1, 2)
+        dgm = dgm[dgm[:, 1] > dgm[:, 0]]
+        finite = np.isfinite(dgm)
+        dgm[finite] = values[dgm[finite].astype(np.int64)]
+        out.append(dgm)
+    return out
+
+
+def _giotto_diagrams(ripser_parallel, D, maxdim, thresh, coeff, n_jobs, edges=None):
     # giotto-ph filters in float32, where distinct distances can tie and so pair other
     # edges than the float64 filtration does. Rips persistence depends only on the order
     # of the distances: on their ranks (exact in float32 up to 2^24 distinct values) its
     # values are exact ranks, read back as the distances they stand for.
+    if edges is not None and len(edges[3]) <= _MAX_RANKS:
+        # below a threshold giotto-ph reads the entries up to it as a sparse matrix: pass
+        # those it would take from the dense ranks, in its order (same input, same result)
+        row, col, edge, values, ranks = edges
+        if not len(values):
+            return [np.empty((0, 2)) for _ in range(maxdim)]
+        data = np.zeros(len(row), dtype=np.float32)
+        data[edge] = ranks
+        res = ripser_parallel(coo_matrix((data, (row, col)), shape=D.shape), maxdim=maxdim,
+                              thresh=len(values) - 1.0, coeff=coeff, metric="precomputed",
+                              n_threads=resolve_n_jobs(n_jobs))
+        return _from_ranks(res["dgms"], values)
     iu = np.triu_indices(len(D), 1)
     values, ranks = np.unique(D[iu], return_inverse=True)
     if len(values) <= _MAX_RANKS:
@@ -135,14 +196,7 @@ def _giotto_diagrams(ripser_parallel, D, maxdim, thresh, coeff, n_jobs):
         thresh = np.searchsorted(values, thresh, "right") - 1.0 if np.isfinite(thresh) else thresh
         res = ripser_parallel(R, maxdim=maxdim, thresh=thresh, coeff=coeff, metric="precomputed",
                               n_threads=resolve_n_jobs(n_jobs))
-        out = []
-        for dgm in res["dgms"][1:]:
-            dgm = np.asarray(dgm, dtype=np.float64).reshape(-1, 2)
-            dgm = dgm[dgm[:, 1] > dgm[:, 0]]
-            finite = np.isfinite(dgm)
-            dgm[finite] = values[dgm[finite].astype(np.int64)]
-            out.append(dgm)
-        return out
+        return _from_ranks(res["dgms"], values)
     # beyond, float32 ties among distinct distances follow giotto-ph's order; the values
     # come from the critical edges it reports, which match its diagram on one thread only
     D32 = D.astype(np.float32)
@@ -244,16 +298,25 @@ def persistence_diagrams(X, maxdim=1, thresh=np.inf, coeff=2, metric="euclidean"
 def _rips_diagrams(X, metric, maxdim, thresh, coeff, n_jobs, backend):
     """The sorted diagrams of dimensions 0..maxdim of validated, subsampled points."""
     D, exact = _distances(X, metric, n_jobs)
-    diagrams = [_h0(X, D, thresh, remeasure=metric == "euclidean" and not exact)]
+    remeasure = metric == "euclidean" and not exact
+    # with a threshold, only the distances up to it are sorted, once for H0 and giotto-ph;
+    # the forest stands for the tree where D is symmetric (SciPy's pdist always is) and its
+    # lengths are the ones measured (the tree of BLAS distances is re-measured edge by edge)
+    edges = _edges_within(D, thresh) if np.isfinite(thresh) else None
+    symmetric = metric == "euclidean" and exact or edges is not None and np.array_equal(D, D.T)
+    if edges is not None and not remeasure and symmetric:
+        diagrams = [_h0_within(len(D), edges)]
+    else:
+        diagrams = [_h0(X, D, thresh, remeasure)]
     if maxdim >= 1:
-        diagrams += _higher(D, maxdim, thresh, coeff, n_jobs, backend)
+        diagrams += _higher(D, maxdim, thresh, coeff, n_jobs, backend, edges)
     return [_sorted(d) for d in diagrams]
 
 
-def _higher(D, maxdim, thresh, coeff, n_jobs, backend):
+def _higher(D, maxdim, thresh, coeff, n_jobs, backend, edges):
     ripser_parallel = _giotto() if backend != "exact" else None
     if ripser_parallel is not None:
-        return _giotto_diagrams(ripser_parallel, D, maxdim, thresh, coeff, n_jobs)
+        return _giotto_diagrams(ripser_parallel, D, maxdim, thresh, coeff, n_jobs, edges)
     if backend == "giotto-ph":
         raise ImportError(f"backend='giotto-ph' needs giotto-ph: {INSTALL_HINT}.")
     try:
