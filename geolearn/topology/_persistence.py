@@ -1,6 +1,7 @@
 """Vietoris-Rips persistence diagrams: H0 from the minimum spanning tree, H>=1 by giotto-ph."""
 
 import numpy as np
+from scipy.cluster.hierarchy import linkage
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import minimum_spanning_tree
 from scipy.spatial.distance import pdist, squareform
@@ -82,11 +83,30 @@ def _distances(X, metric, n_jobs):
     return D, False
 
 
-def _h0(X, D, thresh, remeasure):
-    """H0 from the minimum spanning tree; its edges re-measured pair by pair if asked."""
-    w, e = mst_edges(D)
-    if remeasure:
-        w = np.sqrt(((X[e[:, 0]] - X[e[:, 1]]) ** 2).sum(axis=1))
+def _h0(X, D, thresh, edges, symmetric, remeasure):
+    """H0 from the lengths of a minimum spanning tree.
+
+    Every minimum spanning tree of a symmetric ``D`` has the same lengths, so they come
+    from the fastest route that reads ``D`` as it is: below a threshold, the minimum
+    spanning forest of the edges there (Kruskal on their ranks, each tree a class alive at
+    ``thresh``); without one, SciPy's single linkage (its merge heights are the tree's
+    lengths). Where ``D`` is asymmetric (BLAS rounding, a precomputed matrix within 1e-8)
+    Prim's tree reads its rows, and re-measures its edges pair by pair if asked.
+    """
+    n = len(D)
+    if symmetric and edges is not None:
+        row, col, edge, values, ranks = edges
+        # on the ranks + 1: csgraph reads a zero weight (two equal points) as no edge
+        forest = minimum_spanning_tree(coo_matrix((ranks + 1.0, (row[edge], col[edge])),
+                                                  shape=(n, n)))
+        w = values[forest.data.astype(np.intp) - 1]
+        return _h0_diagram(w[w > 0], n - len(w))
+    if symmetric:
+        w = linkage(squareform(D, checks=False), "single")[:, 2]
+    else:
+        w, e = mst_edges(D)
+        if remeasure:
+            w = np.sqrt(((X[e[:, 0]] - X[e[:, 1]]) ** 2).sum(axis=1))
     return _h0_diagram(w[(w > 0) & (w <= thresh)], 1 + int((w > thresh).sum()))
 
 
@@ -111,21 +131,6 @@ def _edges_within(D, thresh):
     edge = row != col
     values, ranks = np.unique(D[row[edge], col[edge]], return_inverse=True)
     return row, col, edge, values, ranks
-
-
-def _h0_within(n, edges):
-    """H0 up to ``thresh`` from the minimum spanning forest of the edges there (Kruskal).
-
-    Its lengths are those of the minimum spanning tree's edges up to ``thresh`` (every
-    minimum spanning tree of a symmetric ``D`` has the same lengths), and each tree of the
-    forest is a class alive at ``thresh``.
-    """
-    row, col, edge, values, ranks = edges
-    # on the ranks + 1: csgraph reads a zero weight (two equal points) as no edge
-    forest = minimum_spanning_tree(coo_matrix((ranks + 1.0, (row[edge], col[edge])),
-                                              shape=(n, n)))
-    w = values[forest.data.astype(np.intp) - 1]
-    return _h0_diagram(w[w > 0], n - len(w))
 
 
 def _edge_length(A, a, b):
@@ -298,16 +303,12 @@ def persistence_diagrams(X, maxdim=1, thresh=np.inf, coeff=2, metric="euclidean"
 def _rips_diagrams(X, metric, maxdim, thresh, coeff, n_jobs, backend):
     """The sorted diagrams of dimensions 0..maxdim of validated, subsampled points."""
     D, exact = _distances(X, metric, n_jobs)
-    remeasure = metric == "euclidean" and not exact
-    # with a threshold, only the distances up to it are sorted, once for H0 and giotto-ph;
-    # the forest stands for the tree where D is symmetric (SciPy's pdist always is) and its
-    # lengths are the ones measured (the tree of BLAS distances is re-measured edge by edge)
+    # with a threshold, only the distances up to it are sorted, once for H0 and giotto-ph
     edges = _edges_within(D, thresh) if np.isfinite(thresh) else None
-    symmetric = metric == "euclidean" and exact or edges is not None and np.array_equal(D, D.T)
-    if edges is not None and not remeasure and symmetric:
-        diagrams = [_h0_within(len(D), edges)]
-    else:
-        diagrams = [_h0(X, D, thresh, remeasure)]
+    remeasure = metric == "euclidean" and not exact
+    # SciPy's pdist is symmetric; the tree of BLAS distances is re-measured edge by edge
+    symmetric = not remeasure and (metric == "euclidean" or np.array_equal(D, D.T))
+    diagrams = [_h0(X, D, thresh, edges, symmetric, remeasure)]
     if maxdim >= 1:
         diagrams += _higher(D, maxdim, thresh, coeff, n_jobs, backend, edges)
     return [_sorted(d) for d in diagrams]
