@@ -11,6 +11,7 @@ Run::
 
     OMP_NUM_THREADS=2 python -m benchmarks.bench_topology
     OMP_NUM_THREADS=2 python -m benchmarks.bench_topology --quick   # smaller sizes
+    OMP_NUM_THREADS=1 python -m benchmarks.bench_topology --issue-rows [--contended]  # issue 41
 """
 
 import argparse
@@ -43,13 +44,13 @@ def _optional(name):
         return None
 
 
-def header():
+def header(threads=THREADS):
     import platform
 
     load = os.getloadavg()
     print(f"# geolearn.topology benchmarks\n# {platform.processor() or platform.machine()}, "
           f"{os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, "
-          f"{THREADS} threads for ours and giotto-ph", flush=True)
+          f"{threads} threads for ours and giotto-ph", flush=True)
 
 
 def compare_alternating(name, ours, peer, *, repeat=3):
@@ -69,7 +70,7 @@ def compare_alternating(name, ours, peer, *, repeat=3):
     ca, cb = (float(np.median(cpu[k])) for k in ("ours", "peer"))
     print(f"{name}, ours={a:.4g}s, peer={b:.4g}s, speed-up={b / a:.2f}x; CPU time "
           f"ours={ca:.4g}s, peer={cb:.4g}s, ratio={cb / ca:.2f} (alternating, median of "
-          f"{repeat})", flush=True)
+          f"{repeat}), load={os.getloadavg()[0]:.2f}", flush=True)
     return a, b, b / a
 
 
@@ -129,6 +130,31 @@ def bench_persistence(sizes):
         compare(f"exact backend, {n} points in R^3, maxdim {maxdim} vs giotto-ph",
                 lambda: persistence_diagrams(Xs, maxdim=maxdim, backend="exact"),
                 lambda: ripser_parallel(Xs, maxdim=maxdim, n_threads=THREADS), repeat=3)
+
+
+def bench_issue_rows(repeat):
+    """Issue 41's rows: thresholded H2 on 800 points (and the fixed costs of H1 on 200),
+    one thread on each side, against giotto-ph and ripser.py called on the points."""
+    from gph import ripser_parallel
+
+    from geolearn.datasets import make_torus_points
+
+    ripser = _optional("ripser")
+    X = make_torus_points(800, embedding="r3", random_state=0)
+    for thresh in (1.0, 0.6):
+        ours = lambda t=thresh: persistence_diagrams(X, maxdim=2, thresh=t, n_jobs=1)
+        name = f"H0-H2 of 800 torus points in R^3, thresh {thresh}"
+        compare_alternating(f"{name} vs giotto-ph ripser_parallel", ours,
+                            lambda t=thresh: ripser_parallel(X, maxdim=2, thresh=t, n_threads=1),
+                            repeat=repeat)
+        if ripser is not None:
+            compare_alternating(f"{name} vs ripser.py", ours,
+                                lambda t=thresh: ripser.ripser(X, maxdim=2, thresh=t),
+                                repeat=repeat)
+    small = np.random.RandomState(0).uniform(size=(200, 3))
+    compare_alternating("H0+H1 of 200 points in R^3 vs giotto-ph ripser_parallel (fixed costs)",
+                        lambda: persistence_diagrams(small, maxdim=1, n_jobs=1),
+                        lambda: ripser_parallel(small, maxdim=1, n_threads=1), repeat=3 * repeat)
 
 
 def _random_diagram(m, rng):
@@ -210,6 +236,9 @@ def bench_w2(n):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="smaller sizes")
+    parser.add_argument("--issue-rows", action="store_true",
+                        help="only issue 41's rows (one thread each side; about 20 s)")
+    parser.add_argument("--repeat", type=int, default=11, help="alternating calls of --issue-rows")
     parser.add_argument("--only", nargs="*",
                         choices=["persistence", "distances", "backends", "w2", "data"])
     args = parser.parse_args(argv)
@@ -217,7 +246,11 @@ def main(argv=None):
              else dict(h0=5000, h1=1000, h2=1500, m=1000, backends=(1000, 2000, 4000),
                        w2=3000))
     start = time.perf_counter()
-    header()
+    header(1 if args.issue_rows else THREADS)
+    if args.issue_rows:
+        bench_issue_rows(args.repeat)
+        print(f"# done ({time.perf_counter() - start:.0f}s)")
+        return
     parts = args.only or ["data", "persistence", "distances", "backends", "w2"]
     if "data" in parts:
         timed("make_torus_ellipse_images(10000)",

@@ -9,7 +9,7 @@ from scipy.sparse.csgraph import minimum_spanning_tree
 from scipy.spatial.distance import pdist, squareform
 
 from geolearn.topology import _persistence, persistence_diagrams
-from geolearn.topology._rips import MAX_SIMPLICES, rips_complex
+from geolearn.topology._rips import MAX_SIMPLICES, mst_edges, rips_complex
 from tests.helpers import assert_message
 
 gph = pytest.importorskip("gph")
@@ -64,6 +64,72 @@ def test_threshold_makes_late_classes_essential():
         assert np.isinf(h0[:, 1]).sum() == 1
         h0, _ = persistence_diagrams(X, thresh=0.1, backend=backend)
         assert np.isinf(h0[:, 1]).all() and len(h0) == 12   # no edge: 12 components
+
+
+def _dense_ranks_route(D, maxdim, thresh, coeff):
+    """The diagrams as computed before the thresholded route: giotto-ph on the ranks of all
+    the distances (a dense matrix), H0 from Prim's tree of the rows of ``D``."""
+    w, _ = mst_edges(D)
+    finite, n_inf = np.sort(w[(w > 0) & (w <= thresh)]), 1 + int((w > thresh).sum())
+    h0 = np.c_[np.zeros(len(finite) + n_inf), np.r_[finite, np.full(n_inf, np.inf)]]
+    iu = np.triu_indices(len(D), 1)
+    values, ranks = np.unique(D[iu], return_inverse=True)
+    R = np.zeros(D.shape, dtype=np.float32)
+    R[iu] = ranks
+    R += R.T
+    t = np.searchsorted(values, thresh, "right") - 1.0 if np.isfinite(thresh) else thresh
+    out = [h0]
+    for dgm in gph.ripser_parallel(R, maxdim=maxdim, thresh=t, coeff=coeff,
+                                   metric="precomputed")["dgms"][1:]:
+        dgm = dgm[dgm[:, 1] > dgm[:, 0]].astype(np.float64)
+        finite = np.isfinite(dgm)
+        dgm[finite] = values[dgm[finite].astype(np.int64)]
+        out.append(dgm)
+    return [d[np.lexsort((d[:, 1], d[:, 0]))] for d in out]
+
+
+@pytest.mark.parametrize("coeff", [2, 3])
+@pytest.mark.parametrize("thresh", [0.0, 0.3, 1.0, 1.5, np.inf])
+def test_diagrams_are_those_of_the_dense_ranks_bit_for_bit(thresh, coeff):
+    """Below a threshold only the distances up to it are ranked and passed to giotto-ph,
+    and H0 comes from a spanning forest (single linkage without one): the diagrams are
+    the previous route's to the last bit, on a grid with duplicate points and tied
+    distances, an asymmetric precomputed matrix (Prim's tree) and a torus."""
+    from geolearn.datasets import make_torus_points
+
+    rng = np.random.RandomState(0)
+    grid = rng.randint(0, 4, size=(60, 3)) / 2.0
+    D = squareform(pdist(grid))
+    asym = D + np.triu(rng.uniform(0, 1e-9, D.shape), 1)
+    torus = make_torus_points(150, embedding="r3", random_state=0)
+    for X, metric in ((grid, "euclidean"), (D, "precomputed"), (asym, "precomputed"),
+                      (torus, "euclidean")):
+        ref = _dense_ranks_route(X if metric == "precomputed" else squareform(pdist(X)), 2,
+                                 thresh, coeff)
+        got = persistence_diagrams(X, maxdim=2, thresh=thresh, coeff=coeff, metric=metric)
+        assert [len(d) for d in got] == [len(d) for d in ref]
+        for a, b in zip(got, ref):
+            np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("thresh", [0.6, 1.0])
+def test_thresholded_diagrams_are_the_peers(thresh):
+    """Thresholded H1 and H2 of a torus equal giotto-ph's (and ripser.py's) on the points,
+    up to their float32 values."""
+    from geolearn.datasets import make_torus_points
+
+    X = make_torus_points(300, embedding="r3", random_state=0)
+    ours = persistence_diagrams(X, maxdim=2, thresh=thresh)
+    peers = [gph.ripser_parallel(X, maxdim=2, thresh=thresh)["dgms"]]
+    try:
+        from ripser import ripser
+    except ImportError:                     # not a dependency of the tda extra
+        pass
+    else:
+        peers.append(ripser(X, maxdim=2, thresh=thresh)["dgms"])
+    for peer in peers:
+        for a, b in zip(ours, peer):
+            _same(a, b[b[:, 1] > b[:, 0]].astype(np.float64), atol=1e-6)
 
 
 def test_precomputed_equals_points():
