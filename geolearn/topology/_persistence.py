@@ -192,12 +192,10 @@ def _giotto_diagrams(ripser_parallel, D, maxdim, thresh, coeff, n_jobs, edges=No
                               thresh=len(values) - 1.0, coeff=coeff, metric="precomputed",
                               n_threads=resolve_n_jobs(n_jobs))
         return _from_ranks(res["dgms"], values)
-    iu = np.triu_indices(len(D), 1)
-    values, ranks = np.unique(D[iu], return_inverse=True)
+    # the upper triangle row by row, the one giotto-ph reads (SciPy's squareform, in C)
+    values, ranks = np.unique(squareform(D, checks=False), return_inverse=True)
     if len(values) <= _MAX_RANKS:
-        R = np.zeros(D.shape, dtype=np.float32)
-        R[iu] = ranks
-        R += R.T
+        R = squareform(ranks.astype(np.float32))
         thresh = np.searchsorted(values, thresh, "right") - 1.0 if np.isfinite(thresh) else thresh
         res = ripser_parallel(R, maxdim=maxdim, thresh=thresh, coeff=coeff, metric="precomputed",
                               n_threads=resolve_n_jobs(n_jobs))
