@@ -4,8 +4,14 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from geolearn._utils import check_image_shape, check_images, iter_batches, resolve_device, torch_seed
-from geolearn._utils import row_generators
+from geolearn._utils import (
+    check_image_shape,
+    check_images,
+    iter_batches,
+    resolve_device,
+    row_generators,
+    torch_seed,
+)
 
 
 def test_check_images_folds_flat_rows():

@@ -100,7 +100,7 @@ class _SeedWords(np.random.bit_generator.ISeedSequence):
     def __init__(self, words):
         self.words = words
 
-    def generate_state(self, n_words, dtype=np.uint32):
+    def generate_state(self, n_words, dtype=np.uint32):  # PCG64 asks for 4 uint64 words
         return self.words
 
 

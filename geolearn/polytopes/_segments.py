@@ -5,6 +5,7 @@ import torch
 from sklearn.utils import Bunch
 from torch import nn
 
+from .._utils import check_numeric_array
 from ._conv import (
     ConvReLUNet,
     as_images,
@@ -13,7 +14,6 @@ from ._conv import (
     pool_shape,
     pool_windows,
 )
-from .._utils import check_numeric_array
 from ._maps import forward_bits
 from ._network import as_relu_network
 
