@@ -49,7 +49,7 @@ def make_net(**kwargs):
 
 
 tracker = GeometryTracker({"log_volume": "log_volume", "boundary_contrast": boundary_contrast},
-                          grid, every=150, layer="activation")
+                          grid, every=150, layer="activation", max_probes=256)
 net = make_net(max_epochs=1500, callbacks=[tracker]).fit(X, y)
 print("boundary contrast every 150 epochs:",
       np.round([row["boundary_contrast"] for row in net.history if "boundary_contrast" in row], 2))

@@ -177,6 +177,8 @@ CALLS = {
     "local_rows": ("X", TABLE, lambda X: polytopes.local_rows(NET, X)),
     "nn_agreement": ("F", TABLE, lambda F: polytopes.nn_agreement(
         F, LABELS[:len(F)], metric="euclidean")),
+    "segment_region_counts": ("XA", TABLE, lambda XA: polytopes.segment_region_counts(
+        NET, XA, TABLE[:len(XA)])),
     # representations
     "bootstrap_compare_rdms": ("R1", RDM, lambda R: representations.bootstrap_compare_rdms(
         R, RDM, n_boot=10, random_state=0)),

@@ -4,7 +4,14 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from geolearn._utils import check_image_shape, check_images, iter_batches, resolve_device, torch_seed
+from geolearn._utils import (
+    check_image_shape,
+    check_images,
+    iter_batches,
+    resolve_device,
+    row_generators,
+    torch_seed,
+)
 
 
 def test_check_images_folds_flat_rows():
@@ -99,3 +106,14 @@ def test_to_tensor_of_a_read_only_array_copies_without_a_warning():
         t = to_tensor(X)
     t[0, 0] = 5.0
     assert X[0, 0] == 1.0
+
+
+@given(st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=6),
+       st.lists(st.integers(0, 2**40), max_size=3))
+def test_row_generators_are_numpys_default_rng_draw_for_draw(keys, stream):
+    """The vectorised seeding equals numpy's SeedSequence, for one- and two-word keys."""
+    for rng, key in zip(row_generators(keys + [0, 2**32 - 1, 2**32], tuple(stream)),
+                        keys + [0, 2**32 - 1, 2**32]):
+        expected = np.random.default_rng([key, *stream])
+        assert rng.bit_generator.state == expected.bit_generator.state
+        np.testing.assert_array_equal(rng.standard_normal(7), expected.standard_normal(7))

@@ -4,7 +4,7 @@ from .fitting import discard_fitted, fitted_on_success
 from .memory import check_memory
 from .parallel import resolve_n_jobs, thread_map
 from .progress import progress_bar
-from .random import row_seeds
+from .random import row_generators, row_seeds
 from .torch import (
     SMALL_MODEL,
     iter_batches,
@@ -58,6 +58,7 @@ __all__ = [
     "progress_bar",
     "resolve_device",
     "resolve_n_jobs",
+    "row_generators",
     "row_seeds",
     "small_model_threads",
     "thread_map",

@@ -19,6 +19,7 @@ from .._utils import (
     check_squares_finite,
     fitted_on_success,
     iter_batches,
+    row_generators,
     row_seeds,
     to_tensor,
     warn_user,
@@ -124,8 +125,7 @@ def _normals(keys, stream, shape):
     ``keys`` are the rows' :func:`geolearn._utils.row_seeds`: a probe's draws do not
     depend on the other probes, their order or the batching.
     """
-    return np.stack([np.random.default_rng([key, *stream]).standard_normal(shape)
-                     for key in keys])
+    return np.stack([rng.standard_normal(shape) for rng in row_generators(keys, stream)])
 
 
 def _pair_sq_distances(F, max_pairs, rng):

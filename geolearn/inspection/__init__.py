@@ -14,7 +14,7 @@ Built on the public names of :mod:`geolearn.models` (``as_model``, ``frozen``),
 (``RiemannianFeatureGeometry``), :mod:`geolearn.invariance`
 (``logit_invariance``), :mod:`geolearn.representations` (``compute_rdm``,
 ``compare_rdms``, ``categorical_rdm``) and :mod:`geolearn.polytopes`
-(``ReLUPolytopes``, ``as_relu_network``).
+(``as_relu_network``, ``segment_region_counts``).
 """
 
 from ._measures import MEASURES, MeasureUnavailableError, register_measure

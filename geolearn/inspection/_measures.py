@@ -13,7 +13,7 @@ from ..diffeo import relative_stability
 from ..exceptions import NumericalWarning
 from ..invariance import logit_invariance
 from ..models import GradientsUnavailableError, as_model
-from ..polytopes import ReLUPolytopes, as_relu_network
+from ..polytopes import as_relu_network, segment_region_counts
 from ..representations import categorical_rdm, compare_rdms, compute_rdm
 from ..riemannian import RiemannianFeatureGeometry
 
@@ -69,11 +69,14 @@ def _log_volume(model, X, y=None, *, layer=None, image_shape=None, **params):
     params = {"dtype": _DTYPE_NAMES.get(adapter.dtype, "float64"), "device": None, **params}
     geometry = RiemannianFeatureGeometry(model, layer=layer, image_shape=image_shape, **params)
     with warnings.catch_warnings():
-        # documented in MEASURES: ReLU volumes are piecewise constant, and a layer narrower
-        # than the input gives the pseudo-volume; a warning at every epoch would say nothing new
+        # documented in MEASURES: ReLU volumes are piecewise constant, a layer narrower than
+        # the input gives the pseudo-volume, whose rank a ReLU net's dead units lower at some
+        # probes; warnings at every epoch would say nothing new
         warnings.filterwarnings("ignore", "the feature map has", NumericalWarning)
+        warnings.filterwarnings("ignore", "the numerical rank of the metric varies",
+                                NumericalWarning)
         geometry.fit(X)
-    logv = geometry.log_volume_element(X)
+        logv = geometry.log_volume_element(X)
     return Bunch(value=float(np.median(logv)),
                  interval=(float(np.quantile(logv, 0.25)), float(np.quantile(logv, 0.75))))
 
@@ -117,9 +120,7 @@ def _region_density(model, X, y=None, *, image_shape=None, n_segments=32, random
     start = rng.randint(len(X), size=n_segments)
     stop = (start + rng.randint(1, len(X), size=n_segments)) % len(X)
     XA, XB = X[start], X[stop]
-    # fitted on one probe: the segments need the network alone, not every probe's region
-    regions = ReLUPolytopes(network, bounds=None, device="cpu").fit(XA[:1])
-    counts = regions.segment_region_counts(XA, XB)
+    counts = segment_region_counts(network, XA, XB)  # the network alone: no ReLUPolytopes fit
     length = np.linalg.norm(XB - XA, axis=1).sum()
     if length == 0:
         raise ValueError("region_density: every segment has length 0 (identical probes).")
@@ -144,6 +145,10 @@ MEASURES = {
   range as ``interval``. A layer narrower than the input gives the
   pseudo-volume of :class:`~geolearn.riemannian.RiemannianFeatureGeometry`,
   and a ReLU net a piecewise-constant one (their warnings are not repeated).
+  A ReLU net's Jacobian has at each probe a rank of at most the fewest active
+  units of a layer there, so the pseudo-volumes of different probes may have
+  different ranks (its warning is not repeated either); pass ``rank=k`` in
+  ``measure_params`` for the top ``k`` singular values at every probe.
 - ``"logit_invariance"``: :func:`geolearn.invariance.logit_invariance` for a
   ``group`` (default ``"rot4"``; images).
 - ``"rdm_similarity"``: :func:`~geolearn.representations.compare_rdms` of a
@@ -152,7 +157,7 @@ MEASURES = {
   ``method="spearman"``.
 - ``"region_density"``: linear regions crossed per unit length along
   ``n_segments=32`` segments between probes drawn from ``random_state``
-  (:class:`~geolearn.polytopes.ReLUPolytopes`; ReLU MLPs, and conv ReLU nets
+  (:func:`~geolearn.polytopes.segment_region_counts`; ReLU MLPs, and conv ReLU nets
   with ``image_shape``).
 
 A measure returns a float, or a ``Bunch`` with ``value`` and ``interval``

@@ -17,6 +17,7 @@ from ._local_linear import LocalLinearClustering, LocalLinearMap, local_rows
 from ._network import ReLUNet, as_relu_network
 from ._polytope import Polytope
 from ._relu_polytopes import ReLUPolytopes
+from ._segments import segment_region_counts
 from ._stats import describe, nn_agreement
 
 __all__ = [
@@ -31,4 +32,5 @@ __all__ = [
     "dual_distances",
     "local_rows",
     "nn_agreement",
+    "segment_region_counts",
 ]

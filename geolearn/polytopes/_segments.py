@@ -5,6 +5,7 @@ import torch
 from sklearn.utils import Bunch
 from torch import nn
 
+from .._utils import check_numeric_array
 from ._conv import (
     ConvReLUNet,
     as_images,
@@ -14,6 +15,7 @@ from ._conv import (
     pool_windows,
 )
 from ._maps import forward_bits
+from ._network import as_relu_network
 
 
 def _bits(net, X):
@@ -153,6 +155,55 @@ def segment_counts_exact(net, XA, XB):
         patterns = np.hstack(signs)
         change &= np.any(patterns[1:] != patterns[:-1], axis=1)
     return 1 + np.bincount(seg[1:][change], minlength=n)
+
+
+def segment_region_counts(network, XA, XB, *, image_shape=None):
+    """Number of linear regions of a ReLU network on each segment ``XA[i] -> XB[i]``, exactly.
+
+    The counts of :meth:`ReLUPolytopes.segment_region_counts` without fitting
+    :class:`ReLUPolytopes` on data (whose regions, local maps and statistics
+    the segments do not need): all segments at once, exact breakpoints,
+    neighbouring pieces with the same bit string merged.
+
+    Parameters
+    ----------
+    network : ReLUNet, ConvReLUNet, torch.nn.Module or fitted MLP
+        A ReLU network :func:`as_relu_network` converts.
+    XA, XB : array-like of shape (n_segments, m)
+        The segments' ends, as flat rows (images folded by ``image_shape``).
+    image_shape : tuple of int, default=None
+        ``(C, H, W)`` of the flat rows of a conv net that does not start with
+        ``Unflatten``; ignored for MLPs.
+
+    Returns
+    -------
+    counts : ndarray of shape (n_segments,), int
+        Regions met by each segment (1: the segment stays in one region).
+
+    See Also
+    --------
+    ReLUPolytopes.segment_regions : the regions of one segment, with their bit strings.
+
+    Examples
+    --------
+    >>> import numpy as np, torch
+    >>> from geolearn.polytopes import segment_region_counts
+    >>> net = torch.nn.Sequential(torch.nn.Linear(1, 2), torch.nn.ReLU(), torch.nn.Linear(2, 1))
+    >>> with torch.no_grad():  # units switching at x = 0 and x = 1
+    ...     _ = net[0].weight.copy_(torch.tensor([[1.0], [1.0]]))
+    ...     _ = net[0].bias.copy_(torch.tensor([0.0, -1.0]))
+    >>> segment_region_counts(net, [[-1.0], [0.5]], [[2.0], [0.8]])
+    array([3, 1])
+    """
+    net = as_relu_network(network, image_shape=image_shape)
+    XA = check_numeric_array(XA, "XA", dtype=np.float64)
+    XB = check_numeric_array(XB, "XB", dtype=np.float64)
+    if XA.shape != XB.shape:
+        raise ValueError(f"XA and XB must have the same shape; got {XA.shape} and {XB.shape}.")
+    if XA.shape[1] != net.n_inputs:
+        raise ValueError(f"XA has {XA.shape[1]} features, but the network is expecting "
+                         f"{net.n_inputs} features as input.")
+    return segment_counts_exact(net, XA, XB)
 
 
 def segment_exact(net, x_a, x_b):

@@ -11,7 +11,7 @@ from skorch.callbacks import Callback
 from geolearn.inspection import MEASURES, GeometryTracker
 from geolearn.inspection._measures import evaluate_measure
 from geolearn.models import as_model
-from geolearn.polytopes import ReLUPolytopes
+from geolearn.polytopes import ReLUPolytopes, segment_region_counts
 from tests.torch_estimators import IDS, TORCH_ESTIMATORS, data
 
 
@@ -198,6 +198,9 @@ def test_region_density_counts_the_exact_regions_of_its_segments():
     assert crossings > 32
     assert MEASURES["region_density"](module, X, random_state=7) == pytest.approx(
         crossings / length, rel=1e-12)
+    # the fitted estimator's counts, which the measure took before
+    counts = segment_region_counts(module, X[start], X[stop])
+    np.testing.assert_array_equal(counts, poly.segment_region_counts(X[start], X[stop]))
 
 
 def test_region_density_of_a_conv_relu_net():

