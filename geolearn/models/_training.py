@@ -19,6 +19,7 @@ from skorch.utils import to_tensor
 from .._utils import (
     check_scalar_param,
     discard_fitted,
+    on_module_threads,
     resolve_device,
     small_model_threads,
     torch_seed,
@@ -556,6 +557,12 @@ class SkorchTrainingMixin:
 
     #: skorch settings of :data:`NET_SETTINGS` the estimator's net would ignore.
     _refused_net_settings = ()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # inference (predict, transform, score_samples, ...) runs a small CPU module on one
+        # torch thread, as training does (docs/user_guide/threads.md)
+        on_module_threads(cls, lambda est: getattr(getattr(est, "net_", None), "module_", None))
 
     @classmethod
     def _skorch_settings(cls):
