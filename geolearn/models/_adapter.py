@@ -343,7 +343,7 @@ in_features of its first layer '0').
         if shape not in self._first_layers:
             names = {m: n for n, m in self.module.named_modules() if isinstance(m, _INPUT_LAYERS)}
             x = torch.zeros((2, *shape), device=self.device, dtype=self.dtype)
-            with self.frozen(), torch.no_grad():
+            with self.frozen(), torch.no_grad(), small_ops_threads():  # two samples: small ops
                 layer, received = _run_to_first(self.module, x, names)
             self._first_layers[shape] = (None if layer is None
                                          else (names[layer], layer, tuple(received.shape)))
