@@ -314,7 +314,8 @@ def _record_linear_threads(module):
 @pytest.mark.parametrize(("hidden", "threads"), [((32,), 1), ((1024, 256), USER_THREADS)])
 def test_small_networks_infer_on_one_thread(user_threads, hidden, threads):
     # the inference methods of a torch-trained estimator follow the training rule: a small
-    # module on the CPU on one thread, a larger one (400k parameters) on the caller's
+    # module on the CPU on one thread, a larger one (400k parameters) on the caller's; the
+    # hooks count the Linear layers each call runs
     from geolearn.generative import GridVAE
 
     X = np.random.default_rng(0).random((64, 128)).astype(np.float32)
@@ -325,6 +326,7 @@ def test_small_networks_infer_on_one_thread(user_threads, hidden, threads):
         method(X)
     vae.inverse_transform(vae.transform(X))
     vae.sample(5, random_state=0)
+    vae.traverse(X[:2], 0, [0.0, 1.0])  # a method of its own: every public method but fit
     assert len(seen) > len(calls) and set(seen) == {threads}
     assert torch.get_num_threads() == user_threads
 

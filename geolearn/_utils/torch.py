@@ -221,20 +221,22 @@ def small_ops_threads(module=None, *, blas=False):
         yield
 
 
-#: The methods of a torch-trained estimator that run its fitted module (inference).
-INFERENCE_METHODS = ("decision_function", "inverse_transform", "predict", "predict_log_proba",
-                     "predict_proba", "reconstruct", "sample", "score", "score_samples",
-                     "transform")
+#: Prefixes of the public methods that do not run a fitted module: training (which has its
+#: own rule) and parameter plumbing.
+NOT_INFERENCE = ("fit", "partial_fit", "get_", "set_", "save_", "load_")
 
 
 def on_module_threads(cls, module_of):
     """Run the inference methods of ``cls`` under :func:`small_ops_threads` of its module.
 
     Called from ``__init_subclass__`` (as scikit-learn's ``set_output`` wraps
-    ``transform``): every method of :data:`INFERENCE_METHODS` that ``cls`` defines or
-    inherits as a plain function runs on one torch thread when ``module_of(self)`` is a
-    small CPU module, and with the caller's threads when it is large, on a GPU, or None
-    (not fitted). Descriptors such as scikit-learn's ``available_if`` are left as they are.
+    ``transform``). The inference methods are the public methods ``cls`` defines or
+    inherits as plain functions (``predict``, ``transform``, ``score_samples``,
+    ``sample``, ``traverse``, ...), all but those named in :data:`NOT_INFERENCE`; each
+    runs on one torch thread when ``module_of(self)`` is a small CPU module, and on the
+    caller's threads when it is large, on a GPU, or None (not fitted). Descriptors
+    (properties, scikit-learn's ``available_if``, static and class methods) are left
+    as they are.
 
     Parameters
     ----------
@@ -242,9 +244,10 @@ def on_module_threads(cls, module_of):
     module_of : callable
         ``module_of(estimator)``: the fitted module, or None.
     """
-    for name in INFERENCE_METHODS:
-        owner = next((c for c in cls.__mro__ if name in vars(c)), None)
-        method = None if owner is None else vars(owner)[name]
+    names = {name for klass in cls.__mro__ for name in vars(klass)
+             if not name.startswith(("_", *NOT_INFERENCE))}
+    for name in sorted(names):
+        method = next(vars(klass)[name] for klass in cls.__mro__ if name in vars(klass))
         if inspect.isfunction(method) and not getattr(method, "_on_module_threads", False):
             setattr(cls, name, _on_module_threads(method, module_of))
 
