@@ -369,3 +369,31 @@ def test_inference_wrapping_keeps_available_if():
             return X
 
     assert not hasattr(Toy(), "predict_proba")
+
+
+def test_svbf_distances_and_transform_run_on_one_thread(user_threads, monkeypatch):
+    # a batch of small SVDs per call: beside a busy process, two threads measured 12-35x
+    # slower (benchmarks/RESULTS.md)
+    from geolearn.subspaces import _svbf
+
+    X = haar_sets(n=8, r=10, l=2)
+    est = SVBF(1, random_state=0).fit(X)
+    seen = _recorder(monkeypatch, _svbf, "angles_kernel")
+    blas = []
+    monkeypatch.setattr(_svbf, "angles_kernel", _blas_recording(_svbf.angles_kernel, blas))
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(2, user_api="blas"):
+        est.distance(X)
+        est.transform(X)
+        est.score(X)
+    assert len(seen) == 3 and set(seen) == {1} and set(blas) == {1}
+    assert torch.get_num_threads() == user_threads
+
+
+def _blas_recording(fn, seen):
+    def wrapped(*args, **kwargs):
+        seen.extend(_blas_threads())
+        return fn(*args, **kwargs)
+
+    return wrapped
