@@ -9,8 +9,9 @@ their users run them. geolearn's hot paths pick one torch thread themselves.
     OMP_NUM_THREADS=2 PYTHONPATH=. python -m benchmarks.bench_threads
     OMP_NUM_THREADS=2 PYTHONPATH=. python -m benchmarks.bench_threads --inference
 
-``--inference`` times the inference of small gradient-trained estimators (one torch
-thread, issue 41) against the same method on the caller's two threads (before).
+``--inference`` times the inference of small gradient-trained estimators and SVBF's
+distances (one torch thread, issue 41) against the same steps on the caller's two threads
+(before).
 """
 
 import argparse
@@ -76,6 +77,20 @@ def inference_figures(repeat):
             lambda: vae_calls(vae),
             lambda: (GridVAE.transform.__wrapped__(vae, X),
                      GridVAE.score_samples.__wrapped__(vae, X)), repeat=repeat)
+    from geolearn.subspaces import SVBF
+    from geolearn.subspaces._grassmann import distance_from_angles
+
+    rng = np.random.default_rng(0)
+    sets = np.linalg.qr(rng.standard_normal((2000, 50, 4)))[0]  # 2,000 bases of R^50
+    svbf = SVBF(2, random_state=0).fit(sets[:200])
+
+    def svbf_before():  # distance's steps without the thread rule
+        bases, dims = svbf._bases(sets, reset=False)
+        thetas, _ = svbf._angles(bases, dims)
+        return svbf._per_step(thetas, lambda t: distance_from_angles(t, "chordal", 2))
+
+    compare("SVBF distance, 2,000 sets of 4 vectors in R^50, vs caller's threads",
+            lambda: svbf.distance(sets), svbf_before, repeat=repeat)
     X10 = np.tile(X, (10, 1))
     compare(f"InvariantClassifier predict_proba, {len(X10)} rows, vs caller's threads",
             lambda: clf.predict_proba(X10),
