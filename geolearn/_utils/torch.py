@@ -3,11 +3,12 @@
 import functools
 import inspect
 import threading
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 import numpy as np
 import scipy.sparse
 import torch
+from threadpoolctl import threadpool_limits
 
 
 def resolve_device(device="auto", name="device"):
@@ -211,13 +212,8 @@ def small_ops_threads(module=None, *, blas=False):
     ...     torch.get_num_threads()
     1
     """
-    if not blas:
-        with torch_threads(1 if module is None else small_model_threads(module)):
-            yield
-        return
-    from threadpoolctl import threadpool_limits
-
-    with small_ops_threads(module), threadpool_limits(1, user_api="blas"):
+    with (torch_threads(1 if module is None else small_model_threads(module)),
+          threadpool_limits(1, user_api="blas") if blas else nullcontext()):
         yield
 
 

@@ -534,6 +534,9 @@ class SkorchTrainingMixin:
     - ``device=None``: the estimator leaves device placement to the net (to
       accelerate with ``AccelerateMixin``; a plain net stays on the CPU);
       ``device_`` is then where the trained module's parameters are.
+    - Threads: a module of at most 200,000 parameters on the CPU trains, and runs in every
+      public method of the estimator but ``fit``, ``partial_fit`` and the parameter
+      methods, on one torch thread (docs/user_guide/threads.md).
 
     Fitted: ``net_`` (the skorch net), ``history_`` (the net's skorch ``History``:
     one row per epoch with ``train_loss`` and the objective's parts as columns,
