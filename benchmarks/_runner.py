@@ -97,25 +97,28 @@ def run_main(main, *args, **kwargs):
 
 
 class contended:
-    """Run a block beside one competing CPU-bound process (a busy loop), as on a shared machine.
+    """Run a block beside competing CPU-bound processes (busy loops), as on a shared machine.
 
     ``with contended(enabled):`` does nothing when ``enabled`` is false, so a benchmark runs the
-    same code idle and contended.
+    same code idle and contended; ``n_processes`` busy loops run beside the block (default 1).
     """
 
-    def __init__(self, enabled=True):
+    def __init__(self, enabled=True, *, n_processes=1):
         self.enabled = enabled
-        self.proc = None
+        self.n_processes = n_processes
+        self.procs = []
 
     def __enter__(self):
         if self.enabled:
             import subprocess
             import sys
 
-            self.proc = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+            self.procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+                          for _ in range(self.n_processes)]
         return self
 
     def __exit__(self, *exc):
-        if self.proc is not None:
-            self.proc.kill()
-            self.proc.wait()
+        for proc in self.procs:
+            proc.kill()
+            proc.wait()
+        self.procs = []

@@ -279,3 +279,121 @@ def test_small_networks_train_on_one_thread(user_threads, hidden, threads):
     vae.fit(X)  # warm start: the same rule
     assert len(probe.seen) == 8 and set(probe.seen) == {threads}
     assert torch.get_num_threads() == user_threads
+
+
+# ------------------------------------------------------------ the one rule, inference too
+def _blas_threads():
+    from threadpoolctl import threadpool_info
+
+    return {info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"}
+
+
+def test_small_ops_threads_restores_torch_and_blas_after_an_exception(user_threads):
+    from threadpoolctl import threadpool_limits
+
+    from geolearn._utils import small_ops_threads
+
+    with threadpool_limits(2, user_api="blas"):
+        with pytest.raises(RuntimeError, match="inside"), small_ops_threads(blas=True):
+            assert torch.get_num_threads() == 1 and _blas_threads() == {1}
+            raise RuntimeError("inside")
+        assert torch.get_num_threads() == user_threads and _blas_threads() == {2}
+        with small_ops_threads(nn.Linear(1000, 1000)):  # a million parameters: the caller's
+            assert torch.get_num_threads() == user_threads and _blas_threads() == {2}
+
+
+def _record_linear_threads(module):
+    """Record torch's thread count at the forward of every ``nn.Linear`` of ``module``."""
+    seen = []
+    for layer in module.modules():
+        if isinstance(layer, nn.Linear):
+            layer.register_forward_pre_hook(lambda *_: seen.append(torch.get_num_threads()))
+    return seen
+
+
+@pytest.mark.parametrize(("hidden", "threads"), [((32,), 1), ((1024, 256), USER_THREADS)])
+def test_small_networks_infer_on_one_thread(user_threads, hidden, threads):
+    # the inference methods of a torch-trained estimator follow the training rule: a small
+    # module on the CPU on one thread, a larger one (400k parameters) on the caller's; the
+    # hooks count the Linear layers each call runs
+    from geolearn.generative import GridVAE
+
+    X = np.random.default_rng(0).random((64, 128)).astype(np.float32)
+    vae = GridVAE(hidden_layer_sizes=hidden, max_epochs=1, device="cpu", random_state=0).fit(X)
+    seen = _record_linear_threads(vae.module_)
+    calls = [vae.transform, vae.predict, vae.predict_proba, vae.score_samples, vae.score]
+    for method in calls:
+        method(X)
+    vae.inverse_transform(vae.transform(X))
+    vae.sample(5, random_state=0)
+    vae.traverse(X[:2], 0, [0.0, 1.0])  # a method of its own: every public method but fit
+    assert len(seen) > len(calls) and set(seen) == {threads}
+    assert torch.get_num_threads() == user_threads
+
+
+def test_inference_restores_the_setting_after_an_exception(user_threads):
+    from geolearn.generative import GridVAE
+
+    X = np.random.default_rng(0).random((64, 16)).astype(np.float32)
+    vae = GridVAE(hidden_layer_sizes=(8,), max_epochs=1, device="cpu", random_state=0).fit(X)
+    with pytest.raises(ValueError, match="features"):
+        vae.transform(X[:, :5])
+    assert torch.get_num_threads() == user_threads
+
+
+def test_adapter_runs_a_small_module_on_one_thread(user_threads):
+    from geolearn.models import as_model
+
+    net = _ThreadProbe()
+    m = as_model(net, batch_size=64)
+    X = np.random.default_rng(0).standard_normal((100, 2))
+    m.forward(X)
+    m.features(X, layer="layer.0")
+    m.input_gradient(X, targets=np.zeros(100, int))
+    m.jacobian(X[:10])
+    assert len(net.seen) >= 4 and set(net.seen) == {1}
+    assert torch.get_num_threads() == user_threads
+
+
+def test_inference_wrapping_keeps_available_if():
+    # scikit-learn's available_if hides a method where it does not apply: the thread rule
+    # must not wrap (and so expose) it
+    from sklearn.base import BaseEstimator
+    from sklearn.utils.metaestimators import available_if
+
+    from geolearn.models import SkorchTrainingMixin
+
+    class Toy(SkorchTrainingMixin, BaseEstimator):
+        @available_if(lambda est: False)
+        def predict_proba(self, X):
+            return X
+
+    assert not hasattr(Toy(), "predict_proba")
+
+
+def test_svbf_distances_and_transform_run_on_one_thread(user_threads, monkeypatch):
+    # a batch of small SVDs per call: beside a busy process, two threads measured 12-35x
+    # slower (benchmarks/RESULTS.md)
+    from geolearn.subspaces import _svbf
+
+    X = haar_sets(n=8, r=10, l=2)
+    est = SVBF(1, random_state=0).fit(X)
+    seen = _recorder(monkeypatch, _svbf, "angles_kernel")
+    blas = []
+    monkeypatch.setattr(_svbf, "angles_kernel", _blas_recording(_svbf.angles_kernel, blas))
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(2, user_api="blas"):
+        est.distance(X)
+        est.transform(X)
+        est.score(X)
+    assert len(seen) == 3 and set(seen) == {1} and set(blas) == {1}
+    assert torch.get_num_threads() == user_threads
+
+
+def _blas_recording(fn, seen):
+    def wrapped(*args, **kwargs):
+        seen.extend(_blas_threads())
+        return fn(*args, **kwargs)
+
+    return wrapped

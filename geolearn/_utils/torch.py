@@ -1,11 +1,14 @@
-"""Torch plumbing: device resolution, array/tensor conversion, batching, seeding."""
+"""Torch plumbing: device resolution, array/tensor conversion, batching, seeding, threads."""
 
+import functools
+import inspect
 import threading
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 import numpy as np
 import scipy.sparse
 import torch
+from threadpoolctl import threadpool_limits
 
 
 def resolve_device(device="auto", name="device"):
@@ -180,3 +183,79 @@ def torch_threads(n_threads):
         yield
     finally:
         torch.set_num_threads(previous)
+
+
+@contextmanager
+def small_ops_threads(module=None, *, blas=False):
+    """Run a block of many small operations on one thread, restoring the caller's setting after.
+
+    The one rule of docs/user_guide/threads.md: small operations are too small to split
+    over threads, and threads that wait for each other collapse beside another busy
+    process. torch runs on one intra-op thread, unless ``module`` is given and is large
+    or off the CPU (:func:`small_model_threads`); with ``blas=True`` NumPy's and SciPy's
+    BLAS run on one thread too. Both settings come back when the block exits, also when
+    it raises.
+
+    Parameters
+    ----------
+    module : torch.nn.Module, optional
+        The network the block runs; None when the caller knows its ops are small.
+    blas : bool, default=False
+        Also limit the BLAS libraries (threadpoolctl) to one thread, for loops of
+        many small matrix products in NumPy or SciPy.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from geolearn._utils.torch import small_ops_threads
+    >>> with small_ops_threads(torch.nn.Linear(10, 2)):
+    ...     torch.get_num_threads()
+    1
+    """
+    with (torch_threads(1 if module is None else small_model_threads(module)),
+          threadpool_limits(1, user_api="blas") if blas else nullcontext()):
+        yield
+
+
+#: Prefixes of the public methods that do not run a fitted module: training (which has its
+#: own rule) and parameter plumbing.
+NOT_INFERENCE = ("fit", "partial_fit", "get_", "set_", "save_", "load_")
+
+
+def on_module_threads(cls, module_of):
+    """Run the inference methods of ``cls`` under :func:`small_ops_threads` of its module.
+
+    Called from ``__init_subclass__`` (as scikit-learn's ``set_output`` wraps
+    ``transform``). The inference methods are the public methods ``cls`` defines or
+    inherits as plain functions (``predict``, ``transform``, ``score_samples``,
+    ``sample``, ``traverse``, ...), all but those named in :data:`NOT_INFERENCE`; each
+    runs on one torch thread when ``module_of(self)`` is a small CPU module, and on the
+    caller's threads when it is large, on a GPU, or None (not fitted). Descriptors
+    (properties, scikit-learn's ``available_if``, static and class methods) are left
+    as they are.
+
+    Parameters
+    ----------
+    cls : type
+    module_of : callable
+        ``module_of(estimator)``: the fitted module, or None.
+    """
+    names = {name for klass in cls.__mro__ for name in vars(klass)
+             if not name.startswith(("_", *NOT_INFERENCE))}
+    for name in sorted(names):
+        method = next(vars(klass)[name] for klass in cls.__mro__ if name in vars(klass))
+        if inspect.isfunction(method) and not getattr(method, "_on_module_threads", False):
+            setattr(cls, name, _on_module_threads(method, module_of))
+
+
+def _on_module_threads(method, module_of):
+    @functools.wraps(method)
+    def wrapped(self, *args, **kwargs):
+        module = module_of(self)
+        if module is None:  # not fitted: the method raises its own error
+            return method(self, *args, **kwargs)
+        with small_ops_threads(module):
+            return method(self, *args, **kwargs)
+
+    wrapped._on_module_threads = True
+    return wrapped

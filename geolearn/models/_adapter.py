@@ -13,9 +13,9 @@ from .._utils import (
     check_numeric_array,
     iter_batches,
     resolve_device,
+    small_ops_threads,
     to_numpy,
     to_tensor,
-    torch_threads,
 )
 from ._capture import _run_capturing, _run_collecting, _run_to_first
 from ._forward_ad import locked_jacfwd
@@ -343,7 +343,7 @@ in_features of its first layer '0').
         if shape not in self._first_layers:
             names = {m: n for n, m in self.module.named_modules() if isinstance(m, _INPUT_LAYERS)}
             x = torch.zeros((2, *shape), device=self.device, dtype=self.dtype)
-            with self.frozen(), torch.no_grad():
+            with self.frozen(), torch.no_grad(), small_ops_threads():  # two samples: small ops
                 layer, received = _run_to_first(self.module, x, names)
             self._first_layers[shape] = (None if layer is None
                                          else (names[layer], layer, tuple(received.shape)))
@@ -516,7 +516,7 @@ in_features of its first layer '0').
             return self._black_box_features(X, layer, batch_size)
         f = self.feature_fn(layer)
         outs = []
-        with self.frozen(), torch.no_grad():
+        with self.frozen(), torch.no_grad(), small_ops_threads(self.module):
             for sl in iter_batches(len(X), batch_size):
                 outs.append(to_numpy(f(self.to_tensor(X[sl]))))
         return np.concatenate(outs) if outs else np.empty((0,))
@@ -571,7 +571,7 @@ in_features of its first layer '0').
         """
         grad = self.input_gradient_fn(loss, layer=layer)
         X = self.check_input(X)
-        with self.frozen():
+        with self.frozen(), small_ops_threads(self.module):
             if isinstance(X, torch.Tensor):
                 t = targets.to(X.device) if isinstance(targets, torch.Tensor) else targets
                 return grad(X, t)
@@ -665,7 +665,8 @@ in_features of its first layer '0').
             return f(x.unsqueeze(0)).squeeze(0)
 
         out = None  # filled chunk by chunk: concatenating would hold the Jacobians twice
-        with self.frozen(), torch.no_grad():  # torch.func still differentiates in the input
+        # torch.func still differentiates in the input under no_grad
+        with self.frozen(), torch.no_grad(), small_ops_threads(self.module):
             # the shapes from one row (a zero row when X is empty: the result has no rows)
             X0 = convert(X[:1] if len(X) else X.new_zeros((1,) + tuple(X.shape[1:]))
                          if is_tensor else np.zeros((1,) + X.shape[1:], X.dtype))
@@ -763,7 +764,7 @@ def saved_bytes(f, x):
         return sum(sizes)
 
     x = x[:1]
-    with torch_threads(1):  # two samples: small ops
+    with small_ops_threads():  # two samples: small ops
         return max(0, saved(torch.cat([x, x])) - saved(x))
 
 

@@ -19,6 +19,7 @@ from skorch.utils import to_tensor
 from .._utils import (
     check_scalar_param,
     discard_fitted,
+    on_module_threads,
     resolve_device,
     small_model_threads,
     torch_seed,
@@ -533,6 +534,9 @@ class SkorchTrainingMixin:
     - ``device=None``: the estimator leaves device placement to the net (to
       accelerate with ``AccelerateMixin``; a plain net stays on the CPU);
       ``device_`` is then where the trained module's parameters are.
+    - Threads: a module of at most 200,000 parameters on the CPU trains, and runs in every
+      public method of the estimator but ``fit``, ``partial_fit`` and the parameter
+      methods, on one torch thread (docs/user_guide/threads.md).
 
     Fitted: ``net_`` (the skorch net), ``history_`` (the net's skorch ``History``:
     one row per epoch with ``train_loss`` and the objective's parts as columns,
@@ -556,6 +560,12 @@ class SkorchTrainingMixin:
 
     #: skorch settings of :data:`NET_SETTINGS` the estimator's net would ignore.
     _refused_net_settings = ()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # inference (predict, transform, score_samples, ...) runs a small CPU module on one
+        # torch thread, as training does (docs/user_guide/threads.md)
+        on_module_threads(cls, lambda est: getattr(getattr(est, "net_", None), "module_", None))
 
     @classmethod
     def _skorch_settings(cls):

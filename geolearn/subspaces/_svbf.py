@@ -10,7 +10,14 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
-from .._utils import fitted_on_success, progress_bar, resolve_device, thread_map, to_tensor
+from .._utils import (
+    fitted_on_success,
+    progress_bar,
+    resolve_device,
+    small_ops_threads,
+    thread_map,
+    to_tensor,
+)
 from ..exceptions import ConvergenceWarning
 from ._adam import adam_solve
 from ._grassmann import angles_kernel, check_metric, distance_from_angles, stacked_flag_mean
@@ -423,8 +430,10 @@ class SVBF(_SetsMixin, TransformerMixin, BaseEstimator):
 
     def _new_angles(self, X):
         check_is_fitted(self)
-        bases, dims = self._bases(X, reset=False)
-        thetas, B = self._angles(bases, dims)
+        # a small SVD per set: one torch and one BLAS thread (docs/user_guide/threads.md)
+        with small_ops_threads(blas=True):
+            bases, dims = self._bases(X, reset=False)
+            thetas, B = self._angles(bases, dims)
         return bases, dims, thetas, B
 
     def __sklearn_tags__(self):
