@@ -6,7 +6,6 @@ import warnings
 
 import numpy as np
 import torch
-from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context, clone
 from sklearn.calibration import CalibratedClassifierCV
 from sklearn.exceptions import ConvergenceWarning as SVCConvergenceWarning
@@ -56,11 +55,66 @@ def _half_log1p_sq(r):
     return np.where(big, np.log(np.where(big, r, 1.0)), 0.5 * np.log1p(np.where(big, 0.0, r) ** 2))
 
 
-def _log_factor(X, centers, tau):
-    """``log c(x) = logsumexp_i(−|x − s_i|²/(2τ²))`` and its softmax weights."""
-    sq = ((X[:, None, :] - centers[None, :, :]) ** 2).sum(-1)
-    logits = -sq / (2 * tau**2)
-    log_c = logsumexp(logits, axis=1)
+def _sum_planes(plane, lo, hi):
+    """``plane(lo) + ... + plane(hi - 1)`` in the order of numpy's pairwise ``add.reduce``.
+
+    numpy adds a contiguous axis sequentially below 8 terms, with 8 accumulators up to 128,
+    and by halves (cut at a multiple of 8) above: summing the per-feature planes in that
+    order gives ``((X[:, None] - S[None]) ** 2).sum(-1)`` to the last bit without its
+    (n, m, d) temporary, whose reduction over a short axis is slow.
+    """
+    n = hi - lo
+    if n < 8:
+        total = plane(lo)
+        for k in range(lo + 1, hi):
+            total += plane(k)
+        return total
+    if n <= 128:
+        r = [plane(lo + j) for j in range(8)]
+        k = lo + 8
+        while k < hi - n % 8:
+            for j in range(8):
+                r[j] += plane(k + j)
+            k += 8
+        for a, b in ((0, 1), (2, 3), (4, 5), (6, 7), (0, 2), (4, 6), (0, 4)):
+            r[a] += r[b]
+        total = r[0]
+        for k in range(k, hi):
+            total += plane(k)
+        return total
+    half = n // 2 - (n // 2) % 8
+    total = _sum_planes(plane, lo, lo + half)
+    total += _sum_planes(plane, lo + half, hi)
+    return total
+
+
+def _sq_distances(X, centers):
+    """``|x − s|²`` for every row of ``X`` and every center, shape (n, m)."""
+    return _sum_planes(lambda k: (X[:, k, None] - centers[None, :, k]) ** 2, 0, X.shape[1])
+
+
+def _logsumexp_rows(a):
+    """``log Σ_j exp(a_ij)`` per row, as :func:`scipy.special.logsumexp` computes it.
+
+    The largest terms (``m`` of them) are split off and the rest summed through ``log1p``,
+    ``log1p(s / m) + log m + max``, without that function's generic-array overhead.
+    """
+    top = a.max(axis=1, keepdims=True)
+    is_top = a == top
+    m = is_top.sum(axis=1, keepdims=True, dtype=np.float64)
+    e = np.subtract(a, top)
+    e[is_top] = -np.inf
+    np.exp(e, out=e)
+    s = e.sum(axis=1, keepdims=True) / m
+    return (np.log1p(s) + np.log(m) + top)[:, 0]
+
+
+def _log_factor(X, centers, tau, weights=True):
+    """``log c(x) = logsumexp_i(−|x − s_i|²/(2τ²))`` and (``weights``) its softmax weights."""
+    logits = -_sq_distances(X, centers) / (2 * tau**2)
+    log_c = _logsumexp_rows(logits)
+    if not weights:
+        return log_c
     return log_c, np.exp(logits - log_c[:, None])
 
 
@@ -362,9 +416,13 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
             tau = self._auto_tau(centers) if isinstance(tau, str) else float(tau)
             self.centers_.append(centers)
             self.tau_.append(tau)
-            L = L + _log_factor(X, centers, tau)[0]
-            K = np.exp(L[:, None] + L[None, :]) * K0
-            if not np.isfinite(K).all():
+            L = L + _log_factor(X, centers, tau, weights=False)
+            # in place: the same products as exp(L_i + L_j) * K0 without two n x n temporaries
+            K = np.add.outer(L, L)
+            np.exp(K, out=K)
+            K *= K0
+            # a finite sum proves every entry finite; only an overflowing one needs the full check
+            if not np.isfinite(K.sum()) and not np.isfinite(K).all():
                 raise ValueError(f"the conformal kernel overflows float64 at iteration "
                                  f"{len(self.tau_)} (max L = {L.max():.0f}); use fewer n_refits "
                                  "or a smaller tau.")
