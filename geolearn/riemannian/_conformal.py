@@ -90,7 +90,11 @@ def _sum_planes(plane, lo, hi):
 
 def _sq_distances(X, centers):
     """``|x − s|²`` for every row of ``X`` and every center, shape (n, m)."""
-    return _sum_planes(lambda k: (X[:, k, None] - centers[None, :, k]) ** 2, 0, X.shape[1])
+    def plane(k):
+        diff = np.subtract(X[:, k, None], centers[None, :, k])
+        return np.square(diff, out=diff)
+
+    return _sum_planes(plane, 0, X.shape[1])
 
 
 def _logsumexp_rows(a):
@@ -134,12 +138,23 @@ def _rbf_gram(X, gamma):
 
 
 def _log_factor(X, centers, tau, weights=True):
-    """``log c(x) = logsumexp_i(−|x − s_i|²/(2τ²))`` and (``weights``) its softmax weights."""
-    logits = -_sq_distances(X, centers) / (2 * tau**2)
-    log_c = _logsumexp_rows(logits)
-    if not weights:
-        return log_c
-    return log_c, np.exp(logits - log_c[:, None])
+    """``log c(x) = logsumexp_i(−|x − s_i|²/(2τ²))`` and (``weights``) its softmax weights.
+
+    Every step is per row: blocks of rows keep the dozen passes over the (n, m) logits in
+    cache without changing a bit.
+    """
+    n = len(X)
+    log_c = np.empty(n)
+    w = np.empty((n, len(centers))) if weights else None
+    rows = max(1, 2**14 // len(centers))
+    for start in range(0, n, rows):
+        stop = start + rows
+        logits = np.negative(_sq_distances(X[start:stop], centers))
+        logits /= 2 * tau**2
+        log_c[start:stop] = _logsumexp_rows(logits)
+        if weights:
+            np.exp(logits - log_c[start:stop, None], out=w[start:stop])
+    return (log_c, w) if weights else log_c
 
 
 class _TorchConformalKernel:
