@@ -79,8 +79,8 @@ def _sum_planes(plane, lo, hi):
         for a, b in ((0, 1), (2, 3), (4, 5), (6, 7), (0, 2), (4, 6), (0, 4)):
             r[a] += r[b]
         total = r[0]
-        for k in range(k, hi):
-            total += plane(k)
+        for rest in range(k, hi):
+            total += plane(rest)
         return total
     half = n // 2 - (n // 2) % 8
     total = _sum_planes(plane, lo, lo + half)
