@@ -146,7 +146,7 @@ def _log_factor(X, centers, tau, weights=True):
     n = len(X)
     log_c = np.empty(n)
     w = np.empty((n, len(centers))) if weights else None
-    rows = max(1, 2**14 // len(centers))
+    rows = max(1, 2**14 // max(len(centers), 1))
     for start in range(0, n, rows):
         stop = start + rows
         logits = np.negative(_sq_distances(X[start:stop], centers))

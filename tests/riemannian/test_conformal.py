@@ -291,3 +291,14 @@ def test_fit_kernels_equal_the_plain_expressions_to_the_bit(d):
         np.testing.assert_array_equal(_log_factor(X, centers, tau, weights=False), log_c)
     for gamma in (0.05, 1 / (d * X.var())):
         np.testing.assert_array_equal(_rbf_gram(X, gamma), sk_rbf(X, X, gamma=gamma))
+
+
+def test_fit_does_not_depend_on_the_memory_layout_of_X():
+    """Regression: the factor's broadcast sums ran in another order on a Fortran-ordered X (a
+    DataFrame's array, say), so the same data fitted to other last bits and support vectors."""
+    X, y = make_blobs(300, n_features=10, centers=2, cluster_std=4.0, random_state=0)
+    a = ConformalKernelSVC(n_refits=2).fit(X, y)
+    b = ConformalKernelSVC(n_refits=2).fit(np.asfortranarray(X), y)
+    np.testing.assert_array_equal(a.log_factor_fit_, b.log_factor_fit_)
+    np.testing.assert_array_equal(a.support_, b.support_)
+    np.testing.assert_array_equal(a.dual_coef_, b.dual_coef_)
