@@ -422,7 +422,8 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
         -------
         self : ConformalKernelSVC
         """
-        X, y = validate_data(self, X, y, dtype=np.float64)
+        # C order: the sums and BLAS products then run in one order whatever the layout of X
+        X, y = validate_data(self, X, y, dtype=np.float64, order="C")
         check_squares_finite(X)  # kernels of overflowing distances give NaN
         check_classification_targets(y)
         if sample_weight is not None:
@@ -498,7 +499,8 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
     # -- kernel ------------------------------------------------------------------------------
     def _check_X(self, X):
         check_is_fitted(self)
-        return check_squares_finite(validate_data(self, X, dtype=np.float64, reset=False))
+        return check_squares_finite(validate_data(self, X, dtype=np.float64, order="C",
+                                                  reset=False))
 
     def _log_factor_and_grad(self, X):
         L = np.zeros(len(X))

@@ -302,3 +302,5 @@ def test_fit_does_not_depend_on_the_memory_layout_of_X():
     np.testing.assert_array_equal(a.log_factor_fit_, b.log_factor_fit_)
     np.testing.assert_array_equal(a.support_, b.support_)
     np.testing.assert_array_equal(a.dual_coef_, b.dual_coef_)
+    np.testing.assert_array_equal(a.decision_function(X),
+                                  a.decision_function(np.asfortranarray(X)))
