@@ -169,7 +169,8 @@ def pgd_loop(grad_wrong, x, t, *, epsilon, norm="l2", step_size, n_steps, starts
     """PGD on one batch ``x`` ``(B, ...)`` with labels ``t``.
 
     ``grad_wrong(x, t, need_grad) -> (gradient of the summed loss, wrong)``
-    gives both from one forward pass. Restart 0 starts at ``delta = init``
+    gives both from one forward pass (``wrong`` may be None for a gradient step
+    when not ``stop_on_success``: the loop reads it only without the gradient). Restart 0 starts at ``delta = init``
     (default 0; a ``(directions, radii)`` pair is a random start as below);
     ``starts`` holds the random starts of the later restarts as
     ``(directions, radii)`` batch tensors. L2 step:
