@@ -9,6 +9,7 @@ forward hook, ``LinearRegression``, ``StandardScaler`` + ``LinearSVC``).
     python benchmarks/bench_representations.py            # spec sizes
     python benchmarks/bench_representations.py --quick    # small sizes, a smoke run
     OMP_NUM_THREADS=1 python benchmarks/bench_representations.py --issue-rows --repeat 5
+    OMP_NUM_THREADS=1 python benchmarks/bench_representations.py --fgsm-rows [--contended]
 """
 
 import argparse
@@ -105,6 +106,33 @@ def bench_attacks(n, repeat):
             repeat=repeat)
 
 
+def bench_fgsm(n, repeat):
+    """Issue 41's FGSM rows: the default ``batch_size=256`` against torchattacks and a plain
+    loop, then the larger batches a memory-derived default would take, against 256."""
+    import torchattacks
+
+    X, y, (X_train, y_train) = digits_images(n)
+    cnn = train_digits_net(digits_cnn, X_train, y_train, seed=0, max_epochs=5).module_.eval()
+    Xt, yt = torch.as_tensor(X), torch.as_tensor(y)
+
+    def peer(batch):
+        attack = torchattacks.FGSM(cnn, eps=0.2)
+        return torch.cat([attack(Xt[s:s + batch], yt[s:s + batch]) for s in range(0, n, batch)])
+
+    diff = np.abs(fgsm(cnn, X, y, 0.2) - peer(256).numpy()).max()
+    print(f"  FGSM: max |ours - torchattacks| = {diff:.1e}", flush=True)
+    for batch in (256, n):
+        compare(f"FGSM eps=0.2, digits CNN ({n} images, default batch_size=256) vs torchattacks "
+                f"in batches of {batch}", lambda: fgsm(cnn, X, y, 0.2),
+                lambda b=batch: peer(b), repeat=repeat)
+    compare("same vs plain torch in batches of 256", lambda: fgsm(cnn, X, y, 0.2),
+            lambda: plain_fgsm(cnn, Xt, yt, 0.2, 256), repeat=repeat)
+    for batch in (512, 1024, n):  # peer column: the default 256; > 1x: the larger batch wins
+        compare(f"FGSM batch_size={batch} vs the default 256",
+                lambda b=batch: fgsm(cnn, X, y, 0.2, batch_size=b),
+                lambda: fgsm(cnn, X, y, 0.2), repeat=repeat)
+
+
 def peer_detection(nets, target, source, X, y, parts):
     """Algorithm 1 written with the peers by hand: torchattacks, hooks, sklearn."""
     import torchattacks
@@ -166,9 +194,14 @@ def main(argv=None):
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--issue-rows", action="store_true",
                         help="only issue 41's rows (map fits, FGSM)")
+    parser.add_argument("--fgsm-rows", action="store_true",
+                        help="only issue 41's FGSM rows, against torchattacks (median of 5)")
     args = parser.parse_args(argv)
     header("geolearn.representations / geolearn.adversarial vs sklearn and torchattacks")
     warnings.simplefilter("ignore", UserWarning)
+    if args.fgsm_rows:
+        bench_fgsm(2_000, max(args.repeat, 5))
+        return
     if args.issue_rows:  # issue 41's sizes: the map on 5,000 x 512, FGSM on 2,000 digits
         bench_maps(5_000, 512, 20_000, args.repeat)
         bench_attacks(2_000, args.repeat)

@@ -99,8 +99,12 @@ class Classifier:
     def to_tensor(self, X):
         return torch.as_tensor(np.asarray(X), dtype=self.model.dtype, device=self.device)
 
-    def grad_wrong(self, x, t, need_grad=True, loss="ce"):
-        """``(input gradient of the summed loss or None, wrong)`` from one forward pass."""
+    def grad_wrong(self, x, t, need_grad=True, loss="ce", need_wrong=True):
+        """``(input gradient of the summed loss or None, wrong)`` from one forward pass.
+
+        ``need_wrong=False``: a gradient step whose caller does not read ``wrong`` gets None
+        for it (a pass without the gradient always judges).
+        """
         if not need_grad:
             with torch.no_grad():
                 return None, wrong(self.logits(x), t)
@@ -108,7 +112,7 @@ class Classifier:
             x = x.detach().requires_grad_(True)
             z = self.logits(x)
             g = torch.autograd.grad(attack_loss(z, t, loss), x)[0]
-        return g.detach(), wrong(z.detach(), t)
+        return g.detach(), wrong(z.detach(), t) if need_wrong else None
 
     def wrong(self, x, t):
         with torch.no_grad():
@@ -165,7 +169,8 @@ def pgd_loop(grad_wrong, x, t, *, epsilon, norm="l2", step_size, n_steps, starts
     """PGD on one batch ``x`` ``(B, ...)`` with labels ``t``.
 
     ``grad_wrong(x, t, need_grad) -> (gradient of the summed loss, wrong)``
-    gives both from one forward pass. Restart 0 starts at ``delta = init``
+    gives both from one forward pass (``wrong`` may be None for a gradient step
+    when not ``stop_on_success``: the loop reads it only without the gradient). Restart 0 starts at ``delta = init``
     (default 0; a ``(directions, radii)`` pair is a random start as below);
     ``starts`` holds the random starts of the later restarts as
     ``(directions, radii)`` batch tensors. L2 step:
@@ -210,7 +215,7 @@ def pgd_loop(grad_wrong, x, t, *, epsilon, norm="l2", step_size, n_steps, starts
         idx = (~found).nonzero()[:, 0]
         if len(idx) == 0:
             break
-        xs, ts = x[idx], t[idx]
+        xs, ts = (x, t) if len(idx) == B else (x[idx], t[idx])  # no copy while all rows run
         if r == 0 and init is None:
             delta = torch.zeros_like(xs)
         elif r == 0 and isinstance(init, torch.Tensor):
@@ -521,7 +526,9 @@ def run_attack(clf, X, t, *, epsilon, norm, step_size, n_steps, n_restarts, loss
             starts = [(clf.to_tensor(d[sl]), clf.to_tensor(r[sl])) for d, r in zip(dirs, radii)]
             first = (None if init is None else clf.to_tensor(init[sl])
                      if isinstance(init, np.ndarray) else tuple(clf.to_tensor(v[sl]) for v in init))
-            out, ok = pgd_loop(partial(clf.grad_wrong, loss=loss), clf.to_tensor(X[sl]),
+            # the gradient steps are judged only when the loop stops on success
+            out, ok = pgd_loop(partial(clf.grad_wrong, loss=loss, need_wrong=stop_on_success),
+                               clf.to_tensor(X[sl]),
                                torch.as_tensor(t[sl], device=clf.device),
                                epsilon=epsilon, norm=norm, step_size=step_size, n_steps=n_steps,
                                starts=starts, init=first, projection=projection,

@@ -6,7 +6,6 @@ import warnings
 
 import numpy as np
 import torch
-from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context, clone
 from sklearn.calibration import CalibratedClassifierCV
 from sklearn.exceptions import ConvergenceWarning as SVCConvergenceWarning
@@ -56,12 +55,106 @@ def _half_log1p_sq(r):
     return np.where(big, np.log(np.where(big, r, 1.0)), 0.5 * np.log1p(np.where(big, 0.0, r) ** 2))
 
 
-def _log_factor(X, centers, tau):
-    """``log c(x) = logsumexp_i(−|x − s_i|²/(2τ²))`` and its softmax weights."""
-    sq = ((X[:, None, :] - centers[None, :, :]) ** 2).sum(-1)
-    logits = -sq / (2 * tau**2)
-    log_c = logsumexp(logits, axis=1)
-    return log_c, np.exp(logits - log_c[:, None])
+def _sum_planes(plane, lo, hi):
+    """``plane(lo) + ... + plane(hi - 1)`` in the order of numpy's pairwise ``add.reduce``.
+
+    numpy adds a contiguous axis sequentially below 8 terms, with 8 accumulators up to 128,
+    and by halves (cut at a multiple of 8) above: summing the per-feature planes in that
+    order gives ``((X[:, None] - S[None]) ** 2).sum(-1)`` to the last bit without its
+    (n, m, d) temporary, whose reduction over a short axis is slow.
+    """
+    n = hi - lo
+    if n < 8:
+        total = plane(lo)
+        for k in range(lo + 1, hi):
+            total += plane(k)
+        return total
+    if n <= 128:
+        r = [plane(lo + j) for j in range(8)]
+        k = lo + 8
+        while k < hi - n % 8:
+            for j in range(8):
+                r[j] += plane(k + j)
+            k += 8
+        for a, b in ((0, 1), (2, 3), (4, 5), (6, 7), (0, 2), (4, 6), (0, 4)):
+            r[a] += r[b]
+        total = r[0]
+        for rest in range(k, hi):
+            total += plane(rest)
+        return total
+    half = n // 2 - (n // 2) % 8
+    total = _sum_planes(plane, lo, lo + half)
+    total += _sum_planes(plane, lo + half, hi)
+    return total
+
+
+def _sq_distances(X, centers):
+    """``|x − s|²`` for every row of ``X`` and every center, shape (n, m)."""
+    def plane(k):
+        diff = np.subtract(X[:, k, None], centers[None, :, k])
+        return np.square(diff, out=diff)
+
+    return _sum_planes(plane, 0, X.shape[1])
+
+
+def _logsumexp_rows(a):
+    """``log Σ_j exp(a_ij)`` per row, as :func:`scipy.special.logsumexp` computes it.
+
+    The largest terms (``m`` of them) are split off and the rest summed through ``log1p``,
+    ``log1p(s / m) + log m + max``, without that function's generic-array overhead.
+    """
+    top = a.max(axis=1, keepdims=True)
+    is_top = a == top
+    m = np.count_nonzero(is_top, axis=1).astype(np.float64)[:, None]
+    e = np.subtract(a, top)
+    np.copyto(e, -np.inf, where=is_top)
+    np.exp(e, out=e)
+    s = e.sum(axis=1, keepdims=True) / m
+    return (np.log1p(s) + np.log(m) + top)[:, 0]
+
+
+def _rbf_gram(X, gamma):
+    """``rbf_kernel(X, X, gamma=gamma)`` to the last bit, at a fraction of its memory traffic.
+
+    The same BLAS product and the same elementwise steps as scikit-learn's
+    (``exp(−γ max(−2 x·y + |x|² + |y|², 0))``, zero distance on the diagonal), taken on
+    cache-sized blocks of rows rather than in six passes over the n x n matrix.
+    """
+    sq_norms = np.einsum("ij,ij->i", X, X)
+    K = X @ X.T
+    n = len(X)
+    rows = max(1, 2**15 // n)
+    for start in range(0, n, rows):
+        block = K[start:start + rows]
+        block *= -2
+        block += sq_norms[start:start + rows, None]
+        block += sq_norms
+        np.maximum(block, 0, out=block)
+        diag = np.arange(len(block))
+        block[diag, start + diag] = 0
+        block *= -gamma
+        np.exp(block, out=block)
+    return K
+
+
+def _log_factor(X, centers, tau, weights=True):
+    """``log c(x) = logsumexp_i(−|x − s_i|²/(2τ²))`` and (``weights``) its softmax weights.
+
+    Every step is per row: blocks of rows keep the dozen passes over the (n, m) logits in
+    cache without changing a bit.
+    """
+    n = len(X)
+    log_c = np.empty(n)
+    w = np.empty((n, len(centers))) if weights else None
+    rows = max(1, 2**14 // max(len(centers), 1))
+    for start in range(0, n, rows):
+        stop = start + rows
+        logits = np.negative(_sq_distances(X[start:stop], centers))
+        logits /= 2 * tau**2
+        log_c[start:stop] = _logsumexp_rows(logits)
+        if weights:
+            np.exp(logits - log_c[start:stop, None], out=w[start:stop])
+    return (log_c, w) if weights else log_c
 
 
 class _TorchConformalKernel:
@@ -329,7 +422,8 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
         -------
         self : ConformalKernelSVC
         """
-        X, y = validate_data(self, X, y, dtype=np.float64)
+        # C order: the sums and BLAS products then run in one order whatever the layout of X
+        X, y = validate_data(self, X, y, dtype=np.float64, order="C")
         check_squares_finite(X)  # kernels of overflowing distances give NaN
         check_classification_targets(y)
         if sample_weight is not None:
@@ -349,9 +443,9 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
                 f"{self.max_samples_precomputed}); subsample or raise the limit.")
         self.gamma_ = self._check_params(X)
         self.sigma_ = (2 * self.gamma_) ** -0.5 if self.kernel == "rbf" else None
-        K0 = self._base_kernel(X, X)
+        K0 = _rbf_gram(X, self.gamma_) if self.kernel == "rbf" else self._base_kernel(X, X)
         L = np.zeros(n)
-        K = K0
+        K, buffer = K0, None
         svc = self._fit_svc(K, y, 0, L, sample_weight)
         taus = (self.tau if isinstance(self.tau, (list, tuple, np.ndarray))
                 else [self.tau] * self.n_refits)
@@ -362,9 +456,14 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
             tau = self._auto_tau(centers) if isinstance(tau, str) else float(tau)
             self.centers_.append(centers)
             self.tau_.append(tau)
-            L = L + _log_factor(X, centers, tau)[0]
-            K = np.exp(L[:, None] + L[None, :]) * K0
-            if not np.isfinite(K).all():
+            L = L + _log_factor(X, centers, tau, weights=False)
+            # in place, in the previous refit's kernel (its SVC keeps no reference to it): the
+            # same products as exp(L_i + L_j) * K0 without allocating n x n temporaries
+            K = buffer = np.add.outer(L, L, out=buffer)
+            np.exp(K, out=K)
+            K *= K0
+            # a finite sum proves every entry finite; only an overflowing one needs the full check
+            if not np.isfinite(K.sum()) and not np.isfinite(K).all():
                 raise ValueError(f"the conformal kernel overflows float64 at iteration "
                                  f"{len(self.tau_)} (max L = {L.max():.0f}); use fewer n_refits "
                                  "or a smaller tau.")
@@ -400,7 +499,8 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
     # -- kernel ------------------------------------------------------------------------------
     def _check_X(self, X):
         check_is_fitted(self)
-        return check_squares_finite(validate_data(self, X, dtype=np.float64, reset=False))
+        return check_squares_finite(validate_data(self, X, dtype=np.float64, order="C",
+                                                  reset=False))
 
     def _log_factor_and_grad(self, X):
         L = np.zeros(len(X))

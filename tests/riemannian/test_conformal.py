@@ -269,3 +269,38 @@ def test_weighted_calibration_is_the_same_with_metadata_routing(data):
         routed = ConformalKernelSVC(**kw).fit(X, y, sample_weight=w).predict_proba(X)
     np.testing.assert_array_equal(routed, plain)
     assert not np.allclose(ConformalKernelSVC(**kw).fit(X, y).predict_proba(X), plain)
+
+
+@pytest.mark.parametrize("d", [1, 2, 7, 8, 13, 128, 129, 300])
+def test_fit_kernels_equal_the_plain_expressions_to_the_bit(d):
+    """The fit's factor and Gram (per-feature sums, row blocks, in place) equal the broadcast
+    ``((x − s)²).sum(-1)``, scipy's ``logsumexp`` and scikit-learn's ``rbf_kernel`` exactly, so
+    that ``dual_coef_`` and ``decision_function`` are those of the plain computation."""
+    from geolearn.riemannian._conformal import _log_factor, _rbf_gram
+
+    rng = np.random.default_rng(d)
+    X = 3 * rng.normal(size=(150, d))
+    centers = rng.normal(size=(40, d))
+    centers[5] = centers[6]  # tied nearest centers: logsumexp splits off both
+    X[3] = centers[5]
+    for tau in (0.3, 4.0):
+        logits = -((X[:, None, :] - centers[None]) ** 2).sum(-1) / (2 * tau**2)
+        log_c, w = _log_factor(X, centers, tau)
+        np.testing.assert_array_equal(log_c, logsumexp(logits, axis=1))
+        np.testing.assert_array_equal(w, np.exp(logits - log_c[:, None]))
+        np.testing.assert_array_equal(_log_factor(X, centers, tau, weights=False), log_c)
+    for gamma in (0.05, 1 / (d * X.var())):
+        np.testing.assert_array_equal(_rbf_gram(X, gamma), sk_rbf(X, X, gamma=gamma))
+
+
+def test_fit_does_not_depend_on_the_memory_layout_of_X():
+    """Regression: the factor's broadcast sums ran in another order on a Fortran-ordered X (a
+    DataFrame's array, say), so the same data fitted to other last bits and support vectors."""
+    X, y = make_blobs(300, n_features=10, centers=2, cluster_std=4.0, random_state=0)
+    a = ConformalKernelSVC(n_refits=2).fit(X, y)
+    b = ConformalKernelSVC(n_refits=2).fit(np.asfortranarray(X), y)
+    np.testing.assert_array_equal(a.log_factor_fit_, b.log_factor_fit_)
+    np.testing.assert_array_equal(a.support_, b.support_)
+    np.testing.assert_array_equal(a.dual_coef_, b.dual_coef_)
+    np.testing.assert_array_equal(a.decision_function(X),
+                                  a.decision_function(np.asfortranarray(X)))
