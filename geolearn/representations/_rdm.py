@@ -100,16 +100,14 @@ def _gram(X, metric, chunk_size, work):
     return G, sq
 
 
-def squared_distances(G, sq_a, sq_b, A, B, *, upper=False):
+def squared_distances(G, sq_a, sq_b, A, B):
     """``||a_i - b_j||^2`` from the Gram matrix ``G = A B^T`` of well-centred rows, in place.
 
     Where the distance is tiny next to the norms, ``|a|^2 + |b|^2 - 2ab`` has cancelled
     its digits (square roots of rounding, about 1e-8 relative): those entries are
-    recomputed from the rows ``A[i] - B[j]`` in float64. ``upper`` looks only at ``i < j``
-    (an RDM, mirrored afterwards).
+    recomputed from the rows ``A[i] - B[j]`` in float64.
     """
     D = G
-    mirrored = []  # (j, i) entries of rows not transformed yet, written at the end
     # by blocks of rows: temporaries of _BLOCK**2 entries, not of D's size
     for rows in _chunks(len(D), max(1, _BLOCK**2 // max(D.shape[1], 1))):
         block = D[rows]
@@ -117,33 +115,30 @@ def squared_distances(G, sq_a, sq_b, A, B, *, upper=False):
         block += sq_a[rows, None]
         block += sq_b[None, :]
         close = block <= 1e-6 * (sq_a[rows, None] + sq_b[None, :])
-        i, j = np.nonzero(np.triu(close, rows.start + 1) if upper else close)
+        i, j = np.nonzero(close)
         i += rows.start
         for start in range(0, i.size, 4096):
             ii, jj = i[start:start + 4096], j[start:start + 4096]
             diff = np.asarray(A[ii], dtype=np.float64) - np.asarray(B[jj], dtype=np.float64)
             D[ii, jj] = np.einsum("ij,ij->i", diff, diff)
-            if upper:
-                mirrored.append((jj, ii, D[ii, jj]))
-    for jj, ii, values in mirrored:
-        D[jj, ii] = values
     return np.maximum(D, 0.0, out=D)
 
 
 def _distance_rdm(G, sq, X, metric, scale, work):
     """The distance RDM from the Gram matrix ``G`` of the centred rows of ``X``, in place.
 
-    One pass over ``G`` by blocks of rows that stay in the cache. Block ``rows`` turns its
+    One pass over ``G`` by blocks of rows (2 MiB, no temporaries). Block ``rows`` turns its
     entries ``G[i, j >= i]`` into half the squared distance, ``(|a_i|^2 + |a_j|^2) / 2 - G_ij``
     (the halves are exact, and the result is symmetric bit for bit, as ``G`` is), recomputes
-    the entries that cancelled, takes the square root or divides by ``n / 2``, scales, and
-    mirrors the entries right of its diagonal block into ``G[j, i]``, which later blocks
-    never read.
+    the entries that cancelled (the test of :func:`squared_distances`), takes the square root
+    or divides by ``n / 2``, scales, and mirrors the entries right of its diagonal block into
+    ``G[j, i]``, which later blocks never read. Entries are ``>= 0`` with no clip, and no
+    ``(R + R^T) / 2`` pass is needed.
     """
     m, n = X.shape
     half = 0.5 * sq
     half_max = np.maximum.accumulate(half[::-1])[::-1]  # max(half[j:]), for the bound
-    step = max(8, _BLOCK**2 // (4 * m))
+    step = max(8, _BLOCK**2 // m)  # fewer, larger blocks measured faster than L2-sized ones
     buffer = np.empty(step * m)  # the block's norms, float64 whatever G's dtype
     for rows in _chunks(m, step):
         D = G[rows, rows.start:]  # a view: the block's entries (i, j >= i)
@@ -262,12 +257,12 @@ def compute_rdm(X, metric="correlation", *, condensed=False, chunk_size=None,
                        ensure_all_finite=False)
     m, n = X.shape
     # one pass finds max |X| and any NaN or infinity, which the full check then names
-    high, low = X.max(), X.min()
-    if not (np.isfinite(high) and np.isfinite(low)):
+    x_max, x_min = X.max(), X.min()
+    if not (np.isfinite(x_max) and np.isfinite(x_min)):
         check_features(X)
     # values whose squares overflow the Gram product are scaled down first; the distances
     # are scaled back (the correlation and cosine distances do not depend on the scale)
-    scale = float(max(high, -low))
+    scale = float(max(x_max, -x_min))
     if scale > np.sqrt(np.finfo(work).max / (4 * n)):
         X = X / scale
     else:
@@ -277,17 +272,15 @@ def compute_rdm(X, metric="correlation", *, condensed=False, chunk_size=None,
     G, sq = _gram(X, metric, chunk_size, work)
     if metric in ("euclidean", "sqeuclidean_per_feature"):
         return _distance_rdm(G, sq, X, metric, scale, work).astype(work, copy=False)
-    else:
-        norms = np.sqrt(sq)
-        _row_check(norms, _row_scale(X, chunk_size), n, metric)
-        inv = (1.0 / norms).astype(work)
-        R = G
-        R *= inv[:, None]
-        R *= inv[None, :]
-        np.subtract(1.0, R, out=R)
-        high = 2.0
+    norms = np.sqrt(sq)
+    _row_check(norms, _row_scale(X, chunk_size), n, metric)
+    inv = (1.0 / norms).astype(work)
+    R = G
+    R *= inv[:, None]
+    R *= inv[None, :]
+    np.subtract(1.0, R, out=R)
     _symmetrize(R)
-    np.clip(R, 0.0, high, out=R)
+    np.clip(R, 0.0, 2.0, out=R)
     np.fill_diagonal(R, 0.0)
     return R.astype(work, copy=False)
 
