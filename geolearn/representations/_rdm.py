@@ -127,7 +127,7 @@ def squared_distances(G, sq_a, sq_b, A, B):
 def _distance_rdm(G, sq, X, metric, scale, work):
     """The distance RDM from the Gram matrix ``G`` of the centred rows of ``X``, in place.
 
-    One pass over ``G`` by blocks of rows (2 MiB, no temporaries). Block ``rows`` turns its
+    One pass over ``G`` by blocks of rows (2 MiB, one reused buffer). Block ``rows`` turns its
     entries ``G[i, j >= i]`` into half the squared distance, ``(|a_i|^2 + |a_j|^2) / 2 - G_ij``
     (the halves are exact, and the result is symmetric bit for bit, as ``G`` is), recomputes
     the entries that cancelled (the test of :func:`squared_distances`), takes the square root
