@@ -255,7 +255,7 @@ def compute_rdm(X, metric="correlation", *, condensed=False, chunk_size=None,
     # chunked: keep X in its own float dtype; each chunk is cast to float64 on its own
     X = check_features(X, dtype=np.float64 if chunk_size is None else [np.float64, np.float32],
                        ensure_all_finite=False)
-    m, n = X.shape
+    n = X.shape[1]
     # one pass finds max |X| and any NaN or infinity, which the full check then names
     x_max, x_min = X.max(), X.min()
     if not (np.isfinite(x_max) and np.isfinite(x_min)):
