@@ -21,8 +21,11 @@ _BLOCK = 512        # side of the blocks that (m, m) matrices are updated by, in
 _SYM_BLOCK = 64     # side of the blocks symmetrised: a block and its transpose stay in L1/L2
 
 
-def check_features(X, name="X", *, min_samples=3, dtype=np.float64):
-    """Validate a stimulus-by-feature matrix: 2-D, real, finite, at least ``min_samples`` rows."""
+def check_features(X, name="X", *, min_samples=3, dtype=np.float64, ensure_all_finite=True):
+    """Validate a stimulus-by-feature matrix: 2-D, real, finite, at least ``min_samples`` rows.
+
+    ``ensure_all_finite=False`` leaves the finiteness to the caller (one pass fewer).
+    """
     X = X if hasattr(X, "dtype") else np.asarray(X)
     if getattr(X, "ndim", None) != 2:
         raise ValueError(
@@ -35,7 +38,8 @@ def check_features(X, name="X", *, min_samples=3, dtype=np.float64):
             X = X.astype(np.float64)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"{name} must be numeric; got dtype {X.dtype}.") from exc
-    return check_array(X, dtype=dtype, ensure_min_samples=min_samples, input_name=name)
+    return check_array(X, dtype=dtype, ensure_min_samples=min_samples, input_name=name,
+                       ensure_all_finite=ensure_all_finite)
 
 
 def _row_check(norms, scale, n, metric):
@@ -56,11 +60,15 @@ def _chunks(n, chunk_size):
 
 def _transformed_chunk(X, cols, metric, row_means, work):
     """The chunk ``X[:, cols]`` as the rows entering the Gram product of ``metric``."""
-    V = np.array(X[:, cols], dtype=np.float64)  # a copy: the caller's X is never modified
+    V = X[:, cols]
+    if metric in ("euclidean", "sqeuclidean_per_feature"):
+        # translation-invariant; centring avoids cancellation in |a|^2+|b|^2-2ab. The centred
+        # float64 copy in one pass (the caller's X is never modified)
+        V = np.subtract(V, V.mean(0, dtype=np.float64), dtype=np.float64)
+    else:
+        V = np.array(V, dtype=np.float64)  # a copy: the caller's X is never modified
     if metric == "zscore_correlation":
         V = (V - V.mean(0)) / (V.std(0) + _ZSCORE_EPS)
-    elif metric in ("euclidean", "sqeuclidean_per_feature"):
-        V -= V.mean(0)  # translation-invariant; centring avoids cancellation in |a|^2+|b|^2-2ab
     if row_means is not None:
         V -= row_means[:, None]
     return V.astype(work, copy=False)
@@ -92,16 +100,14 @@ def _gram(X, metric, chunk_size, work):
     return G, sq
 
 
-def squared_distances(G, sq_a, sq_b, A, B, *, upper=False):
+def squared_distances(G, sq_a, sq_b, A, B):
     """``||a_i - b_j||^2`` from the Gram matrix ``G = A B^T`` of well-centred rows, in place.
 
     Where the distance is tiny next to the norms, ``|a|^2 + |b|^2 - 2ab`` has cancelled
     its digits (square roots of rounding, about 1e-8 relative): those entries are
-    recomputed from the rows ``A[i] - B[j]`` in float64. ``upper`` looks only at ``i < j``
-    (an RDM, mirrored afterwards).
+    recomputed from the rows ``A[i] - B[j]`` in float64.
     """
     D = G
-    mirrored = []  # (j, i) entries of rows not transformed yet, written at the end
     # by blocks of rows: temporaries of _BLOCK**2 entries, not of D's size
     for rows in _chunks(len(D), max(1, _BLOCK**2 // max(D.shape[1], 1))):
         block = D[rows]
@@ -109,17 +115,73 @@ def squared_distances(G, sq_a, sq_b, A, B, *, upper=False):
         block += sq_a[rows, None]
         block += sq_b[None, :]
         close = block <= 1e-6 * (sq_a[rows, None] + sq_b[None, :])
-        i, j = np.nonzero(np.triu(close, rows.start + 1) if upper else close)
+        i, j = np.nonzero(close)
         i += rows.start
         for start in range(0, i.size, 4096):
             ii, jj = i[start:start + 4096], j[start:start + 4096]
             diff = np.asarray(A[ii], dtype=np.float64) - np.asarray(B[jj], dtype=np.float64)
             D[ii, jj] = np.einsum("ij,ij->i", diff, diff)
-            if upper:
-                mirrored.append((jj, ii, D[ii, jj]))
-    for jj, ii, values in mirrored:
-        D[jj, ii] = values
     return np.maximum(D, 0.0, out=D)
+
+
+def _distance_rdm(G, sq, X, metric, scale, work):
+    """The distance RDM from the Gram matrix ``G`` of the centred rows of ``X``, in place.
+
+    One pass over ``G`` by blocks of rows (2 MiB, one reused buffer). Block ``rows`` turns its
+    entries ``G[i, j >= i]`` into half the squared distance, ``(|a_i|^2 + |a_j|^2) / 2 - G_ij``
+    (the halves are exact, and the result is symmetric bit for bit, as ``G`` is), recomputes
+    the entries that cancelled (the test of :func:`squared_distances`), takes the square root
+    or divides by ``n / 2``, scales, and mirrors the entries right of its diagonal block into
+    ``G[j, i]``, which later blocks never read. Entries are ``>= 0`` with no clip, and no
+    ``(R + R^T) / 2`` pass is needed.
+    """
+    m, n = X.shape
+    half = 0.5 * sq
+    half_max = np.maximum.accumulate(half[::-1])[::-1]  # max(half[j:]), for the bound
+    step = max(8, _BLOCK**2 // m)  # fewer, larger blocks measured faster than L2-sized ones
+    buffer = np.empty(step * m)  # the block's norms, float64 whatever G's dtype
+    for rows in _chunks(m, step):
+        D = G[rows, rows.start:]  # a view: the block's entries (i, j >= i)
+        norms = buffer[:D.size].reshape(D.shape)
+        np.add.outer(half[rows], half[rows.start:], out=norms)
+        np.subtract(norms, D, out=D)
+        _recompute_cancelled(D, norms, X, rows, half[rows] + half_max[rows.start])
+        if metric == "euclidean":
+            D *= 2.0
+            np.sqrt(D, out=D)
+        else:
+            D /= n / 2
+        if scale != 1.0:
+            with np.errstate(over="ignore"):  # refused just below
+                D *= scale
+                if metric != "euclidean":
+                    D *= scale
+            if not np.isfinite(D).all():
+                raise ValueError(f"X holds values up to {scale:.3g} in absolute value: its "
+                                 f"{metric} distances overflow {work.name}; rescale X.")
+        G[rows.stop:, rows] = D[:, rows.stop - rows.start:].T
+    return G
+
+
+def _recompute_cancelled(D, norms, X, rows, bound):
+    """Recompute in float64 the half squared distances ``D`` that cancelled; zero the diagonal.
+
+    ``D[r, c]`` is ``norms[r, c] - a_i a_j``, with ``norms[r, c] = (|a_i|^2 + |a_j|^2) / 2``,
+    for ``i = rows.start + r`` and ``j = rows.start + c``. Where it is at most ``1e-6`` of
+    the norms, it lost its digits (or is negative) and is recomputed from ``X[i] - X[j]``,
+    and so is its mirror inside the diagonal block: every entry is then ``>= 0``. One minimum
+    per row against ``bound``, the largest norms of the row (rounding is monotonic), rules
+    out most blocks.
+    """
+    np.fill_diagonal(D, np.inf)  # (i, i) is no pair
+    if (D.min(axis=1) <= 1e-6 * bound).any():
+        i, j = np.nonzero(D <= 1e-6 * norms)
+        for start in range(0, i.size, 4096):
+            ii, jj = i[start:start + 4096], j[start:start + 4096]
+            diff = (np.asarray(X[ii + rows.start], dtype=np.float64)
+                    - np.asarray(X[jj + rows.start], dtype=np.float64))
+            D[ii, jj] = 0.5 * np.einsum("ij,ij->i", diff, diff)
+    np.fill_diagonal(D, 0.0)
 
 
 def _symmetrize(R):
@@ -191,11 +253,16 @@ def compute_rdm(X, metric="correlation", *, condensed=False, chunk_size=None,
         raise ValueError(f"dtype must be np.float64 or np.float32; got {dtype!r}.")
     check_scalar_param(chunk_size, "chunk_size", kind="integer", low=1, allow_none=True)
     # chunked: keep X in its own float dtype; each chunk is cast to float64 on its own
-    X = check_features(X, dtype=np.float64 if chunk_size is None else [np.float64, np.float32])
-    m, n = X.shape
+    X = check_features(X, dtype=np.float64 if chunk_size is None else [np.float64, np.float32],
+                       ensure_all_finite=False)
+    n = X.shape[1]
+    # one pass finds max |X| and any NaN or infinity, which the full check then names
+    x_max, x_min = X.max(), X.min()
+    if not (np.isfinite(x_max) and np.isfinite(x_min)):
+        check_features(X)
     # values whose squares overflow the Gram product are scaled down first; the distances
     # are scaled back (the correlation and cosine distances do not depend on the scale)
-    scale = float(np.abs(X).max())
+    scale = float(max(x_max, -x_min))
     if scale > np.sqrt(np.finfo(work).max / (4 * n)):
         X = X / scale
     else:
@@ -204,30 +271,16 @@ def compute_rdm(X, metric="correlation", *, condensed=False, chunk_size=None,
         return _condensed_rdm(X, metric, chunk_size, work, scale)
     G, sq = _gram(X, metric, chunk_size, work)
     if metric in ("euclidean", "sqeuclidean_per_feature"):
-        R = squared_distances(G, sq, sq, X, X, upper=True)
-        with np.errstate(over="ignore"):  # refused just below
-            if metric == "euclidean":
-                np.sqrt(R, out=R)
-                R *= scale
-            else:
-                R /= n
-                R *= scale
-                R *= scale
-        if scale != 1.0 and not np.isfinite(R).all():
-            raise ValueError(f"X holds values up to {scale:.3g} in absolute value: its "
-                             f"{metric} distances overflow {work.name}; rescale X.")
-        high = np.inf
-    else:
-        norms = np.sqrt(sq)
-        _row_check(norms, _row_scale(X, chunk_size), n, metric)
-        inv = (1.0 / norms).astype(work)
-        R = G
-        R *= inv[:, None]
-        R *= inv[None, :]
-        np.subtract(1.0, R, out=R)
-        high = 2.0
+        return _distance_rdm(G, sq, X, metric, scale, work).astype(work, copy=False)
+    norms = np.sqrt(sq)
+    _row_check(norms, _row_scale(X, chunk_size), n, metric)
+    inv = (1.0 / norms).astype(work)
+    R = G
+    R *= inv[:, None]
+    R *= inv[None, :]
+    np.subtract(1.0, R, out=R)
     _symmetrize(R)
-    np.clip(R, 0.0, high, out=R)
+    np.clip(R, 0.0, 2.0, out=R)
     np.fill_diagonal(R, 0.0)
     return R.astype(work, copy=False)
 

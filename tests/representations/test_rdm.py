@@ -331,3 +331,88 @@ def test_symmetrize_by_blocks_equals_the_mean_with_the_transpose(m):
 
     R = np.random.default_rng(m).random((m, m))
     np.testing.assert_array_equal(_symmetrize(R.copy()), (R + R.T) / 2)
+
+
+def _unfused_sqeuclidean_rdm(V):
+    """The square ``sqeuclidean_per_feature`` RDM as computed before the fused pass: centred
+    copy, ``(-2 G + |a_i|^2) + |a_j|^2`` row by row, cancelled entries ``i < j`` recomputed
+    and mirrored, clip, ``/ n``, ``(R + R^T) / 2``, clip, zero diagonal."""
+    A = V - V.mean(0)
+    sq = np.einsum("ij,ij->i", A, A)
+    D = (-2.0 * (A @ A.T) + sq[:, None]) + sq[None, :]
+    i, j = np.nonzero(np.triu(D <= 1e-6 * (sq[:, None] + sq[None, :]), 1))
+    D[i, j] = D[j, i] = np.einsum("ij,ij->i", V[i] - V[j], V[i] - V[j])
+    R = np.maximum(D, 0.0) / V.shape[1]
+    R = np.clip((R + R.T) / 2, 0.0, np.inf)
+    np.fill_diagonal(R, 0.0)
+    return R
+
+
+def _pairwise_sqeuclidean(V):
+    """Brute force in float64: ``sum((v_i - v_j)^2) / n`` for every pair (pairwise sums)."""
+    return np.array([np.sum((V - v) ** 2, axis=1) for v in V]) / V.shape[1]
+
+
+def _data_sets():
+    rng = np.random.default_rng(7)
+    near = rng.normal(size=(600, 40))
+    near[300:] = near[:300] + 1e-9 * rng.normal(size=(300, 40))  # pairs in different blocks
+    near[1] = near[0] + 1e-9  # and one inside a block
+    return {"normal": rng.normal(size=(600, 300)),
+            "offset": 1e3 + rng.normal(size=(600, 100)),
+            "uniform": rng.uniform(size=(400, 300)),
+            "clustered": (rng.normal(size=(5, 64))[np.arange(600) % 5]
+                          + 0.01 * rng.normal(size=(600, 64))),
+            "near-duplicates": near[rng.permutation(600)]}
+
+
+@pytest.mark.parametrize("name", list(_data_sets()))
+def test_sqeuclidean_rdm_is_no_worse_than_the_unfused_pipeline(name):
+    # The fused pass computes |a_i|^2 + |a_j|^2 - 2 a_i a_j in another order than the old
+    # code (symmetric by construction, no averaging with the transpose): every entry stays
+    # within a few ulps of the old one, and no further from brute force than the old one.
+    # Blocks of rows: m = 600 spans two, with cancelled pairs across and inside them.
+    V = _data_sets()[name]
+    R = compute_rdm(V, "sqeuclidean_per_feature")
+    old = _unfused_sqeuclidean_rdm(V)
+    exact = _pairwise_sqeuclidean(V)
+    A = V - V.mean(0)
+    sq = np.einsum("ij,ij->i", A, A)
+    eps = np.finfo(np.float64).eps
+    scale = (sq[:, None] + sq[None, :]) / V.shape[1]
+    assert np.all(np.abs(R - old) <= 4 * eps * scale)
+    iu = np.triu_indices(len(V), 1)
+    err_new = np.abs(R - exact)[iu] / exact[iu]
+    err_old = np.abs(old - exact)[iu] / exact[iu]
+    assert err_new.max() <= max(err_old.max(), 8 * eps)
+    if name in ("normal", "offset", "uniform"):  # no cancellation: a few ulps
+        assert err_new.max() <= 8 * eps
+    np.testing.assert_array_equal(R, R.T)
+    np.testing.assert_array_equal(np.diagonal(R), 0.0)
+    assert R.min() >= 0.0
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_cancelled_pairs_across_blocks_are_recomputed(dtype):
+    # near-duplicates far apart (different blocks of rows) come from the rows themselves
+    V = _data_sets()["near-duplicates"]
+    R = compute_rdm(V, "euclidean", dtype=dtype)
+    exact = np.sqrt(_pairwise_sqeuclidean(V) * V.shape[1])
+    close = exact < 1e-6
+    assert close.sum() > 600  # 300 pairs, both triangles
+    np.testing.assert_allclose(R[close], exact[close], rtol=1e-6 if dtype == np.float32 else 1e-12)
+    np.testing.assert_array_equal(R, R.T)
+
+
+def test_centred_chunks_equal_the_copy_then_subtract():
+    # the centring is one pass (subtract into a new float64 array): same bits as the copy
+    # followed by an in-place subtraction, for float64 and float32 chunks
+    from geolearn.representations._rdm import _transformed_chunk
+
+    V = np.random.default_rng(3).normal(size=(50, 30)) * 10 + 5
+    for X in (V, V.astype(np.float32)):
+        for cols in (slice(0, 30), slice(7, 19)):
+            ref = np.array(X[:, cols], dtype=np.float64)
+            ref -= ref.mean(0)
+            got = _transformed_chunk(X, cols, "euclidean", None, np.dtype(np.float64))
+            np.testing.assert_array_equal(got, ref)
