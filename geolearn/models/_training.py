@@ -36,6 +36,11 @@ NET_PARAM_PREFIXES = ("module__", "optimizer__", "criterion__", "iterator_train_
 NET_SETTINGS = ("train_split", "compile", "optimizer", "criterion", "iterator_train",
                 "iterator_valid", "dataset", "predict_nonlinearity")
 
+#: torch optimisers whose multi-tensor update (``foreach=True``) gives the per-parameter
+#: loop's values bit for bit: the default of a fit that does not choose (torch takes it on
+#: CUDA only; on the CPU it saves a few kernel calls per parameter and step).
+FOREACH_OPTIMIZERS = (torch.optim.Adam, torch.optim.AdamW, torch.optim.SGD)
+
 
 def unwrap_module(module):
     """The user's module inside a ``DistributedDataParallel`` / ``DataParallel`` wrapper.
@@ -727,6 +732,9 @@ class SkorchTrainingMixin:
         if not self.verbose:
             settings["callbacks__print_log"] = QuietLog()
         settings.update(self._net_params())
+        if (settings["optimizer"] in FOREACH_OPTIMIZERS
+                and not {"optimizer__foreach", "optimizer__fused"} & settings.keys()):
+            settings["optimizer__foreach"] = True
         with torch_seed(seed):
             net = net_class(module, lr=self.lr, max_epochs=max_epochs,
                             batch_size=self.batch_size, callbacks=callbacks,
