@@ -37,8 +37,7 @@ NET_SETTINGS = ("train_split", "compile", "optimizer", "criterion", "iterator_tr
                 "iterator_valid", "dataset", "predict_nonlinearity")
 
 #: torch optimisers whose multi-tensor update (``foreach=True``) gives the per-parameter
-#: loop's values bit for bit: the default of a fit that does not choose (torch takes it on
-#: CUDA only; on the CPU it saves a few kernel calls per parameter and step).
+#: loop's values bit for bit (see :func:`use_foreach_update`).
 FOREACH_OPTIMIZERS = (torch.optim.Adam, torch.optim.AdamW, torch.optim.SGD)
 
 
@@ -430,6 +429,48 @@ def floats_in_history(history):
             row[key] = value
 
 
+def use_foreach_update(net, min_tensors=6):
+    """Give a net's stock optimiser the multi-tensor (``foreach``) update where it left the choice.
+
+    torch takes the multi-tensor update by default on CUDA only; on the CPU the loop over
+    the parameters costs a few kernel calls per tensor and step, more than the
+    multi-tensor update's fixed cost from about six tensors on. The values are the loop's
+    bit for bit (:data:`FOREACH_OPTIMIZERS`). A ``foreach`` or ``fused`` the user set, and
+    any other optimiser, are left alone.
+
+    Parameters
+    ----------
+    net : skorch.NeuralNet
+        Initialised.
+    min_tensors : int, default=6
+        Fewer parameter tensors keep torch's default.
+
+    Returns
+    -------
+    None
+
+    Examples
+    --------
+    >>> import torch
+    >>> from skorch import NeuralNet
+    >>> from geolearn.models._training import use_foreach_update
+    >>> module = torch.nn.Sequential(*[torch.nn.Linear(2, 2) for _ in range(3)])
+    >>> net = NeuralNet(module, criterion=torch.nn.MSELoss, optimizer=torch.optim.Adam)
+    >>> use_foreach_update(net.initialize())
+    >>> net.optimizer_.param_groups[0]["foreach"]
+    True
+    """
+    optimizer = getattr(net, "optimizer_", None)
+    if type(optimizer) not in FOREACH_OPTIMIZERS:
+        return
+    groups = optimizer.param_groups
+    if (sum(len(group["params"]) for group in groups) >= min_tensors
+            and all(group["foreach"] is None and not group.get("fused")
+                    and not group.get("differentiable") for group in groups)):
+        for group in groups:
+            group["foreach"] = True
+
+
 class ObjectiveNet(NeuralNet):
     """A skorch ``NeuralNet`` whose loss is ``objective(module, y_pred, X, y, epoch)``.
 
@@ -732,9 +773,6 @@ class SkorchTrainingMixin:
         if not self.verbose:
             settings["callbacks__print_log"] = QuietLog()
         settings.update(self._net_params())
-        if (settings["optimizer"] in FOREACH_OPTIMIZERS
-                and not {"optimizer__foreach", "optimizer__fused"} & settings.keys()):
-            settings["optimizer__foreach"] = True
         with torch_seed(seed):
             net = net_class(module, lr=self.lr, max_epochs=max_epochs,
                             batch_size=self.batch_size, callbacks=callbacks,
@@ -742,6 +780,7 @@ class SkorchTrainingMixin:
             # skorch compiles on any truthy value (compile="yes": minutes of torch.compile)
             check_scalar_param(getattr(net, "compile", False), "compile", kind="boolean")
             net.initialize()
+            use_foreach_update(net)
             if max_epochs:
                 # a small network on the CPU trains on one torch thread (threads.md)
                 with torch_threads(small_model_threads(net.module_)):

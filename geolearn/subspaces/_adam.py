@@ -43,11 +43,13 @@ class PenalisedVariety(nn.Module):
         self.alpha = None if alpha0 is None else nn.Parameter(alpha0.clone())
 
     def forward(self, XT, idx):
-        b = self.beta[idx] / torch.linalg.vector_norm(self.beta[idx], dim=1, keepdim=True)
+        beta = self.beta[idx]  # one gather (and one scatter back) a step
+        b = beta / torch.linalg.vector_norm(beta, dim=1, keepdim=True)
         XtKb = (XT @ (b @ self.K.T)[:, :, None])[..., 0]  # X_i^T K b_i
         if self.alpha is None:
             return XtKb.square().sum(dim=1)
-        a = self.alpha[idx] / torch.linalg.vector_norm(self.alpha[idx], dim=1, keepdim=True)
+        alpha = self.alpha[idx]
+        a = alpha / torch.linalg.vector_norm(alpha, dim=1, keepdim=True)
         return (a * XtKb).sum(dim=1)
 
 
@@ -125,7 +127,8 @@ def penalised_loss(w, orth_penalty, k):
     def objective(module, terms, X, y, epoch):
         idx, K = X["idx"], module.K
         loss = -(scale[idx] * terms).sum() + orth_penalty * (K.T @ K - eye).square().sum()
-        return loss, {"objective": (w[idx] * terms.detach()).sum() / w[idx].sum()}
+        w_batch = w[idx]
+        return loss, {"objective": (w_batch * terms.detach()).sum() / w_batch.sum()}
 
     return objective
 
