@@ -561,6 +561,10 @@ class SkorchTrainingMixin:
       ``EarlyStopping(monitor="valid_loss")`` and checkpoints can watch
       (default: no split, where the estimator has no ``validation_fraction``).
     - ``compile=True``: ``torch.compile`` the module (a boolean).
+    - ``optimizer``: torch's Adam unless the estimator or the user chooses; torch's
+      Adam, AdamW and SGD take the multi-tensor update (``foreach``, the same values
+      as the per-parameter loop) where the module has six parameter tensors or more
+      and ``optimizer__foreach`` / ``optimizer__fused`` are not set.
     - :meth:`save_params` / :meth:`load_params`: skorch's checkpoint files of
       the fitted net (weights, optimiser state, history).
 
