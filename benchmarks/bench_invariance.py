@@ -69,7 +69,7 @@ def plain_fit(clf, X, y, n_epochs, seed=0):
 
 def issue_rows(row, Xtr, ytr, epochs, repeat):
     """Issue 41's row: IR (``nu=1``) or WT training against :func:`plain_fit`, one thread."""
-    params = {"ir": dict(nu=1.0), "wt": dict(weight_tying=True)}[row]
+    params = {"ir": {"nu": 1.0}, "wt": {"weight_tying": True}}[row]
     clf = InvariantClassifier(group="rot4", hidden_layer_sizes=(128,) * 5, batch_size=128,
                               max_epochs=epochs, device="cpu", random_state=0, **params)
     compare(f"InvariantClassifier {row.upper()} fit ({epochs} epochs, {len(Xtr)} images 12x12, "
