@@ -24,9 +24,11 @@ Figures (float64, CPU):
    Adam steps written as a plain torch loop (``paper_adam``), 5,000 full-batch steps on E1:
    the cost of the skorch route per step.
 
-Run: ``OMP_NUM_THREADS=2 python benchmarks/bench_subspaces.py``
+Run: ``OMP_NUM_THREADS=2 python benchmarks/bench_subspaces.py``; issue 41's row (5.) alone:
+``OMP_NUM_THREADS=1 python benchmarks/bench_subspaces.py --issue-rows [--contended]``
 """
 
+import sys
 import time
 import warnings
 
@@ -170,6 +172,9 @@ def adam_through_skorch(steps=5000):
 def main():
     warnings.simplefilter("ignore")
     header("SVBF (geolearn.subspaces) vs the paper's Adam solver and a per-set loop")
+    if "--issue-rows" in sys.argv:  # issue 41's row only
+        adam_through_skorch()
+        return
     X, _ = per_iteration(1000, 4096, 5, 8)
     full_fit(X, 8)
     del X

@@ -438,12 +438,12 @@ class InvariantClassifier(SkorchTrainingMixin, ClassifierMixin, BaseEstimator):
         """
         images, y, sample_weight = self._fit_data(X, y, sample_weight)
         seed, split_seed = self._seeds()
-        data, settings = images, {}
-        if sample_weight is not None:  # batches of (images, (y, sample_weight))
-            data = TensorDataset(torch.from_numpy(images), torch.from_numpy(y),
-                                 torch.from_numpy(sample_weight))
-            settings = {"iterator_train__collate_fn": collate_batch,
-                        "iterator_valid__collate_fn": collate_batch}
+        # whole batches indexed at once (skorch's default collates them row by row); with
+        # weights a batch is (images, (y, sample_weight))
+        data = TensorDataset(torch.from_numpy(images), torch.from_numpy(y),
+                             None if sample_weight is None else torch.from_numpy(sample_weight))
+        settings = {"iterator_train__collate_fn": collate_batch,
+                    "iterator_valid__collate_fn": collate_batch}
         # y goes with a dataset too: the stratified validation split reads it
         self._fit_net(self._module_factory(), data, y, seed=seed, max_epochs=self.max_epochs,
                       **settings, **self._net_settings(split_seed))

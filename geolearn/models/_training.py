@@ -37,6 +37,10 @@ NET_PARAM_PREFIXES = ("module__", "optimizer__", "criterion__", "iterator_train_
 NET_SETTINGS = ("train_split", "compile", "optimizer", "criterion", "iterator_train",
                 "iterator_valid", "dataset", "predict_nonlinearity")
 
+#: torch optimisers whose multi-tensor update (``foreach=True``) gives the per-parameter
+#: loop's values bit for bit (see :func:`use_foreach_update`).
+FOREACH_OPTIMIZERS = (torch.optim.Adam, torch.optim.AdamW, torch.optim.SGD)
+
 
 def unwrap_module(module):
     """The user's module inside a ``DistributedDataParallel`` / ``DataParallel`` wrapper.
@@ -426,6 +430,48 @@ def floats_in_history(history):
             row[key] = value
 
 
+def use_foreach_update(net, min_tensors=6):
+    """Give a net's stock optimiser the multi-tensor (``foreach``) update where it left the choice.
+
+    torch takes the multi-tensor update by default on CUDA only; on the CPU the loop over
+    the parameters costs a few kernel calls per tensor and step, more than the
+    multi-tensor update's fixed cost from about six tensors on. The values are the loop's
+    bit for bit (:data:`FOREACH_OPTIMIZERS`). A ``foreach`` or ``fused`` the user set, and
+    any other optimiser, are left alone.
+
+    Parameters
+    ----------
+    net : skorch.NeuralNet
+        Initialised.
+    min_tensors : int, default=6
+        Fewer parameter tensors keep torch's default.
+
+    Returns
+    -------
+    None
+
+    Examples
+    --------
+    >>> import torch
+    >>> from skorch import NeuralNet
+    >>> from geolearn.models._training import use_foreach_update
+    >>> module = torch.nn.Sequential(*[torch.nn.Linear(2, 2) for _ in range(3)])
+    >>> net = NeuralNet(module, criterion=torch.nn.MSELoss, optimizer=torch.optim.Adam)
+    >>> use_foreach_update(net.initialize())
+    >>> net.optimizer_.param_groups[0]["foreach"]
+    True
+    """
+    optimizer = getattr(net, "optimizer_", None)
+    if type(optimizer) not in FOREACH_OPTIMIZERS:
+        return
+    groups = optimizer.param_groups
+    if (sum(len(group["params"]) for group in groups) >= min_tensors
+            and all(group["foreach"] is None and not group.get("fused")
+                    and not group.get("differentiable") for group in groups)):
+        for group in groups:
+            group["foreach"] = True
+
+
 class ObjectiveNet(NeuralNet):
     """A skorch ``NeuralNet`` whose loss is ``objective(module, y_pred, X, y, epoch)``.
 
@@ -516,6 +562,10 @@ class SkorchTrainingMixin:
       ``EarlyStopping(monitor="valid_loss")`` and checkpoints can watch
       (default: no split, where the estimator has no ``validation_fraction``).
     - ``compile=True``: ``torch.compile`` the module (a boolean).
+    - ``optimizer``: torch's Adam unless the estimator or the user chooses; torch's
+      Adam, AdamW and SGD take the multi-tensor update (``foreach``, the same values
+      as the per-parameter loop) where the module has six parameter tensors or more
+      and ``optimizer__foreach`` / ``optimizer__fused`` are not set.
     - :meth:`save_params` / :meth:`load_params`: skorch's checkpoint files of
       the fitted net (weights, optimiser state, history).
 
@@ -744,6 +794,7 @@ class SkorchTrainingMixin:
             # skorch compiles on any truthy value (compile="yes": minutes of torch.compile)
             check_scalar_param(getattr(net, "compile", False), "compile", kind="boolean")
             net.initialize()
+            use_foreach_update(net)
             if max_epochs:
                 # a small network on the CPU trains on one torch thread (threads.md)
                 with torch_threads(small_model_threads(net.module_)):

@@ -43,11 +43,14 @@ class PenalisedVariety(nn.Module):
         self.alpha = None if alpha0 is None else nn.Parameter(alpha0.clone())
 
     def forward(self, XT, idx):
-        b = self.beta[idx] / torch.linalg.vector_norm(self.beta[idx], dim=1, keepdim=True)
+        every = len(idx) == len(self.beta)  # batches are consecutive: this one is all sets
+        beta = self.beta if every else self.beta[idx]
+        b = beta / torch.linalg.vector_norm(beta, dim=1, keepdim=True)
         XtKb = (XT @ (b @ self.K.T)[:, :, None])[..., 0]  # X_i^T K b_i
         if self.alpha is None:
             return XtKb.square().sum(dim=1)
-        a = self.alpha[idx] / torch.linalg.vector_norm(self.alpha[idx], dim=1, keepdim=True)
+        alpha = self.alpha if every else self.alpha[idx]
+        a = alpha / torch.linalg.vector_norm(alpha, dim=1, keepdim=True)
         return (a * XtKb).sum(dim=1)
 
 
@@ -124,8 +127,10 @@ def penalised_loss(w, orth_penalty, k):
 
     def objective(module, terms, X, y, epoch):
         idx, K = X["idx"], module.K
-        loss = -(scale[idx] * terms).sum() + orth_penalty * (K.T @ K - eye).square().sum()
-        return loss, {"objective": (w[idx] * terms.detach()).sum() / w[idx].sum()}
+        # batches are consecutive sets: one of len(w) sets is all of them, in order
+        scale_batch, w_batch = (scale, w) if len(idx) == len(w) else (scale[idx], w[idx])
+        loss = -(scale_batch * terms).sum() + orth_penalty * (K.T @ K - eye).square().sum()
+        return loss, {"objective": (w_batch * terms.detach()).sum() / w_batch.sum()}
 
     return objective
 

@@ -208,3 +208,41 @@ def test_save_and_load_params_round_trip(data, tmp_path):
     assert b.history_ is b.net_.history and len(b.history_) == len(a.history_)
     with pytest.raises(Exception, match="not fitted"):
         _Regressor().save_params(f_params=tmp_path / "x.pt")
+
+
+class _DeepRegressor(_Regressor):
+    """Three layers: six parameter tensors, where the multi-tensor update starts to pay."""
+
+    def fit(self, X, y):
+        X = torch.as_tensor(X, dtype=torch.float32)
+        y = torch.as_tensor(y, dtype=torch.float32).view(-1, 1)
+
+        def module():  # built under the fit's seed
+            return torch.nn.Sequential(torch.nn.Linear(X.shape[1], 4), torch.nn.Tanh(),
+                                       torch.nn.Linear(4, 4), torch.nn.Tanh(),
+                                       torch.nn.Linear(4, 1))
+
+        self._fit_net(module, X, y, seed=self.random_state, max_epochs=self.max_epochs,
+                      train_split=None)
+        return self
+
+
+@pytest.mark.parametrize("optimizer", [
+    {}, {"optimizer": torch.optim.AdamW, "optimizer__weight_decay": 0.1},
+    {"optimizer": torch.optim.SGD, "optimizer__momentum": 0.9, "optimizer__nesterov": True}])
+def test_stock_optimiser_takes_the_multi_tensor_update_with_the_same_weights(data, optimizer):
+    X, y = data
+    ours = _DeepRegressor(**optimizer).fit(X, y)
+    loop = _DeepRegressor(optimizer__foreach=False, **optimizer).fit(X, y)
+    assert ours.net_.optimizer_.param_groups[0]["foreach"] is True
+    assert loop.net_.optimizer_.param_groups[0]["foreach"] is False  # the user's choice
+    for p, q in zip(ours.module_.parameters(), loop.module_.parameters(), strict=True):
+        assert torch.equal(p, q)
+
+
+def test_multi_tensor_update_left_to_torch_for_few_tensors_and_other_optimisers(data):
+    X, y = data
+    few = _Regressor().fit(*data)  # four parameter tensors
+    assert few.net_.optimizer_.param_groups[0]["foreach"] is None
+    other = _DeepRegressor(optimizer=torch.optim.RMSprop).fit(X, y)
+    assert other.net_.optimizer_.param_groups[0]["foreach"] is None
