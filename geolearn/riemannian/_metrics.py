@@ -139,7 +139,7 @@ class _MetricEngine:
         if X.ndim != 2 or len(X) == 0:
             raise ValueError(f"{name} must be a non-empty (N, d) array of points; "
                              f"got shape {tuple(X.shape)}.")
-        if not torch.isfinite(X).all():
+        if not (torch.isfinite(X.sum()) or torch.isfinite(X).all()):  # see _check_finite
             raise ValueError(f"{name} contains NaN or infinity.")
         return X
 
