@@ -410,6 +410,7 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
                                         batch_size=self.batch_size, max_memory=self.max_memory,
                                         dtype=dtype, device=self.device_, fd_step=self.fd_step)
                 engine._n_outputs = self.n_features_map_  # known from fit: one pass fewer
+                engine._independent = True  # checked by _check_map
             self._cache.setdefault(key, engine)  # one engine, also when threads race here
         engine = self._cache[key]
         engine.verbose = self.verbose  # a set_params after fit reaches the cached engine too
