@@ -499,6 +499,8 @@ class PullbackMetric(_MetricEngine):
         with torch.enable_grad():
             x = X.detach().requires_grad_(True)
             out = self._map(x).reshape(N, m)
+            if not out.requires_grad:  # a map constant in x: zero Jacobians, as jacrev's
+                return out.new_zeros((N, m, X.shape[1]))
             basis = torch.eye(m, dtype=out.dtype, device=out.device)[:, None].expand(m, N, m)
             (J,) = torch.autograd.grad(out, x, basis, is_grads_batched=True)
         return J.transpose(0, 1)

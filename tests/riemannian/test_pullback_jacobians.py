@@ -139,3 +139,11 @@ def test_the_estimators_batched_reverse_jacobians_equal_the_adapters(calls, dtyp
     np.testing.assert_array_equal(logv, engine.log_volume(torch.as_tensor(X, dtype=dtype))
                                   .double().numpy())
     assert calls  # the bare engine went through the adapter
+
+
+def test_the_batched_reverse_jacobian_of_a_constant_map_is_zero():
+    X = np.random.RandomState(0).rand(4, 5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # m < d: the pseudo-volume warning
+        geo = RiemannianFeatureGeometry(lambda Z: torch.zeros(len(Z), 2, dtype=Z.dtype)).fit(X)
+        np.testing.assert_array_equal(geo.feature_jacobian(X), np.zeros((4, 2, 5)))
