@@ -192,12 +192,14 @@ def _max_xi_from_coefficients(coeffs, n):
     scale = n / (n - 1)
 
     def chunk(c):
-        d_du = scale * _sandwich(c, S, dS)  # derivative along columns (u)
-        d_dv = scale * _sandwich(c, dS, S)  # derivative along rows (v)
+        # in place where a temporary is free, and the halving after the max (exact, and
+        # monotone): the same roundings as the plain expression, fewer passes
+        d_du = _sandwich(c, S, dS).mul_(scale)  # derivative along columns (u)
+        d_dv = _sandwich(c, dS, S).mul_(scale)  # derivative along rows (v)
         j11, j12 = d_du[:, 0], d_dv[:, 0]  # d tau_u / du, d tau_u / dv
         j21, j22 = d_du[:, 1], d_dv[:, 1]
-        xi = 0.5 * (j11 + j22 + torch.sqrt((j11 - j22) ** 2 + (j12 + j21) ** 2))
-        return xi.flatten(1).amax(dim=1)
+        root = (j11 - j22).square_().add_((j12 + j21).square_()).sqrt_()
+        return (j11 + j22).add_(root).flatten(1).amax(dim=1).mul_(0.5)
 
     # cache-sized chunks of small ops on one torch thread (as _fields_from_coefficients)
     B = len(coeffs)

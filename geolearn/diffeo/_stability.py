@@ -125,7 +125,11 @@ def _normals(keys, stream, shape):
     ``keys`` are the rows' :func:`geolearn._utils.row_seeds`: a probe's draws do not
     depend on the other probes, their order or the batching.
     """
-    return np.stack([rng.standard_normal(shape) for rng in row_generators(keys, stream)])
+    generators = row_generators(keys, stream)
+    out = np.empty((len(generators), *shape))
+    for rng, row in zip(generators, out):
+        rng.standard_normal(out=row)  # in place: the draws of standard_normal(shape), no stack
+    return out
 
 
 def _pair_sq_distances(F, max_pairs, rng):

@@ -690,6 +690,8 @@ in_features of its first layer '0').
                 # (every row of X, times the d tangents), not of the chunk
                 J = jac(convert(X[sl]).clone())
                 J = J if is_tensor else to_numpy(J)
+                if sl.stop - sl.start == len(X):
+                    return J  # one chunk: no copy into a buffer
                 if out is None:
                     shape = (len(X), *J.shape[1:])
                     out = (J.new_empty(shape) if is_tensor else np.empty(shape, dtype=J.dtype))

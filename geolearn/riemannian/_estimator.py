@@ -409,6 +409,8 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
                 engine = PullbackMetric(fm, scale=self.scale, jacobian=self.jacobian,
                                         batch_size=self.batch_size, max_memory=self.max_memory,
                                         dtype=dtype, device=self.device_, fd_step=self.fd_step)
+                engine._n_outputs = self.n_features_map_  # known from fit: one pass fewer
+                engine._independent = True  # checked by _check_map
             self._cache.setdefault(key, engine)  # one engine, also when threads race here
         engine = self._cache[key]
         engine.verbose = self.verbose  # a set_params after fit reaches the cached engine too
@@ -452,8 +454,8 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
     # -- per-sample quantities -----------------------------------------------------------------
     def _points(self, X):
         check_is_fitted(self)
-        return torch.as_tensor(self._check_X(X, reset=False).copy(), dtype=self.dtype_,
-                               device=self.device_)
+        return torch.tensor(self._check_X(X, reset=False), dtype=self.dtype_,
+                            device=self.device_)  # a copy: never a view of the user's X
 
     def _log_volume(self, P):
         engine = self.engine_

@@ -146,3 +146,16 @@ def test_max_xi_of_the_defects_case_equals_the_field_alone():
     d = sample_displacement_fields(17, 0.01, 5, size=300, random_state=0)
     batch = max_xi(d)
     assert all(max_xi(d[i:i + 1])[0] == batch[i] for i in range(300))
+
+
+@pytest.mark.parametrize("n, c", [(28, 3), (17, 5), (8, 2)])
+def test_max_xi_equals_the_plain_expression_bit_for_bit(n, c):
+    # Xi runs in place and halves after the max: the same roundings as the plain formula
+    coeffs = _sampler._coefficients(np.random.default_rng(n).standard_normal((300, 2, c, c)),
+                                    0.02, c)
+    S, dS = _sampler._sine_tables(n, c, coeffs.device, coeffs.dtype)
+    d_du = n / (n - 1) * _sampler._sandwich(coeffs, S, dS)
+    d_dv = n / (n - 1) * _sampler._sandwich(coeffs, dS, S)
+    j11, j12, j21, j22 = d_du[:, 0], d_dv[:, 0], d_du[:, 1], d_dv[:, 1]
+    xi = 0.5 * (j11 + j22 + torch.sqrt((j11 - j22) ** 2 + (j12 + j21) ** 2))
+    assert torch.equal(_sampler._max_xi_from_coefficients(coeffs, n), xi.flatten(1).amax(1))

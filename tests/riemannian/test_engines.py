@@ -116,6 +116,21 @@ def test_non_finite_jacobian_is_an_error():
         pm.jacobian(torch.tensor([[0.0, 1.0], [1.0, 1.0]], dtype=F64))
 
 
+def test_finite_check_is_exact_where_the_sum_overflows():
+    # the check sums J first: a sum that overflows on finite entries must not be an error,
+    # and an infinity or a NaN among them must still be counted per point
+    pm = PullbackMetric(lambda Z: 3e38 * Z, dtype=torch.float32, scale="none")
+    J = pm.jacobian(torch.ones(2, 2))
+    assert torch.isinf(J.sum()) and torch.isfinite(J).all()
+    for bad in (float("inf"), float("nan")):
+        values = torch.full((3, 2), 3e38)
+        values[1, 0] = bad
+        with pytest.raises(ValueError, match="not finite at 1 of 3 points"):
+            pm._check_finite(values, "Jacobian")
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        pm.jacobian(torch.tensor([[3e38, 3e38], [3e38, float("inf")]]))
+
+
 def test_non_finite_wide_float32_jacobian_is_an_error_of_log_volume():
     # the Gram route of wide float32 Jacobians checks finiteness on J Jᵀ's diagonal
     pm = PullbackMetric(lambda Z: torch.sqrt(Z.abs()).sum(1, keepdim=True), dtype=torch.float32)

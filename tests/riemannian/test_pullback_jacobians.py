@@ -110,3 +110,40 @@ def test_a_module_map_is_evaluated_frozen_and_its_modes_restored():
     torch.testing.assert_close(J, eval_pm.jacobian(X), rtol=0, atol=0)
     torch.testing.assert_close(H, eval_pm.hessian(X), rtol=0, atol=0)
     torch.testing.assert_close(R, eval_pm.ricci_scalar(X, method="christoffel"), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("conv", [False, True])
+def test_the_estimators_batched_reverse_jacobians_equal_the_adapters(calls, dtype, conv):
+    # a fitted estimator has checked that its map treats samples independently: its reverse
+    # mode is one batched backward pass of the whole chunk, bit for bit the adapter's vmap
+    torch.manual_seed(0)
+    if conv:
+        net = nn.Sequential(nn.Conv2d(1, 3, 3), nn.ReLU(), nn.Flatten(), nn.Linear(48, 4))
+    else:
+        net = nn.Sequential(nn.Linear(36, 16), nn.ReLU(), nn.Linear(16, 4))
+    net = net.to(dtype)
+    X = np.random.RandomState(0).rand(7, 36)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # m < d and ReLU: the pseudo-volume warnings
+        geo = RiemannianFeatureGeometry(net, image_shape=(1, 6, 6) if conv else None,
+                                        dtype=dtype, device=None).fit(X)
+        calls.clear()
+        J = geo.feature_jacobian(X)
+        logv = geo.log_volume_element(X)
+    assert not calls  # no vmap over single samples
+    reference = as_model(net).jacobian(torch.as_tensor(X, dtype=dtype).reshape(
+        7, *((1, 6, 6) if conv else (36,))), mode="rev").reshape(7, 4, 36)
+    np.testing.assert_array_equal(J, reference.double().numpy())
+    engine = PullbackMetric(geo.feature_map_, dtype=dtype, device=None)  # the adapter's route
+    np.testing.assert_array_equal(logv, engine.log_volume(torch.as_tensor(X, dtype=dtype))
+                                  .double().numpy())
+    assert calls  # the bare engine went through the adapter
+
+
+def test_the_batched_reverse_jacobian_of_a_constant_map_is_zero():
+    X = np.random.RandomState(0).rand(4, 5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # m < d: the pseudo-volume warning
+        geo = RiemannianFeatureGeometry(lambda Z: torch.zeros(len(Z), 2, dtype=Z.dtype)).fit(X)
+        np.testing.assert_array_equal(geo.feature_jacobian(X), np.zeros((4, 2, 5)))
