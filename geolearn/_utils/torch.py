@@ -227,10 +227,11 @@ def on_module_threads(cls, module_of):
 
     Called from ``__init_subclass__`` (as scikit-learn's ``set_output`` wraps
     ``transform``). The inference methods are the public methods ``cls`` defines or
-    inherits as plain functions (``predict``, ``transform``, ``score_samples``,
-    ``sample``, ``traverse``, ...), all but those named in :data:`NOT_INFERENCE`; each
-    runs on one torch thread when ``module_of(self)`` is a small CPU module, and on the
-    caller's threads when it is large, on a GPU, or None (not fitted). Descriptors
+    inherits from geolearn as plain functions (``predict``, ``transform``,
+    ``score_samples``, ``sample``, ``traverse``, ...), all but those named in
+    :data:`NOT_INFERENCE`; each runs on one torch thread when ``module_of(self)`` is a
+    small CPU module, and on the caller's threads when it is large, on a GPU, or None
+    (not fitted). Descriptors
     (properties, scikit-learn's ``available_if``, static and class methods) are left
     as they are.
 
@@ -244,7 +245,9 @@ def on_module_threads(cls, module_of):
              if not name.startswith(("_", *NOT_INFERENCE))}
     for name in sorted(names):
         method = next(vars(klass)[name] for klass in cls.__mro__ if name in vars(klass))
-        if inspect.isfunction(method) and not getattr(method, "_on_module_threads", False):
+        # geolearn's own methods: scikit-learn's (``score``) call the wrapped ones
+        if (inspect.isfunction(method) and method.__module__.startswith("geolearn.")
+                and not getattr(method, "_on_module_threads", False)):
             setattr(cls, name, _on_module_threads(method, module_of))
 
 
