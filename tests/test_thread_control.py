@@ -397,3 +397,58 @@ def _blas_recording(fn, seen):
         return fn(*args, **kwargs)
 
     return wrapped
+
+
+def test_small_ops_threads_follows_the_module_then_the_device(user_threads):
+    from geolearn._utils import small_ops_threads
+
+    for kwargs, threads in [({"device": "cpu"}, 1), ({"device": torch.device("meta")},
+                                                     user_threads),
+                            ({"module": nn.Linear(2, 2), "device": "meta"}, 1)]:
+        with small_ops_threads(**kwargs):
+            assert torch.get_num_threads() == threads
+        assert torch.get_num_threads() == user_threads
+
+
+class _LargeProbe(_ThreadProbe):
+    """:class:`_ThreadProbe` with a 2-250-1000 head: 250k parameters, above the small rule."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer = nn.Sequential(self.layer, nn.Linear(250, 1000)).double()
+
+
+@pytest.mark.parametrize(("probe", "threads"), [(_ThreadProbe, 1), (_LargeProbe, USER_THREADS)])
+def test_attacks_follow_the_small_module_rule(user_threads, probe, threads):
+    from geolearn.adversarial import pgd
+
+    net = probe()
+    X = np.random.default_rng(0).standard_normal((20, 2))
+    pgd(net, X, np.zeros(20, int), 0.1, n_steps=2, clip=None, device="cpu", random_state=0)
+    # the first passes probe the output's shape on one or two rows: one thread, any size
+    assert net.seen[:2] == [1, 1] and len(net.seen) > 2 and set(net.seen[2:]) == {threads}
+    with pytest.raises(ValueError, match="epsilon"):
+        pgd(net, X, np.zeros(20, int), -1.0, device="cpu")
+    assert torch.get_num_threads() == user_threads
+
+
+@pytest.mark.parametrize("family", ["disentanglement", "meta_learning"])
+def test_autoencoders_train_on_one_thread_and_restore(user_threads, family):
+    probe = _ThreadsPerBatch()
+    X = np.random.default_rng(0).random((32, 12)).astype(np.float32)
+    if family == "disentanglement":
+        from geolearn.disentanglement import DisentangledAttributeAutoencoder
+
+        est = DisentangledAttributeAutoencoder(image_shape=None, n_latent=4,
+                                               attribute_dims=(2, 2), max_epochs=1,
+                                               batch_size=16, device="cpu", random_state=0,
+                                               callbacks=[("probe", probe)])
+    else:
+        from geolearn.meta_learning import MetaManifoldAutoencoder
+
+        est = MetaManifoldAutoencoder(architecture="mlp", hidden_layer_sizes=(16,), n_latent=3,
+                                      max_epochs=4, batch_size=8, log_every=2, device="cpu",
+                                      random_state=0, callbacks=[("probe", probe)])
+    est.fit(X)
+    assert probe.seen and set(probe.seen) == {1}
+    assert torch.get_num_threads() == user_threads

@@ -93,7 +93,7 @@ class Classifier:
         return z
 
     def n_classes(self):
-        with torch.no_grad(), self.model.frozen():
+        with torch.no_grad(), self.model.frozen(), small_ops_threads():  # one row: small ops
             return self.logits(torch.zeros(1, int(np.prod(self.shape)), device=self.device,
                                            dtype=self.model.dtype)).shape[1]
 
