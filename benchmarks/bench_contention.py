@@ -107,6 +107,10 @@ def main(argv=None):
                         help='arguments for each --bench script, as one string ("--quick")')
     parser.add_argument("--repeat", type=int, default=1,
                         help="runs per section and condition; the median is reported")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--args" in argv[:-1]:  # argparse would read a value such as "--quick" as an option
+        at = argv.index("--args")
+        argv[at:at + 2] = [f"--args={argv[at + 1]}"]
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error(f"--repeat must be >= 1; got {args.repeat}.")
