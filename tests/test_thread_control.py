@@ -8,6 +8,7 @@ for ``with parallel_config(backend="dask"): CIDM(n_jobs=2).fit(X).transform(Q)``
 
 import threading
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -22,6 +23,7 @@ from torch import nn
 from geolearn._utils import resolve_n_jobs, thread_map
 from geolearn.datasets import make_torus_points
 from geolearn.diffeo import deform, sample_displacement_fields
+from geolearn.exceptions import NumericalWarning
 from geolearn.manifold import CIDM
 from geolearn.polytopes import ReLUPolytopes
 from geolearn.representations import fiedler_pairwise
@@ -452,3 +454,25 @@ def test_autoencoders_train_on_one_thread_and_restore(user_threads, family):
     est.fit(X)
     assert probe.seen and set(probe.seen) == {1}
     assert torch.get_num_threads() == user_threads
+
+
+@pytest.mark.parametrize("max_memory", [None, 1000])
+def test_local_linear_map_solves_on_one_blas_thread(monkeypatch, max_memory):
+    # one small least-squares problem per output: 40-60x faster on one BLAS thread than on
+    # two (benchmarks/RESULTS.md); max_memory=1000 takes the normal equations' route
+    from threadpoolctl import threadpool_limits
+
+    from geolearn.polytopes import LocalLinearMap
+
+    seen = []
+    monkeypatch.setattr(np.linalg, "matrix_rank",
+                        _blas_recording(np.linalg.matrix_rank, seen))
+    X = np.random.default_rng(0).standard_normal((60, 3))
+    params = {} if max_memory is None else {"max_memory": max_memory, "batch_size": 20}
+    est = LocalLinearMap(gaussian_net([3, 8, 2], 0), gaussian_net([3, 8, 2], 1), device="cpu",
+                         **params)
+    with threadpool_limits(2, user_api="blas"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", NumericalWarning)  # the normal equations' notice
+        est.fit(X)
+        assert _blas_threads() == {2}
+    assert len(seen) == 2 and set(seen) == {1}
