@@ -437,7 +437,7 @@ default="neighborhood"
             for key, value in loader.items():
                 setattr(self.net_, key, value)
         # the MLP's steps are many small ops: one thread is fastest, and holds under load;
-        # the conv net (image_shape) keeps the caller's threads
+        # the conv net's larger convolutions keep the caller's threads
         threads = (small_ops_threads(device=resolve_device(self.device))
                    if self.architecture_ == "mlp" else nullcontext())
         with threads:

@@ -296,9 +296,9 @@ class LocalLinearMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         if n * per_row <= self.max_memory:
             C1 = _rows(*self._local("source", X), self.include_bias)
             C2 = _rows(*self._local("target", X), self.include_bias)
-            # one small least-squares problem per output: on one BLAS thread, 9-24x faster
-            # than two (benchmarks/RESULTS.md); C order: a pickle round trip must not change
-            # the einsum path (bitwise outputs)
+            # one small least-squares problem per output: on one BLAS thread, 40-60x faster
+            # than two on a shared machine (benchmarks/RESULTS.md); C order: a pickle round
+            # trip must not change the einsum path (bitwise outputs)
             with small_ops_threads(blas=True):
                 self.maps_ = np.ascontiguousarray([self._solve(C1[:, j], C2[:, j])
                                                    for j in range(o)])
