@@ -11,6 +11,13 @@ two cores: the section's two cores shared with ``k`` more busy threads); the goa
 
     PYTHONPATH=. python -m benchmarks.bench_contention [--only SECTION ...] [--repeat N]
 
+``--bench SCRIPT ...`` times benchmark scripts of ``benchmarks/`` the same way instead of
+the demo's sections: each script runs once per condition as ``python -m benchmarks.NAME
+ARGS`` in a fresh interpreter (its imports included), and its wall time is the figure, so
+that every benchmark can be measured beside other work; ``--args`` is passed to each::
+
+    PYTHONPATH=. python -m benchmarks.bench_contention --bench bench_rdm.py --args "--issue-rows"
+
 A full run over every section with ``--repeat 1`` takes about 5 times the quick demo's idle
 time (about 45 s: the sum of the ``CPU s`` column), some 4 minutes on two idle cores. Run it
 on an otherwise idle machine: other work skews the idle times and the ratios alike.
@@ -19,8 +26,14 @@ on an otherwise idle machine: other work skews the idle times and the ratios ali
 import argparse
 import multiprocessing
 import os
+import resource
+import shlex
 import statistics
+import subprocess
+import sys
+import time
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 
 from benchmarks._runner import contended, header
 
@@ -57,6 +70,24 @@ def time_section(name, n_competing, context):
         return pool.submit(_run_section, name).result()
 
 
+def time_script(script, args, n_competing):
+    """Wall and CPU seconds of one run of benchmark ``script`` (``args`` passed to it) in a
+    fresh interpreter beside ``n_competing`` loops; its output is discarded."""
+    module = f"benchmarks.{Path(script).stem}"
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
+    with contended(n_competing > 0, n_processes=n_competing):
+        # the busy loops are reaped after this, so the children's CPU time is the script's
+        cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-m", module, *args], cwd=root, env=env, check=True,
+                       stdout=subprocess.DEVNULL)
+        wall = time.perf_counter() - t0
+        cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (cpu1.ru_utime + cpu1.ru_stime) - (cpu0.ru_utime + cpu0.ru_stime)
+
+
 def fair_share(n_competing, n_cores):
     """The fair-share slowdown beside ``n_competing`` busy processes on ``n_cores`` cores."""
     return 1 + n_competing / n_cores
@@ -69,28 +100,55 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", nargs="+", choices=names, metavar="SECTION",
                         help=f"sections to time (default: all of {', '.join(names)})")
+    parser.add_argument("--bench", nargs="+", metavar="SCRIPT",
+                        help="time these benchmark scripts of benchmarks/ (e.g. bench_rdm.py) "
+                             "instead of the demo's sections")
+    parser.add_argument("--args", default="", metavar="ARGS",
+                        help='arguments for each --bench script, as one string ("--quick")')
     parser.add_argument("--repeat", type=int, default=1,
                         help="runs per section and condition; the median is reported")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--args" in argv[:-1]:  # argparse would read a value such as "--quick" as an option
+        at = argv.index("--args")
+        argv[at:at + 2] = [f"--args={argv[at + 1]}"]
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error(f"--repeat must be >= 1; got {args.repeat}.")
+    if args.bench and args.only:
+        parser.error("--bench and --only cannot be combined: --only names demo sections.")
+    if args.args and not args.bench:
+        parser.error("--args is passed to --bench scripts: give --bench.")
     n_cores = os.cpu_count()
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(PRELOAD)
-    header("Demo sections alone and beside 1 and 2 busy processes (quick mode)")
+    if args.bench:
+        here = Path(__file__).resolve().parent
+        missing = [b for b in args.bench if not (here / f"{Path(b).stem}.py").is_file()]
+        if missing:
+            parser.error(f"--bench: no such script in benchmarks/: {', '.join(missing)}")
+        script_args = shlex.split(args.args)
+        rows = {b: lambda k, b=b: time_script(b, script_args, k) for b in args.bench}
+        header(f"Benchmark scripts alone and beside 1 and 2 busy processes (args: "
+               f"{args.args or 'none'})")
+    else:
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(PRELOAD)
+        rows = {name: lambda k, name=name: time_section(name, k, context)
+                for name in args.only or names}
+        header("Demo sections alone and beside 1 and 2 busy processes (quick mode)")
     print(f"# OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}, "
           f"load before={os.getloadavg()[0]:.2f}; fair share beside k processes = 1 + k/"
           f"{n_cores}; goal: within {GOAL}x of it", flush=True)
-    print(f"{'section':16s} {'idle s':>7s} {'CPU s':>6s} {'+1 s':>7s} {'x idle':>6s} "
+    width = max(16, *map(len, rows))
+    label = "script" if args.bench else "section"
+    print(f"{label:{width}s} {'idle s':>7s} {'CPU s':>6s} {'+1 s':>7s} {'x idle':>6s} "
           f"{'x fair':>6s} {'+2 s':>7s} {'x idle':>6s} {'x fair':>6s}  within {GOAL}x",
           flush=True)
     totals = dict.fromkeys(COMPETING, 0.0)
-    for name in args.only or names:
+    for name, run in rows.items():
         # the conditions alternate run by run, so that drift in the load falls on all three
         times, cpu = {k: [] for k in COMPETING}, []
         for _ in range(args.repeat):
             for k in COMPETING:
-                wall, seconds = time_section(name, k, context)
+                wall, seconds = run(k)
                 times[k].append(wall)
                 if k == 0:
                     cpu.append(seconds)
@@ -104,11 +162,11 @@ def main(argv=None):
         for k in COMPETING:
             totals[k] += med[k]
         # CPU time near the idle wall time: the section runs on one core
-        print(f"{name:16s} {med[0]:7.2f} {statistics.median(cpu):6.2f} {' '.join(cells)}  "
+        print(f"{name:{width}s} {med[0]:7.2f} {statistics.median(cpu):6.2f} {' '.join(cells)}  "
               f"{'/'.join(ok)}", flush=True)
     cells = [f"{totals[k]:7.2f} {totals[k] / totals[0]:5.2f}x "
              f"{totals[k] / totals[0] / fair_share(k, n_cores):5.2f}x" for k in COMPETING[1:]]
-    print(f"{'total':16s} {totals[0]:7.2f} {'':6s} {' '.join(cells)}", flush=True)
+    print(f"{'total':{width}s} {totals[0]:7.2f} {'':6s} {' '.join(cells)}", flush=True)
     print(f"# load after={os.getloadavg()[0]:.2f}", flush=True)
 
 

@@ -11,7 +11,12 @@ their users run them. geolearn's hot paths pick one torch thread themselves.
 
 ``--inference`` times the inference of small gradient-trained estimators and SVBF's
 distances (one torch thread, issue 41) against the same steps on the caller's two threads
-(before).
+(before). ``--blas`` times the BLAS audit's candidates on one BLAS thread
+(``small_ops_threads(blas=True)``) against the caller's threads: the per-output least
+squares of ``LocalLinearMap`` (moved to one thread), ``OnManifoldPGD.generate`` and
+``disentanglement_report`` (left on the caller's threads: one thread gains nothing there)::
+
+    OMP_NUM_THREADS=2 PYTHONPATH=. python -m benchmarks.bench_threads --blas     # ~30 s
 """
 
 import argparse
@@ -97,6 +102,64 @@ def inference_figures(repeat):
             lambda: InvariantClassifier.predict_proba.__wrapped__(clf, X10), repeat=repeat)
 
 
+def blas_figures(repeat):
+    """The BLAS audit: one BLAS thread (ours where applied) against the caller's threads."""
+    import sys
+    from contextlib import nullcontext
+    from pathlib import Path
+
+    import numpy as np
+
+    from geolearn._utils import small_ops_threads
+    from geolearn.disentanglement.metrics import disentanglement_report
+    from geolearn.manifold import OnManifoldPGD
+    from geolearn.polytopes import LocalLinearMap
+    from geolearn.polytopes._local_linear import _rows
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from tests.polytopes._nets import gaussian_net
+    from tests.snapshots.snapshot_outputs import _cut_net, _rings
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((2000, 50))
+    est = LocalLinearMap(gaussian_net([50, 64, 64, 10], 0), gaussian_net([50, 64, 64, 10], 1),
+                         device="cpu").fit(X)
+    C1, C2 = (_rows(*est._local(which, X), True) for which in ("source", "target"))
+
+    def solve(threads):  # fit's changed step: one least-squares problem per output
+        with threads:
+            [est._solve(C1[:, j], C2[:, j]) for j in range(C1.shape[1])]
+            [np.linalg.matrix_rank(C1[:, j]) for j in range(C1.shape[1])]
+
+    compare("LocalLinearMap fit's 10 least squares, 2,000 rows x 51, one BLAS thread vs caller's",
+            lambda: solve(small_ops_threads(blas=True)), lambda: solve(nullcontext()),
+            repeat=repeat)
+
+    Xr, yr, _ = _rings()
+    attack = OnManifoldPGD(_cut_net(), cidm_params={"n_eigenpairs": 12}, random_state=0,
+                           n_steps=25, tangent="jacobian", intrinsic_dim=1).fit(Xr, yr)
+    ts = rng.uniform(-np.pi, np.pi, 200)
+    starts, y0 = np.c_[np.cos(ts), np.sin(ts)], np.zeros(200, int)
+
+    def generate(threads):
+        with threads:
+            attack.generate(starts, y=y0)
+
+    compare("OnManifoldPGD generate (left alone), 200 starts, one BLAS thread vs caller's",
+            lambda: generate(small_ops_threads(blas=True)), lambda: generate(nullcontext()),
+            repeat=repeat)
+    factors = rng.integers(0, 5, (5000, 5))
+    codes = factors @ rng.standard_normal((5, 10)) + rng.standard_normal((5000, 10))
+
+    def report(threads):
+        with threads:
+            disentanglement_report(factors, codes)
+
+    compare("disentanglement_report (left alone), 5,000 codes, one BLAS thread vs caller's",
+            lambda: report(small_ops_threads(blas=True)), lambda: report(nullcontext()),
+            repeat=repeat)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n-deform", type=int, default=10_000)
@@ -104,13 +167,18 @@ def main(argv=None):
     parser.add_argument("--inference", action="store_true",
                         help="only the inference of small estimators against the caller's "
                              "threads")
+    parser.add_argument("--blas", action="store_true",
+                        help="only the BLAS audit (one BLAS thread against the caller's)")
     args = parser.parse_args(argv)
     for busy in (False, True):
-        header(("inference" if args.inference else "hot paths vs peers")
-               + (" (contended: one competing process)" if busy
-                  else " (no competing process of ours)"))
+        title = ("BLAS audit" if args.blas else "inference" if args.inference
+                 else "hot paths vs peers")
+        header(title + (" (contended: one competing process)" if busy
+                        else " (no competing process of ours)"))
         with contended(busy):
-            if args.inference:
+            if args.blas:
+                blas_figures(args.repeat)
+            elif args.inference:
                 inference_figures(args.repeat)
             else:
                 figures(args.n_deform, args.repeat)

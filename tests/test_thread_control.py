@@ -8,6 +8,7 @@ for ``with parallel_config(backend="dask"): CIDM(n_jobs=2).fit(X).transform(Q)``
 
 import threading
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -22,6 +23,7 @@ from torch import nn
 from geolearn._utils import resolve_n_jobs, thread_map
 from geolearn.datasets import make_torus_points
 from geolearn.diffeo import deform, sample_displacement_fields
+from geolearn.exceptions import NumericalWarning
 from geolearn.manifold import CIDM
 from geolearn.polytopes import ReLUPolytopes
 from geolearn.representations import fiedler_pairwise
@@ -397,3 +399,80 @@ def _blas_recording(fn, seen):
         return fn(*args, **kwargs)
 
     return wrapped
+
+
+def test_small_ops_threads_follows_the_module_then_the_device(user_threads):
+    from geolearn._utils import small_ops_threads
+
+    for kwargs, threads in [({"device": "cpu"}, 1), ({"device": torch.device("meta")},
+                                                     user_threads),
+                            ({"module": nn.Linear(2, 2), "device": "meta"}, 1)]:
+        with small_ops_threads(**kwargs):
+            assert torch.get_num_threads() == threads
+        assert torch.get_num_threads() == user_threads
+
+
+class _LargeProbe(_ThreadProbe):
+    """:class:`_ThreadProbe` with a 2-250-1000 head: 250k parameters, above the small rule."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer = nn.Sequential(self.layer, nn.Linear(250, 1000)).double()
+
+
+@pytest.mark.parametrize(("probe", "threads"), [(_ThreadProbe, 1), (_LargeProbe, USER_THREADS)])
+def test_attacks_follow_the_small_module_rule(user_threads, probe, threads):
+    from geolearn.adversarial import pgd
+
+    net = probe()
+    X = np.random.default_rng(0).standard_normal((20, 2))
+    pgd(net, X, np.zeros(20, int), 0.1, n_steps=2, clip=None, device="cpu", random_state=0)
+    # the first passes probe the output's shape on one or two rows: one thread, any size
+    assert net.seen[:2] == [1, 1] and len(net.seen) > 2 and set(net.seen[2:]) == {threads}
+    with pytest.raises(ValueError, match="epsilon"):
+        pgd(net, X, np.zeros(20, int), -1.0, device="cpu")
+    assert torch.get_num_threads() == user_threads
+
+
+@pytest.mark.parametrize("family", ["disentanglement", "meta_learning"])
+def test_autoencoders_train_on_one_thread_and_restore(user_threads, family):
+    probe = _ThreadsPerBatch()
+    X = np.random.default_rng(0).random((32, 12)).astype(np.float32)
+    if family == "disentanglement":
+        from geolearn.disentanglement import DisentangledAttributeAutoencoder
+
+        est = DisentangledAttributeAutoencoder(image_shape=None, n_latent=4,
+                                               attribute_dims=(2, 2), max_epochs=1,
+                                               batch_size=16, device="cpu", random_state=0,
+                                               callbacks=[("probe", probe)])
+    else:
+        from geolearn.meta_learning import MetaManifoldAutoencoder
+
+        est = MetaManifoldAutoencoder(architecture="mlp", hidden_layer_sizes=(16,), n_latent=3,
+                                      max_epochs=4, batch_size=8, log_every=2, device="cpu",
+                                      random_state=0, callbacks=[("probe", probe)])
+    est.fit(X)
+    assert probe.seen and set(probe.seen) == {1}
+    assert torch.get_num_threads() == user_threads
+
+
+@pytest.mark.parametrize("max_memory", [None, 1000])
+def test_local_linear_map_solves_on_one_blas_thread(monkeypatch, max_memory):
+    # one small least-squares problem per output: 40-60x faster on one BLAS thread than on
+    # two (benchmarks/RESULTS.md); max_memory=1000 takes the normal equations' route
+    from threadpoolctl import threadpool_limits
+
+    from geolearn.polytopes import LocalLinearMap
+
+    seen = []
+    monkeypatch.setattr(np.linalg, "matrix_rank",
+                        _blas_recording(np.linalg.matrix_rank, seen))
+    X = np.random.default_rng(0).standard_normal((60, 3))
+    params = {} if max_memory is None else {"max_memory": max_memory, "batch_size": 20}
+    est = LocalLinearMap(gaussian_net([3, 8, 2], 0), gaussian_net([3, 8, 2], 1), device="cpu",
+                         **params)
+    with threadpool_limits(2, user_api="blas"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", NumericalWarning)  # the normal equations' notice
+        est.fit(X)
+        assert _blas_threads() == {2}
+    assert len(seen) == 2 and set(seen) == {1}

@@ -186,20 +186,24 @@ def torch_threads(n_threads):
 
 
 @contextmanager
-def small_ops_threads(module=None, *, blas=False):
+def small_ops_threads(module=None, *, device=None, blas=False):
     """Run a block of many small operations on one thread, restoring the caller's setting after.
 
     The one rule of docs/user_guide/threads.md: small operations are too small to split
     over threads, and threads that wait for each other collapse beside another busy
     process. torch runs on one intra-op thread, unless ``module`` is given and is large
-    or off the CPU (:func:`small_model_threads`); with ``blas=True`` NumPy's and SciPy's
-    BLAS run on one thread too. Both settings come back when the block exits, also when
-    it raises.
+    or off the CPU (:func:`small_model_threads`), or ``device`` is given and is not the
+    CPU; with ``blas=True`` NumPy's and SciPy's BLAS run on one thread too. Both settings
+    come back when the block exits, also when it raises.
 
     Parameters
     ----------
     module : torch.nn.Module, optional
         The network the block runs; None when the caller knows its ops are small.
+    device : str or torch.device, optional
+        Where the block runs, for a caller whose ops are small whatever the network's
+        size (or before the network exists): off the CPU the caller's torch setting
+        is kept. Ignored when ``module`` is given.
     blas : bool, default=False
         Also limit the BLAS libraries (threadpoolctl) to one thread, for loops of
         many small matrix products in NumPy or SciPy.
@@ -212,7 +216,11 @@ def small_ops_threads(module=None, *, blas=False):
     ...     torch.get_num_threads()
     1
     """
-    with (torch_threads(1 if module is None else small_model_threads(module)),
+    if module is not None:
+        n_threads = small_model_threads(module)
+    else:
+        n_threads = 1 if device is None or torch.device(device).type == "cpu" else None
+    with (torch_threads(n_threads),
           threadpool_limits(1, user_api="blas") if blas else nullcontext()):
         yield
 

@@ -15,7 +15,6 @@ from .._utils import (
     iter_batches,
     row_seeds,
     to_numpy,
-    torch_threads,
 )
 from ._pgd import (
     Classifier,
@@ -102,7 +101,7 @@ def grid_offsets_attack(clf, X, t, offsets, batch_size):
     n, P, D = offsets.shape
     X_adv, ok = X.astype(np.float32), np.zeros(n, bool)
     rows = max(1, int(batch_size * 64 // max(P, 1)))
-    with torch.no_grad(), clf.model.frozen(), torch_threads(clf.threads):
+    with torch.no_grad(), clf.model.frozen(), clf.threads():
         for sl in iter_batches(n, rows):
             cand = X[sl, None, :] + offsets[sl]
             m = len(cand)
@@ -144,7 +143,7 @@ def normal_core(clf, X, t, T, *, epsilon, method, n_steps, step_size, n_restarts
 
 def _wrong_np(clf, X, t, batch_size):
     out = np.empty(len(X), bool)
-    with torch.no_grad(), clf.model.frozen(), torch_threads(clf.threads):
+    with torch.no_grad(), clf.model.frozen(), clf.threads():
         for sl in iter_batches(len(X), batch_size * 8):
             out[sl] = to_numpy(clf.wrong(clf.to_tensor(X[sl]),
                                          torch.as_tensor(t[sl], device=clf.device)))
@@ -154,7 +153,7 @@ def _wrong_np(clf, X, t, batch_size):
 def predictions(clf, X, batch_size):
     """``argmax`` labels of flat rows."""
     out = np.empty(len(X), np.int64)
-    with torch.no_grad(), clf.model.frozen(), torch_threads(clf.threads):
+    with torch.no_grad(), clf.model.frozen(), clf.threads():
         for sl in iter_batches(len(X), batch_size * 8):
             out[sl] = to_numpy(clf.logits(clf.to_tensor(X[sl])).argmax(1))
     return out
@@ -173,7 +172,7 @@ class ChartGrid:
         grid = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, len(axes))
         self.points = manifold.from_chart(grid)
         z = []
-        with torch.no_grad(), clf.model.frozen(), torch_threads(clf.threads):
+        with torch.no_grad(), clf.model.frozen(), clf.threads():
             for sl in iter_batches(len(grid), batch_size * 64):
                 z.append(to_numpy(clf.logits(clf.to_tensor(self.points[sl]))))
         z = torch.as_tensor(np.concatenate(z))
@@ -251,7 +250,7 @@ def tangent_pgd(clf, manifold, X, t, *, rho, n_steps, step_size, loss, batch_siz
     keep = (np.unique(np.linspace(1, n_steps, path_steps).round().astype(int))
             if path_steps else np.array([], int))
     path = np.repeat(X[None].astype(np.float32), len(keep), 0) if path_steps else None
-    with clf.model.frozen(), torch_threads(clf.threads):
+    with clf.model.frozen(), clf.threads():
         for sl in iter_batches(len(X), batch_size):
             rows = np.arange(sl.start, sl.stop)[~ok[sl]]
             x, p0 = X[rows], P0[rows]
@@ -321,7 +320,7 @@ def latent_attack(clf, manifold, X, t, *, rho, n_steps, step_size, loss, batch_s
     X_adv, ok = X.astype(np.float32), std.copy()
     J = manifold.decoder_jacobian(X)
     sigma = np.linalg.norm(J, ord=2, axis=(1, 2))
-    with clf.model.frozen(), manifold.frozen(), torch_threads(clf.threads):
+    with clf.model.frozen(), manifold.frozen(), clf.threads():
         for sl in iter_batches(len(X), batch_size):
             rows = np.arange(sl.start, sl.stop)[~ok[sl]]
             if len(rows) == 0:

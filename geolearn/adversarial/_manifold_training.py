@@ -10,11 +10,11 @@ from skorch import NeuralNetClassifier
 from skorch.callbacks import PassthroughScoring
 from skorch.utils import to_tensor
 
-from .._utils import to_numpy, torch_threads
+from .._utils import to_numpy
 from ..models import SkorchClassifierMixin
 from ..models._internal import FLOAT32_WEIGHTS_REASON, WeightedLossNetMixin
 from ._manifold_attacks import in_manifold_core, is_latent, normal_projection
-from ._pgd import NORMS, SMALL_MODEL, Classifier, pgd_loop
+from ._pgd import NORMS, Classifier, pgd_loop
 
 ADVERSARIES = ("none", "ambient", "normal", "in_manifold")
 
@@ -45,15 +45,6 @@ class ManifoldAdversarialNet(WeightedLossNetMixin, NeuralNetClassifier):
         callbacks.insert(at, ("adv_loss", PassthroughScoring(name="adv_loss", on_train=True)))
         return callbacks
 
-    def partial_fit(self, X, y=None, classes=None, **fit_params):
-        """Train (see skorch); small CPU modules train on one torch thread (many tiny ops)."""
-        if not self.initialized_:
-            self.initialize()
-        n_params = sum(p.numel() for p in self.module_.parameters())
-        small = str(self.device).startswith("cpu") and n_params <= SMALL_MODEL
-        with torch_threads(1 if small else None):
-            return super().partial_fit(X, y, classes=classes, **fit_params)
-
     def get_loss(self, y_pred, y_true, X=None, training=False):
         """The criterion; on training batches, the mean of clean and adversarial criteria."""
         loss = super().get_loss(y_pred, y_true, X=X, training=training)
@@ -74,7 +65,7 @@ class ManifoldAdversarialNet(WeightedLossNetMixin, NeuralNetClassifier):
         if self.manifold is not None and self.manifold.ambient_dim != flat.shape[1]:
             raise ValueError(f"manifold.ambient_dim={self.manifold.ambient_dim} but X has "
                              f"{flat.shape[1]} features.")
-        with clf.model.frozen(), torch_threads(clf.threads):
+        with clf.model.frozen(), clf.threads():
             if self.adversary == "in_manifold":
                 Xn = to_numpy(flat).astype(np.float64)
                 method = "latent" if is_latent(self.manifold) else "tangent_pgd"

@@ -16,7 +16,6 @@ import torch.nn.functional as F
 from sklearn.utils import check_random_state
 
 from .._utils import (
-    SMALL_MODEL,
     check_choice,
     check_image_shape,
     check_images,
@@ -24,8 +23,8 @@ from .._utils import (
     check_scalar_param,
     iter_batches,
     row_seeds,
+    small_ops_threads,
     to_numpy,
-    torch_threads,
 )
 from ..models import as_model
 from ._validation import check_clip, check_in_box
@@ -61,10 +60,12 @@ class Classifier:
         # in every other image method of the door
         self.shape = self.model.sample_layout((n_features,), shape) if len(shape) > 1 else shape
         self.device = self.model.device
-        module = self.model.module
-        n_params = 0 if module is None else sum(p.numel() for p in module.parameters())
-        self.threads = 1 if self.device.type == "cpu" and n_params <= SMALL_MODEL else None
         self._f = self.model.feature_fn(None) if self.model.differentiable else None
+
+    def threads(self):
+        """The attack's thread block: one torch thread for a small CPU module or a
+        black-box estimator (:func:`~geolearn._utils.small_ops_threads`)."""
+        return small_ops_threads(self.model.module)
 
     @property
     def differentiable(self):
@@ -92,7 +93,7 @@ class Classifier:
         return z
 
     def n_classes(self):
-        with torch.no_grad(), self.model.frozen():
+        with torch.no_grad(), self.model.frozen(), small_ops_threads():  # one row: small ops
             return self.logits(torch.zeros(1, int(np.prod(self.shape)), device=self.device,
                                            dtype=self.model.dtype)).shape[1]
 
@@ -521,7 +522,7 @@ def run_attack(clf, X, t, *, epsilon, norm, step_size, n_steps, n_restarts, loss
     """
     dirs, radii = random_directions(X, n_restarts, random_state, stream, norm)
     X_adv, success = np.empty(X.shape, np.float32), np.zeros(len(X), bool)
-    with clf.model.frozen(), torch_threads(clf.threads):
+    with clf.model.frozen(), clf.threads():
         for sl in iter_batches(len(X), batch_size):
             starts = [(clf.to_tensor(d[sl]), clf.to_tensor(r[sl])) for d, r in zip(dirs, radii)]
             first = (None if init is None else clf.to_tensor(init[sl])

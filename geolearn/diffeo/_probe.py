@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .._utils import resolve_device, to_numpy, torch_threads, warn_user
+from .._utils import resolve_device, small_ops_threads, to_numpy, warn_user
 from ..models import as_model
 from ..models import resolve_response as resolve_model_response
 from ..models._internal import RESPONSES as MODEL_RESPONSES
@@ -144,10 +144,9 @@ class Probe:
         X = X.reshape(len(X), *layout)
         # batch statistics are those of the whole batch given, not of the adapter's chunks
         batch_size = len(X) if self._norms else None
-        # probes are small-op forward passes: one torch thread on the CPU (restored after),
-        # which holds its speed beside other busy processes where two threads collapse
-        threads = 1 if self.device.type == "cpu" else None
-        with _batch_statistics(self._norms), torch_threads(threads):
+        # probes are small-op forward passes whatever the model's size: one torch thread on
+        # the CPU, which holds its speed beside other busy processes where two collapse
+        with _batch_statistics(self._norms), small_ops_threads(device=self.device):
             if self.response == "module":
                 if self._pre is not None:
                     X = self._pre.transform(to_numpy(X))

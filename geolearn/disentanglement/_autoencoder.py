@@ -16,7 +16,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
-from .._utils import check_scalar_param, resolve_device, torch_threads
+from .._utils import check_scalar_param, resolve_device, small_ops_threads
 from .._utils.autoencoder import (
     CodecMixin,
     ReconstructionScoreMixin,
@@ -299,10 +299,10 @@ class DisentangledAttributeAutoencoder(ObjectiveTrainingMixin, CodecMixin, Recon
                                    n_latent=self.n_latent, attribute_dims=dims,
                                    image_shape=self.image_shape_)
         batch = min(self.batch_size, len(X))
-        # the networks are small (16 and 32 conv channels): one thread holds under load,
-        # where two threads on a busy 2-core machine made an epoch 6-12x slower
-        cpu = resolve_device(self.device).type == "cpu"
-        with torch_threads(1 if cpu else None):
+        # the networks are small (16 and 32 conv channels) whatever their parameter count:
+        # one thread holds under load, where two threads on a busy 2-core machine made an
+        # epoch 6-12x slower
+        with small_ops_threads(device=resolve_device(self.device)):
             self._train(module, objective, torch.from_numpy(np.ascontiguousarray(X)),
                         seed=self.random_state, max_epochs=self.max_epochs, parts=parts,
                         # a last batch of one row has no graph statistic

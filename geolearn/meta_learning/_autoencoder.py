@@ -10,6 +10,7 @@ stepped network to reconstruct a disjoint meta-test batch chosen to mimic a shif
 import functools
 import math
 import numbers
+from contextlib import nullcontext
 
 import numpy as np
 import torch
@@ -29,9 +30,9 @@ from .._utils import (
     check_choice,
     check_hidden_sizes,
     resolve_device,
+    small_ops_threads,
     to_numpy,
     to_tensor,
-    torch_threads,
 )
 from .._utils.autoencoder import (
     CodecMixin,
@@ -435,10 +436,11 @@ default="neighborhood"
         if warm:
             for key, value in loader.items():
                 setattr(self.net_, key, value)
-        # the MLP's steps are many small ops: one thread is fastest, and holds under load
-        cpu = resolve_device(self.device).type == "cpu"
-        threads = 1 if self.architecture_ == "mlp" and cpu else None
-        with torch_threads(threads):
+        # the MLP's steps are many small ops: one thread is fastest, and holds under load;
+        # the conv net's larger convolutions keep the caller's threads
+        threads = (small_ops_threads(device=resolve_device(self.device))
+                   if self.architecture_ == "mlp" else nullcontext())
+        with threads:
             self._fit_net(module, TensorDataset(torch.from_numpy(X)), None, seed=seed_torch,
                           max_epochs=-(-self.max_epochs // self.log_every), train_split=None,
                           inner_lr=self.inner_lr_, meta_test_weight=self.meta_test_weight,

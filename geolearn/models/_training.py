@@ -21,9 +21,8 @@ from .._utils import (
     discard_fitted,
     on_module_threads,
     resolve_device,
-    small_model_threads,
+    small_ops_threads,
     torch_seed,
-    torch_threads,
     warn_user,
 )
 from ..exceptions import GeolearnWarning
@@ -773,7 +772,7 @@ class SkorchTrainingMixin:
         if self._warm():
             # skorch's partial_fit trains with the net's own settings: this fit's, as a cold fit
             self.net_.set_params(lr=self.lr, max_epochs=max_epochs, batch_size=self.batch_size)
-            with torch_seed(seed), torch_threads(small_model_threads(self.net_.module_)):
+            with torch_seed(seed), small_ops_threads(self.net_.module_):
                 self.net_.partial_fit(X, y)
             return self.net_
         net_class = self._checked_net_class()
@@ -797,7 +796,7 @@ class SkorchTrainingMixin:
             use_foreach_update(net)
             if max_epochs:
                 # a small network on the CPU trains on one torch thread (threads.md)
-                with torch_threads(small_model_threads(net.module_)):
+                with small_ops_threads(net.module_):
                     net.partial_fit(X, y)
         if self.device_ is None:
             param = next(unwrap_module(net.module_).parameters(), None)

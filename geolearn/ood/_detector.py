@@ -410,7 +410,9 @@ default='checkerboard_alt'
         """Torch threads per worker: 1 for small ops on the CPU or shared cores, else unchanged.
 
         Small ops: the MLP or a custom module on the CPU; the UNet keeps the caller's
-        setting unless ``n_jobs`` workers share the cores.
+        setting unless ``n_jobs`` workers share the cores. Not :func:`small_ops_threads`:
+        its count is also the per-worker count of ``thread_map``, which must hold one
+        thread whenever workers share the cores, whatever the denoiser.
         """
         parallel = resolve_n_jobs(self.n_jobs) > 1
         small = self._denoiser_kind() != "unet" and resolve_device(self.device).type == "cpu"

@@ -24,6 +24,7 @@ from .._utils import (
     fitted_on_success,
     iter_batches,
     resolve_device,
+    small_ops_threads,
     warn_user,
 )
 from ..exceptions import GeolearnWarning, NumericalWarning
@@ -295,9 +296,13 @@ class LocalLinearMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         if n * per_row <= self.max_memory:
             C1 = _rows(*self._local("source", X), self.include_bias)
             C2 = _rows(*self._local("target", X), self.include_bias)
-            # C order: a pickle round trip must not change the einsum path (bitwise outputs)
-            self.maps_ = np.ascontiguousarray([self._solve(C1[:, j], C2[:, j]) for j in range(o)])
-            self.rank_ = np.array([np.linalg.matrix_rank(C1[:, j]) for j in range(o)])
+            # one small least-squares problem per output: on one BLAS thread, 40-60x faster
+            # than two on a shared machine (benchmarks/RESULTS.md); C order: a pickle round
+            # trip must not change the einsum path (bitwise outputs)
+            with small_ops_threads(blas=True):
+                self.maps_ = np.ascontiguousarray([self._solve(C1[:, j], C2[:, j])
+                                                   for j in range(o)])
+                self.rank_ = np.array([np.linalg.matrix_rank(C1[:, j]) for j in range(o)])
             self.r2_fit_ = self._r2(C1, C2)
         else:
             self._fit_normal_equations(X, o, d, max(1, min(self.batch_size,
@@ -341,8 +346,10 @@ class LocalLinearMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
             G += np.einsum("noa,nob->oab", C1, C1)
             K += np.einsum("noa,nob->oab", C1, C2)
         eye = self.alpha * np.eye(d)
-        self.maps_ = np.ascontiguousarray([linalg.lstsq(G[j] + eye, K[j])[0] for j in range(o)])
-        self.rank_ = np.array([np.linalg.matrix_rank(G[j]) for j in range(o)])
+        with small_ops_threads(blas=True):  # one small problem per output, as in fit
+            self.maps_ = np.ascontiguousarray([linalg.lstsq(G[j] + eye, K[j])[0]
+                                               for j in range(o)])
+            self.rank_ = np.array([np.linalg.matrix_rank(G[j]) for j in range(o)])
         self.r2_fit_ = self._streamed_r2(X, chunk)
 
     def _streamed_r2(self, X, chunk):

@@ -20,8 +20,8 @@ from .._utils import (
     iter_batches,
     progress_bar,
     resolve_device,
+    small_ops_threads,
     thread_map,
-    torch_threads,
     warn_user,
 )
 from ..exceptions import GeolearnWarning, NumericalWarning
@@ -376,7 +376,7 @@ class PullbackMetric(_MetricEngine):
     def n_outputs(self, X):
         """Number ``m`` of (flattened) features, found from one evaluation."""
         if self._n_outputs is None:
-            with self._model.frozen(), torch.no_grad(), torch_threads(1):  # one point
+            with self._model.frozen(), torch.no_grad(), small_ops_threads():  # one point
                 self._n_outputs = int(self._phi(self._as_points(X[:1])[0]).numel())
         return self._n_outputs
 
