@@ -6,11 +6,10 @@ from .parallel import resolve_n_jobs, thread_map
 from .progress import progress_bar
 from .random import row_generators, row_seeds
 from .torch import (
-    SMALL_MODEL,
+    blas_threads,
     iter_batches,
     on_module_threads,
     resolve_device,
-    small_model_threads,
     small_ops_threads,
     to_numpy,
     to_tensor,
@@ -37,7 +36,7 @@ from .validation import (
 from .warn import warn_user
 
 __all__ = [
-    "SMALL_MODEL",
+    "blas_threads",
     "check_choice",
     "check_diagram",
     "check_diagrams",
@@ -63,7 +62,6 @@ __all__ = [
     "resolve_n_jobs",
     "row_generators",
     "row_seeds",
-    "small_model_threads",
     "small_ops_threads",
     "thread_map",
     "to_numpy",

@@ -13,11 +13,10 @@ a fixed cost per call that is most of a call of a 0.1 s hot path.
 
 import functools
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import nullcontext
 
 from joblib import Parallel, delayed, effective_n_jobs, parallel_config
-from threadpoolctl import threadpool_limits
 
+from .torch import blas_threads as _blas_limit
 from .torch import torch_threads
 
 #: The backends :func:`thread_map` accepts: threads, or processes for GIL-bound work.
@@ -114,9 +113,7 @@ def thread_map(fn, items, n_jobs=None, *, torch_threads_per_worker=1, blas_threa
     if n_workers <= 1:
         results = (call(item) for item in items)
         return list(progress(results) if progress is not None else results)
-    limit = (threadpool_limits(limits=blas_threads, user_api="blas")
-             if blas_threads is not None else nullcontext())
-    with limit:
+    with _blas_limit(blas_threads):
         if backend == "loky":
             results = Parallel(n_jobs=n_workers, backend=backend, return_as="generator")(
                 delayed(call)(item) for item in items)

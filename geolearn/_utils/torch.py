@@ -8,7 +8,7 @@ from contextlib import contextmanager, nullcontext
 import numpy as np
 import scipy.sparse
 import torch
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 
 def resolve_device(device="auto", name="device"):
@@ -185,6 +185,36 @@ def torch_threads(n_threads):
         torch.set_num_threads(previous)
 
 
+@functools.cache
+def _threadpool_controller():
+    # one inspection of the loaded libraries (~3 ms; threadpool_limits repeats it per call),
+    # made at the first limit, when NumPy's and SciPy's BLAS are loaded
+    return ThreadpoolController()
+
+
+def blas_threads(n_threads):
+    """A context that runs NumPy's and SciPy's BLAS on ``n_threads`` threads (None: as set).
+
+    Parameters
+    ----------
+    n_threads : int or None
+
+    Returns
+    -------
+    context : context manager
+        Restores the previous thread counts on exit.
+
+    Examples
+    --------
+    >>> from geolearn._utils.torch import blas_threads
+    >>> with blas_threads(1):
+    ...     pass
+    """
+    if n_threads is None:
+        return nullcontext()
+    return _threadpool_controller().limit(limits=n_threads, user_api="blas")
+
+
 @contextmanager
 def small_ops_threads(module=None, *, device=None, blas=False):
     """Run a block of many small operations on one thread, restoring the caller's setting after.
@@ -221,7 +251,7 @@ def small_ops_threads(module=None, *, device=None, blas=False):
     else:
         n_threads = 1 if device is None or torch.device(device).type == "cpu" else None
     with (torch_threads(n_threads),
-          threadpool_limits(1, user_api="blas") if blas else nullcontext()):
+          blas_threads(1 if blas else None)):
         yield
 
 

@@ -8,7 +8,6 @@ stratified-bootstrap BCa intervals (Bonferroni-corrected), as in the paper's Fig
 """
 
 import itertools
-from contextlib import nullcontext
 
 import numpy as np
 from scipy.linalg import eigh
@@ -17,12 +16,18 @@ from sklearn.base import BaseEstimator, ClusterMixin, _fit_context
 from sklearn.utils import Bunch, check_random_state
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import validate_data
-from threadpoolctl import threadpool_limits
 
-from .._utils import check_choice, check_scalar_param, fitted_on_success, resolve_n_jobs, thread_map
+from .._utils import (
+    blas_threads,
+    check_choice,
+    check_scalar_param,
+    fitted_on_success,
+    resolve_n_jobs,
+    thread_map,
+    warn_user,
+)
 from ..exceptions import GeolearnWarning
 from ._rdm import METRICS, check_rdm, compute_rdm
-from .._utils import warn_user
 
 NEGATIVE_WEIGHTS = ("clip", "keep", "raise")
 _NEG_TOL = 1e-12  # adjacencies above -this are rounding, not negative correlations
@@ -35,7 +40,7 @@ def _blas_threads(m):
     Threads gain little on these sizes and, on a busy machine, their spin-waiting made
     a 1,000-stimulus solve 25 times slower; the bootstrap parallelises with joblib instead.
     """
-    return threadpool_limits(1, user_api="blas") if m <= _THREADED_M else nullcontext()
+    return blas_threads(1 if m <= _THREADED_M else None)
 
 
 class FiedlerWarning(GeolearnWarning):
