@@ -121,6 +121,8 @@ def bench_fgsm(n, repeat):
 
     diff = np.abs(fgsm(cnn, X, y, 0.2) - peer(256).numpy()).max()
     print(f"  FGSM: max |ours - torchattacks| = {diff:.1e}", flush=True)
+    for _ in range(5):  # the process's first attacks run slower (allocator, caches): warm both
+        fgsm(cnn, X, y, 0.2), peer(256)
     for batch in (256, n):
         compare(f"FGSM eps=0.2, digits CNN ({n} images, default batch_size=256) vs torchattacks "
                 f"in batches of {batch}", lambda: fgsm(cnn, X, y, 0.2),
