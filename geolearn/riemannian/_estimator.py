@@ -454,8 +454,9 @@ class RiemannianFeatureGeometry(TransformerMixin, BaseEstimator):
     # -- per-sample quantities -----------------------------------------------------------------
     def _points(self, X):
         check_is_fitted(self)
-        return torch.tensor(self._check_X(X, reset=False), dtype=self.dtype_,
-                            device=self.device_)  # a copy: never a view of the user's X
+        # a copy, never a view of the user's X (torch refuses negative strides: reversed views)
+        return torch.tensor(np.ascontiguousarray(self._check_X(X, reset=False)),
+                            dtype=self.dtype_, device=self.device_)
 
     def _log_volume(self, P):
         engine = self.engine_
