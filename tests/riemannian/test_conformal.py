@@ -271,26 +271,63 @@ def test_weighted_calibration_is_the_same_with_metadata_routing(data):
     assert not np.allclose(ConformalKernelSVC(**kw).fit(X, y).predict_proba(X), plain)
 
 
-@pytest.mark.parametrize("d", [1, 2, 7, 8, 13, 128, 129, 300])
-def test_fit_kernels_equal_the_plain_expressions_to_the_bit(d):
-    """The fit's factor and Gram (per-feature sums, row blocks, in place) equal the broadcast
-    ``((x − s)²).sum(-1)``, scipy's ``logsumexp`` and scikit-learn's ``rbf_kernel`` exactly, so
-    that ``dual_coef_`` and ``decision_function`` are those of the plain computation."""
-    from geolearn.riemannian._conformal import _log_factor, _rbf_gram
+def _brute_force(clf, X, Z):
+    """The paper's formulas in plain float64 broadcasts: ``L = Σ_t logsumexp_i(−|x − s_i|²/(2τ²))``,
+    its gradient, and ``K̃ = C(x) C(y) K(x, y)`` with ``C = exp(L)`` and the rbf ``K``."""
+    L, grad = np.zeros(len(Z)), np.zeros_like(Z)
+    for centers, tau in zip(clf.centers_, clf.tau_):
+        diff = Z[:, None] - centers[None]
+        logits = -(diff**2).sum(-1) / (2 * tau**2)
+        L_t = logsumexp(logits, axis=1)
+        L += L_t
+        grad -= (np.exp(logits - L_t[:, None])[:, :, None] * diff).sum(1) / tau**2
+    L_fit = clf.log_factor_fit_
+    K = np.exp(-clf.gamma_ * ((Z[:, None] - X[None]) ** 2).sum(-1))
+    return L, grad, np.exp(L)[:, None] * np.exp(L_fit)[None] * K
 
+
+@pytest.mark.parametrize("d", [1, 2, 13, 40])
+def test_factor_kernel_and_decision_equal_the_brute_force_formulas(d):
+    """The library route (cdist or scikit-learn's rbf kernel, a direct or scipy's shifted log-sum,
+    row blocks, the refit kernel multiplied in place) equals the float64 formulas to rounding,
+    near the support vectors and far from all of them (where c(x) underflows)."""
+    X, y = make_blobs(160, n_features=d, centers=2, cluster_std=2.0, random_state=d)
     rng = np.random.default_rng(d)
-    X = 3 * rng.normal(size=(150, d))
-    centers = rng.normal(size=(40, d))
-    centers[5] = centers[6]  # tied nearest centers: logsumexp splits off both
-    X[3] = centers[5]
-    for tau in (0.3, 4.0):
-        logits = -((X[:, None, :] - centers[None]) ** 2).sum(-1) / (2 * tau**2)
-        log_c, w = _log_factor(X, centers, tau)
-        np.testing.assert_array_equal(log_c, logsumexp(logits, axis=1))
-        np.testing.assert_array_equal(w, np.exp(logits - log_c[:, None]))
-        np.testing.assert_array_equal(_log_factor(X, centers, tau, weights=False), log_c)
-    for gamma in (0.05, 1 / (d * X.var())):
-        np.testing.assert_array_equal(_rbf_gram(X, gamma), sk_rbf(X, X, gamma=gamma))
+    clf = ConformalKernelSVC(n_refits=2).fit(X, y)
+    L, grad, K = _brute_force(clf, X, X)
+    np.testing.assert_allclose(clf.log_factor_fit_, L, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(clf.conformal_factor(X), np.exp(L), rtol=1e-12)
+    np.testing.assert_allclose(clf.kernel_matrix(X), K, rtol=1e-12)
+    # the final SVC was fitted on the kernel the formulas give: refitting on it agrees
+    svc = SVC(kernel="precomputed").fit(K, y)
+    np.testing.assert_array_equal(clf.support_, svc.support_)
+    np.testing.assert_allclose(clf.dual_coef_, svc.dual_coef_, rtol=1e-9, atol=1e-9)  # C = 1
+    dual = np.zeros(len(X))
+    dual[clf.support_] = clf.dual_coef_[0]
+    decision = K @ dual + clf.intercept_[0]
+    # a sum of terms of both signs: rounding is relative to the sum of their magnitudes
+    np.testing.assert_allclose(clf.decision_function(X), decision, rtol=0,
+                               atol=1e-12 * (np.abs(K) @ np.abs(dual)).max())
+    s = clf.sigma_
+    log_volume = d * (L - np.log(s)) + 0.5 * np.log1p(s**2 * (grad**2).sum(1))
+    # logs: an absolute error is the relative error of the factor or volume
+    np.testing.assert_allclose(clf.log_volume_element(X), log_volume, rtol=1e-12, atol=1e-12)
+    # many rows (several row blocks), some far from every centre (the shifted log-sum)
+    Z = np.concatenate([X.mean(0) + 2 * X.std(0) * rng.normal(size=(3000, d)),
+                        X[:50] + 60 * clf.sigma_])
+    L, grad, _ = _brute_force(clf, X, Z)
+    assert (np.exp(L[-50:]) < 1e-200).all()
+    np.testing.assert_allclose(clf.log_conformal_factor(Z), L, rtol=1e-12, atol=1e-14)
+    log_volume = d * (L - np.log(s)) + 0.5 * np.log1p(s**2 * (grad**2).sum(1))
+    np.testing.assert_allclose(clf.log_volume_element(Z), log_volume, rtol=1e-12, atol=1e-12)
+
+
+def test_an_overflowing_refit_kernel_names_the_cure(data):
+    X, y = data
+    K = sk_rbf(X, gamma=2.0)
+    K[0, 1] = K[1, 0] = np.inf
+    with pytest.raises(ValueError, match="overflows float64 at refit 1 .*n_refits"):
+        ConformalKernelSVC(n_refits=1)._fit_svc(K, y, 1, np.zeros(len(X)), None)
 
 
 def test_fit_does_not_depend_on_the_memory_layout_of_X():
