@@ -39,7 +39,7 @@ _KERNELS = ("rbf", "poly", "sigmoid", "linear")
 # and on the ill-conditioned kernel of many conformal refits libsvm then never stops
 _LIBSVM_MAX_ITER = 10**7
 # up to this many features cdist's direct differences beat the BLAS expansion of the rbf Gram
-# (measured at n = 2,000: 2x faster at d = 2, even near d = 15)
+# (measured at n = 2,000: 2x faster at d = 2, break-even near d = 15)
 _FEW_FEATURES = 10
 # entries of the row blocks that bound the temporaries (512 KiB: they stay in cache)
 _BLOCK = 2**16
@@ -290,7 +290,8 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
 
     def _base_kernel(self, X, Y):
         if callable(self.kernel):
-            return np.asarray(self.kernel(X, Y), dtype=np.float64)
+            # a copy: fit and kernel_matrix rescale it in place
+            return np.array(self.kernel(X, Y), dtype=np.float64)
         if self.kernel == "rbf":
             return _rbf(X, Y, self.gamma_)
         if self.kernel == "poly":
@@ -487,8 +488,10 @@ class ConformalKernelSVC(ClassifierMixin, BaseEstimator):
         """
         X = self._check_X(X)
         Y = X if Y is None else self._check_X(Y)
-        Cx, Cy = self.conformal_factor(X), self.conformal_factor(Y)
-        return Cx[:, None] * self._base_kernel(X, Y) * Cy
+        K = self._base_kernel(X, Y)
+        K *= self.conformal_factor(X)[:, None]
+        K *= self.conformal_factor(Y)
+        return K
 
     def _test_kernel(self, X):
         X = self._check_X(X)

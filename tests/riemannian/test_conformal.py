@@ -341,3 +341,15 @@ def test_fit_does_not_depend_on_the_memory_layout_of_X():
     np.testing.assert_array_equal(a.dual_coef_, b.dual_coef_)
     np.testing.assert_array_equal(a.decision_function(X),
                                   a.decision_function(np.asfortranarray(X)))
+
+
+def test_a_callable_kernel_s_array_is_not_rescaled_in_place(data):
+    """The refit kernel is rescaled in place: a Gram matrix the callable keeps must not be."""
+    X, y = data
+    gram = sk_rbf(X, gamma=2.0)
+    kept = gram.copy()
+    clf = ConformalKernelSVC(kernel=lambda A, B: gram, tau=0.35, n_refits=2).fit(X, y)
+    clf.kernel_matrix(X)
+    np.testing.assert_array_equal(gram, kept)
+    reference = ConformalKernelSVC(gamma=2.0, tau=0.35, n_refits=2).fit(X, y)
+    np.testing.assert_allclose(clf.dual_coef_, reference.dual_coef_, rtol=1e-9, atol=1e-12)
