@@ -12,7 +12,7 @@ n0 = n1 = 256, d = 3,072 in under 30 ms on 2 cores. Peers:
   the neighbour search on every relabelled split) against ``knn_permutation_pvalue``
   (one k-NN table, relabellings vectorised), same number of permutations. Run::
 
-    OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/bench_disentangle_losses.py \
+    OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/bench_disentangle_losses.py \\
         [--contended] [--quick]
 
 (``--contended``: beside one competing CPU-bound process; ``--quick``: 200 permutations, the
