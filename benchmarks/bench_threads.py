@@ -17,7 +17,7 @@ squares of ``LocalLinearMap`` and CIDM's eigensolver (moved to one thread),
 ``OnManifoldPGD.generate`` and ``disentanglement_report`` (left on the caller's threads: one
 thread gains nothing there)::
 
-    OMP_NUM_THREADS=2 PYTHONPATH=. python -m benchmarks.bench_threads --blas     # ~30 s
+    OMP_NUM_THREADS=2 PYTHONPATH=. python -m benchmarks.bench_threads --blas     # ~60 s
 """
 
 import argparse
