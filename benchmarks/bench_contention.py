@@ -157,8 +157,8 @@ def main(argv=None):
             if needs is not None and importlib.util.find_spec(needs) is None:
                 skipped[label] = f"skipped: {needs} is not installed"
                 continue
-            rows[label] = (lambda k, script=script, script_args=shlex.split(script_args):
-                           time_script(script, script_args, k))
+            split = shlex.split(script_args)
+            rows[label] = lambda k, script=script, split=split: time_script(script, split, k)
         header("Benchmark scripts' quick configurations alone and beside 1 and 2 busy "
                "processes")
     elif args.bench:
