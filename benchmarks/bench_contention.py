@@ -21,7 +21,7 @@ that every benchmark can be measured beside other work; ``--args`` is passed to 
 ``--benches [SCRIPT ...]`` times the quick configuration of each script of
 :data:`QUICK_BENCHES` (all when none is named) the same way: the same code paths as the
 script's full run at sizes that take seconds; a script whose peer library is not installed is
-listed as skipped. All ten take about 140 s idle, some 8 minutes for the three conditions::
+listed as skipped. All ten take about 150 s idle, some 9 minutes for the three conditions::
 
     PYTHONPATH=. python -m benchmarks.bench_contention --benches
 
