@@ -110,3 +110,21 @@ def test_bench_contention_skips_a_script_whose_peer_is_missing(monkeypatch, caps
     bench_contention.main(["--benches", "bench_torchvision.py"])
     assert "bench_torchvision.py --quick skipped: torchvision is not installed" in " ".join(
         capsys.readouterr().out.split())
+
+
+def test_bench_contention_reports_a_failed_script_and_goes_on(monkeypatch, capsys):
+    import subprocess
+
+    from benchmarks import bench_contention
+
+    def time_script(script, args, k):
+        if script == "bench_models.py":
+            raise subprocess.CalledProcessError(1, script)
+        return 1.0 + k, 1.0
+
+    monkeypatch.setattr(bench_contention, "time_script", time_script)
+    bench_contention.main(["--benches", "bench_models.py", "bench_diffeo.py"])
+    out = capsys.readouterr().out
+    assert "bench_models.py" in out and "failed (exit status 1)" in out
+    assert any(line.startswith("bench_diffeo.py --quick") and "2.00" in line
+               for line in out.splitlines())
