@@ -18,12 +18,20 @@ that every benchmark can be measured beside other work; ``--args`` is passed to 
 
     PYTHONPATH=. python -m benchmarks.bench_contention --bench bench_rdm.py --args "--issue-rows"
 
+``--benches [SCRIPT ...]`` times the quick configuration of each script of
+:data:`QUICK_BENCHES` (all when none is named) the same way: the same code paths as the
+script's full run at sizes that take seconds; a script whose peer library is not installed is
+listed as skipped. All ten take about 150 s idle, some 9 minutes for the three conditions::
+
+    PYTHONPATH=. python -m benchmarks.bench_contention --benches
+
 A full run over every section with ``--repeat 1`` takes about 5 times the quick demo's idle
 time (about 45 s: the sum of the ``CPU s`` column), some 4 minutes on two idle cores. Run it
 on an otherwise idle machine: other work skews the idle times and the ratios alike.
 """
 
 import argparse
+import importlib.util
 import multiprocessing
 import os
 import resource
@@ -42,6 +50,21 @@ COMPETING = (0, 1, 2)
 
 #: The goal: within this factor of the fair-share time.
 GOAL = 1.2
+
+#: The quick configuration of each benchmark script for ``--benches``: its arguments, and the
+#: module it needs beyond geolearn's dependencies (the run is skipped without it).
+QUICK_BENCHES = {
+    "bench_diffeo.py": ("--quick", None),
+    "bench_disentangle_losses.py": ("--quick", None),
+    "bench_manifold.py": ("--quick", None),
+    "bench_manifold_risk.py": ("--quick", "torchattacks"),
+    "bench_meta_learning.py": ("--quick", "gudhi"),
+    "bench_models.py": ("", None),  # the full run takes seconds
+    "bench_ood.py": ("--quick", None),
+    "bench_polytopes.py": ("--quick", None),
+    "bench_scaling.py": ("--quick --idle", "dask_ml"),  # the script's own contended run off
+    "bench_torchvision.py": ("--quick", "torchvision"),
+}
 
 #: Each run forks a fresh process from a server that has imported these (and nothing of the
 #: demo), so that the imports stay out of the clock and out of the run's total time.
@@ -105,6 +128,9 @@ def main(argv=None):
                              "instead of the demo's sections")
     parser.add_argument("--args", default="", metavar="ARGS",
                         help='arguments for each --bench script, as one string ("--quick")')
+    parser.add_argument("--benches", nargs="*", choices=list(QUICK_BENCHES), metavar="SCRIPT",
+                        help="time the quick configuration of these benchmark scripts (default: "
+                             f"all of {', '.join(QUICK_BENCHES)})")
     parser.add_argument("--repeat", type=int, default=1,
                         help="runs per section and condition; the median is reported")
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -116,10 +142,26 @@ def main(argv=None):
         parser.error(f"--repeat must be >= 1; got {args.repeat}.")
     if args.bench and args.only:
         parser.error("--bench and --only cannot be combined: --only names demo sections.")
+    if args.benches is not None and (args.bench or args.only):
+        parser.error("--benches times its own scripts: it cannot be combined with --bench or "
+                     "--only.")
     if args.args and not args.bench:
         parser.error("--args is passed to --bench scripts: give --bench.")
     n_cores = os.cpu_count()
-    if args.bench:
+    skipped = {}
+    if args.benches is not None:
+        rows = {}
+        for script in args.benches or QUICK_BENCHES:
+            script_args, needs = QUICK_BENCHES[script]
+            label = f"{script} {script_args}".strip()
+            if needs is not None and importlib.util.find_spec(needs) is None:
+                skipped[label] = f"skipped: {needs} is not installed"
+                continue
+            split = shlex.split(script_args)
+            rows[label] = lambda k, script=script, split=split: time_script(script, split, k)
+        header("Benchmark scripts' quick configurations alone and beside 1 and 2 busy "
+               "processes")
+    elif args.bench:
         here = Path(__file__).resolve().parent
         missing = [b for b in args.bench if not (here / f"{Path(b).stem}.py").is_file()]
         if missing:
@@ -137,8 +179,8 @@ def main(argv=None):
     print(f"# OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}, "
           f"load before={os.getloadavg()[0]:.2f}; fair share beside k processes = 1 + k/"
           f"{n_cores}; goal: within {GOAL}x of it", flush=True)
-    width = max(16, *map(len, rows))
-    label = "script" if args.bench else "section"
+    width = max(16, *map(len, rows), *map(len, skipped))
+    label = "section" if args.benches is None and not args.bench else "script"
     print(f"{label:{width}s} {'idle s':>7s} {'CPU s':>6s} {'+1 s':>7s} {'x idle':>6s} "
           f"{'x fair':>6s} {'+2 s':>7s} {'x idle':>6s} {'x fair':>6s}  within {GOAL}x",
           flush=True)
@@ -146,12 +188,16 @@ def main(argv=None):
     for name, run in rows.items():
         # the conditions alternate run by run, so that drift in the load falls on all three
         times, cpu = {k: [] for k in COMPETING}, []
-        for _ in range(args.repeat):
-            for k in COMPETING:
-                wall, seconds = run(k)
-                times[k].append(wall)
-                if k == 0:
-                    cpu.append(seconds)
+        try:
+            for _ in range(args.repeat):
+                for k in COMPETING:
+                    wall, seconds = run(k)
+                    times[k].append(wall)
+                    if k == 0:
+                        cpu.append(seconds)
+        except subprocess.CalledProcessError as exc:  # the other scripts' rows still come
+            print(f"{name:{width}s} failed (exit status {exc.returncode})", flush=True)
+            continue
         med = {k: statistics.median(v) for k, v in times.items()}
         cells, ok = [], []
         for k in COMPETING[1:]:
@@ -164,6 +210,10 @@ def main(argv=None):
         # CPU time near the idle wall time: the section runs on one core
         print(f"{name:{width}s} {med[0]:7.2f} {statistics.median(cpu):6.2f} {' '.join(cells)}  "
               f"{'/'.join(ok)}", flush=True)
+    for name, why in skipped.items():
+        print(f"{name:{width}s} {why}", flush=True)
+    if not any(totals.values()):
+        return
     cells = [f"{totals[k]:7.2f} {totals[k] / totals[0]:5.2f}x "
              f"{totals[k] / totals[0] / fair_share(k, n_cores):5.2f}x" for k in COMPETING[1:]]
     print(f"{'total':{width}s} {totals[0]:7.2f} {'':6s} {' '.join(cells)}", flush=True)

@@ -10,11 +10,14 @@ Ours draws the fields and deforms with ``n_jobs=-1`` (threads over cache-sized c
 torch thread each); the peer's loop runs with torch's default intra-op threads, as its users
 run it.
 
-Run: ``OMP_NUM_THREADS=2 python benchmarks/bench_diffeo.py [--contended]``
+Run: ``OMP_NUM_THREADS=2 python benchmarks/bench_diffeo.py [--contended] [--quick]``
+(``--quick``: a fifth of the images and probes, one timed call per side: the same paths in
+seconds, for ``bench_contention --benches``).
 """
 
 import functools
 import math
+import sys
 import warnings
 
 import torch
@@ -91,13 +94,14 @@ def lenet():
                          nn.Linear(120, 84), nn.ReLU(), nn.Linear(84, 10)).eval()
 
 
-def main():
+def main(quick=False):
     header("geolearn.diffeo vs the authors' per-image diffeomorphism algorithm")
     print("# ours: sample_displacement_fields and deform with n_jobs=-1", flush=True)
     torch.manual_seed(0)
     n, T, c = 32, 0.005, 3
-    for count, interp, peer_interp in [(10_000, "bilinear", "linear"),
-                                      (200, "gaussian", "gaussian")]:
+    scale, repeat = (5, 1) if quick else (1, 3)
+    for count, interp, peer_interp in [(10_000 // scale, "bilinear", "linear"),
+                                      (200 // scale, "gaussian", "gaussian")]:
         X = torch.rand(count, 1, n, n)
 
         def ours():
@@ -108,9 +112,9 @@ def main():
             for x in X:
                 peer_deform(x, T, c, peer_interp)
 
-        compare(f"{count} deformations 32x32 {interp}", ours, peer, repeat=3)
+        compare(f"{count} deformations 32x32 {interp}", ours, peer, repeat=repeat)
 
-    X = torch.rand(500, 1, 28, 28)
+    X = torch.rand(500 // scale, 1, 28, 28)
     net = lenet()
 
     def ours_R():
@@ -118,9 +122,9 @@ def main():
             warnings.simplefilter("ignore", StabilityWarning)
             relative_stability(net, X, T=T, c=c, average="median_per_unit", random_state=0)
 
-    compare("R_f, 500 probes 28x28, LeNet", ours_R, lambda: peer_relative_stability(net, X, T, c),
-            repeat=3)
+    compare(f"R_f, {len(X)} probes 28x28, LeNet", ours_R,
+            lambda: peer_relative_stability(net, X, T, c), repeat=repeat)
 
 
 if __name__ == "__main__":
-    run_main(main)
+    run_main(main, quick="--quick" in sys.argv)

@@ -12,9 +12,12 @@ n0 = n1 = 256, d = 3,072 in under 30 ms on 2 cores. Peers:
   the neighbour search on every relabelled split) against ``knn_permutation_pvalue``
   (one k-NN table, relabellings vectorised), same number of permutations. Run::
 
-    OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/bench_disentangle_losses.py [--contended]
+    OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/bench_disentangle_losses.py \\
+        [--contended] [--quick]
 
-(``--contended``: beside one competing CPU-bound process).
+(``--contended``: beside one competing CPU-bound process; ``--quick``: 200 permutations, the
+epochs on 300 scenes, fewer repeats: the same paths in seconds, for ``bench_contention
+--benches``).
 """
 
 import sys
@@ -68,7 +71,7 @@ def reference_smooth_knn(sample_1, sample_2, alphas):
     return -(t_stat - mean) / std
 
 
-def main(busy=False):
+def main(busy=False, quick=False):
     header("disentangling losses: graph divergence loss and k-NN permutation test"
            + (" (contended: one competing process)" if busy else " (idle)"))
     g = torch.Generator().manual_seed(0)
@@ -93,35 +96,43 @@ def main(busy=False):
 
     X = np.concatenate([X0, X1])
     index0, index1 = np.arange(200), np.arange(200, 400)   # scipy permutes 1-D samples: rows
+    n_permutations, repeat = (200, 1) if quick else (1000, 3)
 
     def scipy_test():
         stat = lambda a, b: knn_graph_statistic(X[a], X[b])   # refits the neighbours each call
         return permutation_test((index0, index1), stat, permutation_type="independent",
-                                vectorized=False, n_resamples=1000, alternative="less",
+                                vectorized=False, n_resamples=n_permutations, alternative="less",
                                 random_state=0).pvalue
 
-    print(f"p-values: ours {knn_permutation_pvalue(X0, X1, n_permutations=1000, random_state=0):.4f}"
-          f", scipy {scipy_test():.4f} (hard 1-NN count, 1000 permutations)", flush=True)
+    pvalue = knn_permutation_pvalue(X0, X1, n_permutations=n_permutations, random_state=0)
+    print(f"p-values: ours {pvalue:.4f}, scipy {scipy_test():.4f} (hard 1-NN count, "
+          f"{n_permutations} permutations)", flush=True)
 
     with contended(busy):
         ours_s, _, _ = compare(
             "GraphDivergenceLoss forward+backward n0 = n1 = 256, d = 3072, lambda = 0.1 vs "
-            "torch-two-sample SmoothKNNStatistic algorithm", ours, peer, repeat=10, warmup=2)
-        compare("knn_permutation_pvalue n0 = n1 = 200, d = 10, k = 1, 1000 permutations vs "
-                "scipy.stats.permutation_test (refit per permutation)",
-                lambda: knn_permutation_pvalue(X0, X1, n_permutations=1000, random_state=0),
-                scipy_test, repeat=3, warmup=1)
+            "torch-two-sample SmoothKNNStatistic algorithm", ours, peer, repeat=3 * repeat + 1,
+            warmup=2)
+        compare(f"knn_permutation_pvalue n0 = n1 = 200, d = 10, k = 1, {n_permutations} "
+                "permutations vs scipy.stats.permutation_test (refit per permutation)",
+                lambda: knn_permutation_pvalue(X0, X1, n_permutations=n_permutations,
+                                               random_state=0),
+                scipy_test, repeat=repeat, warmup=1)
     print(f"spec target: < 30 ms: {'met' if ours_s < 0.030 else 'NOT met'} "
           f"({1e3 * ours_s:.1f} ms)", flush=True)
-    epochs(busy)
+    epochs(busy, n_scenes=300 if quick else None, repeat=repeat)
 
 
-def epochs(busy):
-    """One DAE-OG epoch on 1,500 scenes of 32 x 32 x 3 against the plain autoencoder's."""
+def epochs(busy, n_scenes=None, repeat=3):
+    """One DAE-OG epoch on 1,500 scenes of 32 x 32 x 3 against the plain autoencoder's.
+
+    ``n_scenes`` keeps that many of the 1,500 (all when None).
+    """
     from geolearn.datasets import make_shapes3d_like
     from geolearn.disentanglement import DisentangledAttributeAutoencoder
 
     X, _ = make_shapes3d_like(factor_sizes=(1, 5, 5, 4, 3, 5), image_size=32, random_state=0)
+    X = X[:n_scenes]
 
     def fit(alpha):
         return lambda: DisentangledAttributeAutoencoder(
@@ -130,12 +141,12 @@ def epochs(busy):
             random_state=0, device="cpu").fit(X)
 
     with contended(busy):
-        ours, _, _ = compare("DisentangledAttributeAutoencoder, 2 epochs on 1,500 images of "
-                             "32 x 32 x 3: DAE-OG vs the same network without its two losses",
-                             fit(0.1), fit(0.0), repeat=3, warmup=1)
+        ours, _, _ = compare(f"DisentangledAttributeAutoencoder, 2 epochs on {len(X):,} images "
+                             "of 32 x 32 x 3: DAE-OG vs the same network without its two losses",
+                             fit(0.1), fit(0.0), repeat=repeat, warmup=1)
     print(f"spec target: one DAE-OG epoch < 2 s: {'met' if ours / 2 < 2 else 'NOT met'} "
           f"({ours / 2:.2f} s)", flush=True)
 
 
 if __name__ == "__main__":
-    main(busy="--contended" in sys.argv)
+    main(busy="--contended" in sys.argv, quick="--quick" in sys.argv)

@@ -20,6 +20,10 @@ Run::
     OMP_NUM_THREADS=1 python -m benchmarks.bench_manifold --transform-only --n 5000 20000 \\
         100000 --n-new 100000 --datafold-python /tmp/datafold-env/bin/python [--contended]
     OMP_NUM_THREADS=1 python -m benchmarks.bench_manifold --seeds --n 20000 --n-new 50000
+    python -m benchmarks.bench_manifold --quick   # N = 2,000 and 5,000 queries: seconds
+
+``--quick`` runs the peer comparison's paths at one small size, for ``bench_contention
+--benches``.
 """
 
 import argparse
@@ -66,7 +70,10 @@ def _row(name, ours, peers):
 
 
 def _pydiffmap(X, X_new):
-    from pydiffmap.diffusion_map import DiffusionMap
+    try:
+        from pydiffmap.diffusion_map import DiffusionMap
+    except ImportError:
+        return {"fit": "skipped (pydiffmap is not installed)", "transform": "-"}
 
     k = math.ceil(math.log(len(X)) ** 2)
     dm = DiffusionMap.from_sklearn(alpha=1.0, epsilon="bgh", k=k, n_evecs=N_EIGENPAIRS - 1)
@@ -255,6 +262,10 @@ if __name__ == "__main__":
                              "manifolds and blobs (N = the first --n)")
     parser.add_argument("--contended", action="store_true",
                         help="run beside one competing CPU-bound process")
+    parser.add_argument("--quick", action="store_true",
+                        help="the peer comparison at N = 2,000 with 5,000 queries")
     args = parser.parse_args()
+    if args.quick:
+        args.n, args.n_new = [2000], 5000
     run_main(main, args)
 

@@ -258,14 +258,15 @@ def bench_digits(n_per_sample, repeat):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
+    parser.add_argument("--quick", action="store_true",
+                        help="small sizes (smoke run; bench_contention --benches)")
     parser.add_argument("--contended", action="store_true",
                         help="run beside one competing CPU-bound process")
     parser.add_argument("--repeat", type=int, default=1)
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")  # nnr='none' and the offset convention are intended here
     torch.set_num_threads(1)  # the spec's figures are single-thread
-    n = 60 if args.quick else 200
+    n = 20 if args.quick else 200
     header("geolearn manifold risk decomposition vs per-sample loops and torchattacks"
            + (" (contended: one competing process)" if args.contended else " (idle)"))
     with contended(args.contended):

@@ -12,10 +12,12 @@ GUDHI's Hera Wasserstein distance for ``persistence_wasserstein``; a dense
 ``kneighbors_graph`` + ``numpy.linalg.eigvalsh`` (netcomp's lambda distance) for the
 spectral distance. Run::
 
-    PYTHONPATH=. python benchmarks/bench_meta_learning.py [--contended]
+    PYTHONPATH=. python benchmarks/bench_meta_learning.py [--contended] [--quick]
 
-(``--contended``: beside one competing CPU-bound process). The peers run on one torch
-thread, as geolearn's MLP does.
+(``--contended``: beside one competing CPU-bound process; ``--quick``: a tenth of the MLP
+iterations, 2 conv iterations on 150 images, the metrics on 300 images of 32 x 32: the same
+paths in seconds, for ``bench_contention --benches``). The peers run on one torch thread, as
+geolearn's MLP does.
 """
 
 import sys
@@ -60,18 +62,18 @@ def per_step(fn):
     return timeit(run, repeat=3, warmup=1) / box["steps"]
 
 
-def training(busy):
+def training(busy, n_iter=N_ITER):
     X = make_rotating_shape_images(1313, image_size=16, random_state=0).reshape(1313, -1)
     X = X.astype(np.float32)
 
     def ours(strategy, first_order=False):
         return lambda: MetaManifoldAutoencoder(
             architecture="mlp", episodic_strategy=strategy, first_order=first_order,
-            max_epochs=N_ITER, random_state=0, device="cpu").fit(X).n_iter_
+            max_epochs=n_iter, random_state=0, device="cpu").fit(X).n_iter_
 
     with contended(busy):
         with torch_threads(1):
-            peer = per_step(lambda: plain_skorch(X, N_ITER))
+            peer = per_step(lambda: plain_skorch(X, n_iter))
         for name, fn in (("plain baseline (episodic_strategy=None)", ours(None)),
                          ("Meta-C, second order", ours("neighborhood")),
                          ("Meta-C, first order", ours("neighborhood", True)),
@@ -84,13 +86,13 @@ def training(busy):
                       f"{'met' if 1e3 * t < 90 else 'NOT met'})", flush=True)
 
 
-def conv(busy):
-    X = make_rotating_shape_images(300, image_size=64, random_state=0).astype(np.float32)
+def conv(busy, n_images=300, n_iter=10):
+    X = make_rotating_shape_images(n_images, image_size=64, random_state=0).astype(np.float32)
     flat = X.reshape(len(X), -1)
     with contended(busy):
-        t = per_step(lambda: MetaManifoldAutoencoder(max_epochs=10, random_state=0,
+        t = per_step(lambda: MetaManifoldAutoencoder(max_epochs=n_iter, random_state=0,
                                                      device="cpu").fit(X).n_iter_)
-        peer = per_step(lambda: plain_skorch(flat, 10, (3, 64, 64), (32, 32, 64, 64)))
+        peer = per_step(lambda: plain_skorch(flat, n_iter, (3, 64, 64), (32, 32, 64, 64)))
     print(f"conv 64x64x3, batch 64: Meta-C {t:.3f} s/iteration, plain skorch {peer:.3f} s/step, "
           f"speed-up={peer / t:.2f}x (spec target < 0.5 s: {'met' if t < 0.5 else 'NOT met'})",
           flush=True)
@@ -121,33 +123,40 @@ def peer_spectral(X, Y, k=5):
     return float(np.linalg.norm(spectrum(X) - spectrum(Y)))
 
 
-def metrics(busy):
-    X = make_rotating_shape_images(1313, image_size=64, random_state=0).reshape(1313, -1)
+def metrics(busy, n_points=1313, image_size=64):
+    X = make_rotating_shape_images(n_points, image_size=image_size,
+                                   random_state=0).reshape(n_points, -1)
     Y = np.clip(X + np.random.default_rng(0).normal(0, 0.02, X.shape), 0, 1)
     ours = persistence_wasserstein(X, Y)["total"]
     # ripser measures distances in float32: agreement to 1e-3, not to rounding
     assert np.isclose(ours, peer_persistence(X, Y), rtol=1e-3), "the peers disagree"
     assert np.isclose(knn_spectral_distance(X, Y), peer_spectral(X, Y), rtol=1e-9)
     with contended(busy):
-        t, _, _ = compare("persistence_wasserstein, 1,313 points in R^12288 (H0 + H1) vs "
-                          "ripser + Hera", lambda: persistence_wasserstein(X, Y, n_jobs=2),
+        t, _, _ = compare(f"persistence_wasserstein, {n_points:,} points in R^{X.shape[1]} "
+                          "(H0 + H1) vs ripser + Hera",
+                          lambda: persistence_wasserstein(X, Y, n_jobs=2),
                           lambda: peer_persistence(X, Y), repeat=3)
         print(f"  spec target < 20 s: {'met' if t < 20 else 'NOT met'}", flush=True)
-        t, _, _ = compare("knn_spectral_distance, n = 1,313, k = 5 vs kneighbors_graph + "
-                          "eigvalsh", lambda: knn_spectral_distance(X, Y),
+        t, _, _ = compare(f"knn_spectral_distance, n = {n_points:,}, k = 5 vs kneighbors_graph "
+                          "+ eigvalsh", lambda: knn_spectral_distance(X, Y),
                           lambda: peer_spectral(X, Y), repeat=3)
         print(f"  spec target < 3 s: {'met' if t < 3 else 'NOT met'}", flush=True)
 
 
-def main(busy=False):
+def main(busy=False, quick=False):
     header("manifold meta-learning" + (" (contended: one competing process)" if busy
                                         else " (idle)"))
     t0 = time.perf_counter()
-    training(busy)
-    conv(busy)
-    metrics(busy)
+    if quick:  # the spec targets below are then not the spec's sizes
+        training(busy, N_ITER // 10)
+        conv(busy, n_images=150, n_iter=2)
+        metrics(busy, n_points=300, image_size=32)
+    else:
+        training(busy)
+        conv(busy)
+        metrics(busy)
     print(f"# {time.perf_counter() - t0:.0f} s", flush=True)
 
 
 if __name__ == "__main__":
-    main(busy="--contended" in sys.argv)
+    main(busy="--contended" in sys.argv, quick="--quick" in sys.argv)

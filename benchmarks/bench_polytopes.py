@@ -10,6 +10,8 @@ enumeration the baselines named in the issue are used: dense sampling along each
 resolution as the exact partition is checked against.
 
 Run: ``OMP_NUM_THREADS=2 python -m benchmarks.bench_polytopes [--n-pairs 1000] [--grid 1001]``
+(``--quick``: nets of width 32 and 6, 50 pairs and a 201-point grid: the same paths in seconds,
+for ``bench_contention --benches``).
 """
 
 import argparse
@@ -124,24 +126,24 @@ def _toy_net(hidden):
         return X, MLPRegressor(hidden_layer_sizes=hidden, max_iter=300, random_state=0).fit(X, y)
 
 
-def main(n_pairs, grid):
+def main(n_pairs, grid, width=64, toy_width=10):
     header("polytopes: exact ReLU regions vs GoL_Toolbox-style and sampling baselines")
-    X, mlp3 = _digits_net((64, 64, 64))
+    X, mlp3 = _digits_net((width,) * 3)
     module = torch.nn.Sequential(*[m for m in _as_module(mlp3)])
 
     def ours_bits():
         ReLUPolytopes(mlp3, bounds=(0, 1), device="cpu").fit(X)
 
-    compare("bits + affine maps, 1797 digits, 3x64", ours_bits,
+    compare(f"bits + affine maps, 1797 digits, 3x{width}", ours_bits,
             lambda: _peer_bits_and_maps(module, X), repeat=3)
 
     est3 = ReLUPolytopes(mlp3, bounds=None, device="cpu").fit(X)
     P = est3.polytope(x=X[0], bounds=None)
     assert sorted(P.facets().tolist()) == sorted(_peer_facets(P.A, P.c).tolist())
-    compare("facets of one 3x64 digits region (no box)", P.facets,
+    compare(f"facets of one 3x{width} digits region (no box)", P.facets,
             lambda: _peer_facets(P.A, P.c), repeat=1, warmup=0)
 
-    X4, mlp4 = _digits_net((64, 64, 64, 64))
+    X4, mlp4 = _digits_net((width,) * 4)
     est4 = ReLUPolytopes(mlp4, bounds=None, device="cpu").fit(X4)
     rng = np.random.default_rng(0)
     idx = rng.choice(len(X4), n_pairs, replace=n_pairs > len(X4))
@@ -151,17 +153,17 @@ def main(n_pairs, grid):
     sampled = np.array([_peer_segment_count(est4, a, b, 10_001) for a, b in zip(XA, XB)])
     print(f"# segments at L=4: exact mean {exact.mean():.2f} max {exact.max()}; 10,001-point "
           f"sampling mean {sampled.mean():.2f} (misses {int((exact - sampled).sum())} regions)")
-    compare(f"segment region counts, {n_pairs} NN pairs, 4x64 (exact vs 10,001 samples)",
+    compare(f"segment region counts, {n_pairs} NN pairs, 4x{width} (exact vs 10,001 samples)",
             lambda: est4.segment_region_counts(XA, XB),
             lambda: [_peer_segment_count(est4, a, b, 10_001) for a, b in zip(XA, XB)],
             repeat=1, warmup=0)
 
-    _, toy = _toy_net((10, 10, 10))
+    _, toy = _toy_net((toy_width,) * 3)
     est_toy = ReLUPolytopes(toy, bounds=(-1, 1)).fit(np.zeros((1, 2)))
     n_exact = est_toy.enumerate_regions(method="subdivision").n_regions
-    print(f"# 3x10 toy net in [-1,1]^2: {n_exact} regions exactly; a {grid} x {grid} grid meets "
-          f"{_peer_grid_count(est_toy, grid)}")
-    compare(f"2-D enumeration, 3x10 toy (subdivision vs {grid}^2 grid)",
+    print(f"# 3x{toy_width} toy net in [-1,1]^2: {n_exact} regions exactly; a {grid} x {grid} "
+          f"grid meets {_peer_grid_count(est_toy, grid)}")
+    compare(f"2-D enumeration, 3x{toy_width} toy (subdivision vs {grid}^2 grid)",
             lambda: est_toy.enumerate_regions(method="subdivision"),
             lambda: _peer_grid_count(est_toy, grid), repeat=3)
     # traversal in the box, the spec's setting (in R^2 the traversal of this net stops at
@@ -169,9 +171,11 @@ def main(n_pairs, grid):
     start = np.array([0.1234, -0.2345])
     lo, hi = -np.ones(2), np.ones(2)
     n_ours = est_toy.enumerate_regions(start=start, method="traversal").n_regions
-    print(f"# 3x10 toy net in [-1,1]^2: traversal {n_ours} regions, GoL-style flip traversal "
+    print(f"# 3x{toy_width} toy net in [-1,1]^2: traversal {n_ours} regions, GoL-style flip "
+          f"traversal "
           f"{_peer_traversal(est_toy, start, lo, hi)}")
-    compare("enumeration in [-1,1]^2, 3x10 toy (traversal: Clarkson+witness vs per-row LPs)",
+    compare(f"enumeration in [-1,1]^2, 3x{toy_width} toy (traversal: Clarkson+witness vs "
+            "per-row LPs)",
             lambda: est_toy.enumerate_regions(start=start, method="traversal"),
             lambda: _peer_traversal(est_toy, start, lo, hi), repeat=1, warmup=0)
 
@@ -188,6 +192,11 @@ if __name__ == "__main__":
     parser.add_argument("--grid", type=int, default=1001)
     parser.add_argument("--contended", action="store_true",
                         help="run beside one competing CPU-bound process")
+    parser.add_argument("--quick", action="store_true",
+                        help="small nets, 50 pairs, a 201-point grid (for bench_contention)")
     args, _ = parser.parse_known_args()
     torch.set_num_threads(2)
-    run_main(main, args.n_pairs, args.grid)
+    if args.quick:
+        run_main(main, 50, 201, width=32, toy_width=6)
+    else:
+        run_main(main, args.n_pairs, args.grid)

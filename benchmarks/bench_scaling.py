@@ -22,6 +22,9 @@ Each workload runs idle, then beside one competing CPU-bound process.
     PYTHONPATH=. python benchmarks/bench_scaling.py                     # 10^6 points, 10^5 probes
     PYTHONPATH=. python benchmarks/bench_scaling.py --points 200000 --probes 10000
     OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/bench_scaling.py --tasks stability
+    PYTHONPATH=. python benchmarks/bench_scaling.py --quick --idle  # for bench_contention
+
+``--quick``: 20,000 points and 2,560 probes in four chunks each (sizes only: the same runs).
 """
 
 import argparse
@@ -142,7 +145,11 @@ def main():
     parser.add_argument("--contended", action="store_true",
                         help="only the run beside a competing process")
     parser.add_argument("--idle", action="store_true", help="only the idle run")
+    parser.add_argument("--quick", action="store_true",
+                        help="20,000 points and 2,560 probes, four chunks each")
     args = parser.parse_args()
+    if args.quick:
+        args.points, args.chunk_points, args.probes, args.chunk_probes = 20_000, 5_000, 2560, 640
     if not os.path.exists("/proc/self/clear_refs"):
         sys.exit("Linux /proc only")
     modes = [False] if args.idle else [True] if args.contended else [False, True]

@@ -13,10 +13,11 @@ their users run them. geolearn's hot paths pick one torch thread themselves.
 distances (one torch thread, issue 41) against the same steps on the caller's two threads
 (before). ``--blas`` times the BLAS audit's candidates on one BLAS thread
 (``small_ops_threads(blas=True)``) against the caller's threads: the per-output least
-squares of ``LocalLinearMap`` (moved to one thread), ``OnManifoldPGD.generate`` and
-``disentanglement_report`` (left on the caller's threads: one thread gains nothing there)::
+squares of ``LocalLinearMap`` and CIDM's eigensolver (moved to one thread),
+``OnManifoldPGD.generate`` and ``disentanglement_report`` (left on the caller's threads: one
+thread gains nothing there)::
 
-    OMP_NUM_THREADS=2 PYTHONPATH=. python -m benchmarks.bench_threads --blas     # ~30 s
+    OMP_NUM_THREADS=2 PYTHONPATH=. python -m benchmarks.bench_threads --blas     # ~60 s
 """
 
 import argparse
@@ -144,6 +145,23 @@ def blas_figures(repeat):
     def generate(threads):
         with threads:
             attack.generate(starts, y=y0)
+
+    from unittest import mock
+
+    from geolearn.datasets import make_torus_points
+    from geolearn.manifold import CIDM, _cidm
+
+    for n, solver in ((2000, "dense"), (5000, "ARPACK")):
+        torus = make_torus_points(n, R=1.0, r=1.0, random_state=0)
+        cidm = CIDM(n_eigenpairs=20, n_neighbors=int(np.ceil(np.log(n) ** 2)), random_state=0)
+
+        def caller_threads(fit=cidm.fit, torus=torus):  # fit before the eigensolver's limit
+            with mock.patch.object(_cidm, "blas_threads", lambda n_threads: nullcontext()):
+                fit(torus)
+
+        compare(f"CIDM fit, N = {n} torus points ({solver} eigensolver on one BLAS thread vs "
+                "caller's)", lambda fit=cidm.fit, torus=torus: fit(torus), caller_threads,
+                repeat=repeat)
 
     compare("OnManifoldPGD generate (left alone), 200 starts, one BLAS thread vs caller's",
             lambda: generate(small_ops_threads(blas=True)), lambda: generate(nullcontext()),

@@ -15,17 +15,25 @@ timed here in the same process with the same batch size (goal: at most 1.2x).
 The network is torchvision's ``resnet18(weights=None, num_classes=10)`` with batch-norm
 statistics of a few random batches (so every probe runs it in eval mode, as a trained net).
 
-Run: ``OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/bench_torchvision.py [--contended]``
-(needs torchvision). One torch thread for geolearn and the bare passes alike: the diffeomorphism
+Run: ``OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/bench_torchvision.py [--contended]
+[--quick]`` (needs torchvision; ``--quick``: a tenth of the images, one timed call per side, for
+``bench_contention --benches``, and without torchvision a message instead of an error). One torch thread for geolearn and the bare passes alike: the diffeomorphism
 probes run on one thread anyway, and on the shared 2-core machine two threads collapse under
 other load, which would compare thread counts rather than overheads.
 """
 
+import sys
 import time
 import warnings
 
 import torch
-import torchvision
+
+try:
+    import torchvision
+except ImportError:
+    if "--quick" not in sys.argv:
+        raise
+    torchvision = None  # the quick run says so and stops
 
 from benchmarks._runner import compare, header, run_main, timeit
 from benchmarks.bench_diffeo import peer_relative_stability
@@ -77,18 +85,23 @@ def versus_floor(name, ours, floor, *, repeat=1):
     return t_ours / t_floor
 
 
-def main():
+def main(quick=False):
+    if torchvision is None:
+        print("# bench_torchvision: skipped, torchvision is not installed", flush=True)
+        return
     header("geolearn on torchvision's ResNet-18 at 3x32x32 against the model's own passes")
     net = resnet18()
+    n, repeat = (100, 1) if quick else (1000, 3)
     rng = torch.Generator().manual_seed(0)
-    X = torch.rand(1000, 3, 32, 32, generator=rng)
-    y = torch.randint(0, 10, (1000,), generator=rng)
+    X = torch.rand(n, 3, 32, 32, generator=rng)
+    y = torch.randint(0, 10, (n,), generator=rng)
     Xn, yn = X.numpy(), y.numpy()
     # first calls pay torch's one-time set-up; not part of any figure
     integrated_gradients(net, Xn[:2], yn[:2], steps=2)
     pgd(net, Xn[:2], yn[:2], 8 / 255, n_steps=1, random_state=0)
 
-    probes = Xn[:500]
+    n_probes, n_ig = n // 2, n // 5
+    probes = Xn[:n_probes]
     est = DiffeoStability(net, random_state=0).fit(probes)
 
     def ours_R():
@@ -96,30 +109,32 @@ def main():
             warnings.simplefilter("ignore", StabilityWarning)
             est.stability(probes)
 
-    versus_floor("R_f, 500 probes", ours_R,
-                 lambda: forward_passes(net, torch.cat([X[:500]] * 3), est.batch_size), repeat=3)
-    compare("R_f, 500 probes, against the authors' recipe (speed-up > 1: geolearn faster)",
-            ours_R, lambda: peer_relative_stability(net, X[:500], est.T_, est.c), repeat=3)
+    versus_floor(f"R_f, {n_probes} probes", ours_R,
+                 lambda: forward_passes(net, torch.cat([X[:n_probes]] * 3), est.batch_size),
+                 repeat=repeat)
+    compare(f"R_f, {n_probes} probes, against the authors' recipe (speed-up > 1: geolearn "
+            "faster)", ours_R,
+            lambda: peer_relative_stability(net, X[:n_probes], est.T_, est.c), repeat=repeat)
 
     rdm = NetworkRDM(net, layers=BLOCKS)
-    versus_floor("NetworkRDM, 8 blocks, 1,000 stimuli", lambda: rdm.fit(Xn),
+    versus_floor(f"NetworkRDM, 8 blocks, {n:,} stimuli", lambda: rdm.fit(Xn),
                  lambda: forward_passes(net, X, rdm.batch_size))
     m = as_model(net)
-    features = {b: m.features(Xn, layer=b).reshape(1000, -1) for b in BLOCKS}
+    features = {b: m.features(Xn, layer=b).reshape(n, -1) for b in BLOCKS}
     t = time.perf_counter()
     for F in features.values():
         compute_rdm(F, "correlation")
     print(f"  of which the 8 correlation RDMs alone: {time.perf_counter() - t:.4g}s", flush=True)
 
-    versus_floor("integrated_gradients, 200 images x 50 steps",
-                 lambda: integrated_gradients(net, Xn[:200], yn[:200], steps=50),
+    versus_floor(f"integrated_gradients, {n_ig} images x 50 steps",
+                 lambda: integrated_gradients(net, Xn[:n_ig], yn[:n_ig], steps=50),
                  lambda: forward_backward_passes(
-                     net, torch.repeat_interleave(X[:200], 50, dim=0),
-                     torch.repeat_interleave(y[:200], 50), 256))
-    versus_floor("PGD-10, 1,000 images",
+                     net, torch.repeat_interleave(X[:n_ig], 50, dim=0),
+                     torch.repeat_interleave(y[:n_ig], 50), 256))
+    versus_floor(f"PGD-10, {n:,} images",
                  lambda: pgd(net, Xn, yn, 8 / 255, n_steps=10, random_state=0),
                  lambda: forward_backward_passes(net, X, y, 256, repeats=10))
 
 
 if __name__ == "__main__":
-    run_main(main)
+    run_main(main, quick="--quick" in sys.argv)

@@ -83,3 +83,48 @@ def test_demo_runs_the_adapter_section(tmp_path, capsys):
     main(["--out", str(tmp_path), "--only", "models"])
     out = capsys.readouterr().out
     assert "max |torch - predict_proba|" in out and "done in" in out
+
+
+def test_bench_contention_passes_each_quick_script_flags_it_reads():
+    # a renamed script or a lost flag would only fail minutes into the --benches table
+    from pathlib import Path
+
+    from benchmarks.bench_contention import QUICK_BENCHES
+
+    here = Path(__file__).resolve().parent.parent / "benchmarks"
+    for script, (args, _) in QUICK_BENCHES.items():
+        source = (here / script).read_text()
+        for flag in args.split():
+            assert f'"{flag}"' in source, f"{script} does not read {flag}"
+
+
+def test_bench_contention_skips_a_script_whose_peer_is_missing(monkeypatch, capsys):
+    import importlib.util
+
+    from benchmarks import bench_contention
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "torchvision" else find_spec(name, *a))
+    monkeypatch.setattr(bench_contention, "time_script", lambda *a: pytest.fail("ran"))
+    bench_contention.main(["--benches", "bench_torchvision.py"])
+    assert "bench_torchvision.py --quick skipped: torchvision is not installed" in " ".join(
+        capsys.readouterr().out.split())
+
+
+def test_bench_contention_reports_a_failed_script_and_goes_on(monkeypatch, capsys):
+    import subprocess
+
+    from benchmarks import bench_contention
+
+    def time_script(script, args, k):
+        if script == "bench_models.py":
+            raise subprocess.CalledProcessError(1, script)
+        return 1.0 + k, 1.0
+
+    monkeypatch.setattr(bench_contention, "time_script", time_script)
+    bench_contention.main(["--benches", "bench_models.py", "bench_diffeo.py"])
+    out = capsys.readouterr().out
+    assert "bench_models.py" in out and "failed (exit status 1)" in out
+    assert any(line.startswith("bench_diffeo.py --quick") and "2.00" in line
+               for line in out.splitlines())

@@ -13,6 +13,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._utils import (
+    blas_threads,
     check_memory,
     check_squares_finite,
     fitted_on_success,
@@ -438,8 +439,11 @@ class CIDM(TransformerMixin, BaseEstimator):
             solver = "dense" if L > N / 3 or N <= _AUTO_LAPACK else "arpack"
         if solver == "arpack" and L >= N:
             raise ValueError(f"eigen_solver='arpack' needs n_eigenpairs < N = {N}; use 'dense'.")
-        lam, v = top_eigenpairs(sym, L, solver, self.tol, check_random_state(self.random_state),
-                                device=device)
+        # one BLAS thread: ARPACK's and LOBPCG's products are small, and the dense solve's
+        # two threads collapse beside another busy process (docs/user_guide/threads.md)
+        with blas_threads(1):
+            lam, v = top_eigenpairs(sym, L, solver, self.tol,
+                                    check_random_state(self.random_state), device=device)
         if abs(lam[0] - 1) > 1e-8:
             warn_user(f"the top Markov eigenvalue is {lam[0]:.10f}, not 1: the eigensolver "
                       "may not have converged.", ConvergenceWarning)
