@@ -202,7 +202,7 @@ def pgd_loop(grad_wrong, x, t, *, epsilon, norm="l2", step_size, n_steps, starts
     radius = epsilon * (1 - OPEN_BALL) if (open_ball and norm == "l2") else epsilon
     rows = torch.arange(B) if rows is None else rows
     found = torch.zeros(B, dtype=torch.bool, device=x.device)
-    out = x.clone()
+    out = None  # x's copy, made once a row's point is kept before the last restart's end
     k = D if ball_dim is None else ball_dim
     def random_start(d, u):
         """A uniform start in the ball (L2: projected direction, radius ``u^(1/k)``)."""
@@ -218,18 +218,20 @@ def pgd_loop(grad_wrong, x, t, *, epsilon, norm="l2", step_size, n_steps, starts
             break
         xs, ts = (x, t) if len(idx) == B else (x[idx], t[idx])  # no copy while all rows run
         if r == 0 and init is None:
-            delta = torch.zeros_like(xs)
-        elif r == 0 and isinstance(init, torch.Tensor):
-            delta = init[idx]
+            x_adv = (xs + 0.0).clamp_(lo, hi)  # x + a zero delta: -0.0 becomes 0.0 alike
         else:
-            d, u = init if r == 0 else starts[r - 1]
-            delta = random_start(d[idx], u[idx])
-        x_adv = (xs + delta).clamp(lo, hi)
+            if r == 0 and isinstance(init, torch.Tensor):
+                delta = init[idx]
+            else:
+                d, u = init if r == 0 else starts[r - 1]
+                delta = random_start(d[idx], u[idx])
+            x_adv = (xs + delta).clamp(lo, hi)
         for step in range(n_steps + 1 if stop_on_success else n_steps):
             g, bad = grad_wrong(x_adv, ts, step < n_steps)
             if stop_on_success:
                 hit = bad & (_row_norm(x_adv - xs).flatten() > 0) if require_move else bad
                 if hit.any():
+                    out = x.clone() if out is None else out
                     out[idx[hit]] = x_adv[hit]
                     found[idx[hit]] = True
                     keep = ~hit
@@ -239,9 +241,9 @@ def pgd_loop(grad_wrong, x, t, *, epsilon, norm="l2", step_size, n_steps, starts
                     break
             if step == n_steps:
                 break
-            if norm == "linf":
-                x_adv = (xs + (x_adv - xs + step_size * g.sign()).clamp(-epsilon, epsilon)
-                         ).clamp(lo, hi)
+            if norm == "linf":  # xs + clip(x_adv - xs + step sign(g)), in place on new tensors
+                x_adv = (x_adv - xs).add_(g.sign().mul_(step_size)).clamp_(
+                    -epsilon, epsilon).add_(xs).clamp_(lo, hi)
                 continue
             sub = rows[idx.cpu()]
             if projection is not None:
@@ -251,7 +253,11 @@ def pgd_loop(grad_wrong, x, t, *, epsilon, norm="l2", step_size, n_steps, starts
             if projection is not None:
                 delta = projection(delta, sub)
             x_adv = (xs + project_l2(delta, radius)).clamp(lo, hi)
-        out[idx] = x_adv
+        if out is None and len(idx) == B:
+            out = x_adv  # every row ran this restart to its end: no copy of x
+        else:
+            out = x.clone() if out is None else out
+            out[idx] = x_adv
         last = r == len(starts)
         if not stop_on_success and len(idx) and (need_success or not last):
             found[idx[grad_wrong(x_adv, ts, False)[1]]] = True
@@ -300,7 +306,11 @@ def flat_inputs(X, image_shape=None, name="X"):
 
 
 def label_indices(estimator, y, n, n_classes):
-    """Labels as class indices: mapped through ``classes_`` when the estimator has them."""
+    """Labels as class indices: mapped through ``classes_`` when the estimator has them.
+
+    ``n_classes`` (an int, or a callable returning it) bounds the indices of a model
+    without ``classes_``; the callable (a probe forward pass) runs only for such a model.
+    """
     y = np.asarray(y)
     if y.ndim != 1 or len(y) != n:
         raise ValueError(f"y must be 1-D with one label per row of X ({n}); got shape {y.shape}.")
@@ -313,6 +323,7 @@ def label_indices(estimator, y, n, n_classes):
         return np.searchsorted(classes, y).astype(np.int64)
     if not np.issubdtype(y.dtype, np.number) or np.any(y != np.round(y)):
         raise ValueError("y must hold integer class indices for a model without classes_.")
+    n_classes = n_classes() if callable(n_classes) else n_classes
     if n and (y.min() < 0 or y.max() >= n_classes):
         raise ValueError(f"y holds labels in [{int(y.min())}, {int(y.max())}] unseen by the "
                          f"classifier, which has {n_classes} classes: labels must lie in "
@@ -471,19 +482,22 @@ def fgsm(model, X, y, epsilon, *, clip=(0.0, 1.0), image_shape=None, batch_size=
 def prepare_attack(model, X, y, *, clip, image_shape, device, purpose, allow_no_box=True):
     """The validated inputs of an attack: ``(classifier, X, flat rows, labels, (lo, hi))``.
 
-    ``X`` is float64 in its own layout (the per-row seeds of random restarts hash
-    the values as given); the flat rows ``(n, D)`` are folded into the model's
+    ``X`` is float64 in its own layout, or the float32 C-contiguous array given, not
+    copied (the per-row seeds of random restarts hash the values as float64, which
+    holds every float32 exactly); the flat rows ``(n, D)`` are folded into the model's
     per-sample shape (``X``'s, or ``image_shape``) by the :class:`Classifier`.
     Labels are class indices (mapped through the model's ``classes_``).
     """
     lo, hi = check_clip(clip, allow_none=allow_no_box)
-    X = check_numeric_array(X, dtype=np.float64, allow_nd=True)
+    X = check_numeric_array(X, dtype=(np.float64, np.float32), allow_nd=True)
+    if X.dtype == np.float32 and not (X.flags.c_contiguous and X.flags.writeable):
+        X = X.astype(np.float64)  # torch would lay other float32 batches out differently
     check_in_box(X, lo, hi)
     shape = X.shape[1:] if image_shape is None else check_images(X[:1], image_shape).shape[1:]
     flat = X.reshape(len(X), -1)
     clf = Classifier(model, flat.shape[1], shape, device)
     clf.model.require_gradients(purpose)
-    t = label_indices(getattr(clf.model, "estimator", model), y, len(flat), clf.n_classes())
+    t = label_indices(getattr(clf.model, "estimator", model), y, len(flat), clf.n_classes)
     return clf, X, flat, t, (lo, hi)
 
 
