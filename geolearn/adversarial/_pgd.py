@@ -79,15 +79,16 @@ class Classifier:
 
     def logits(self, x):
         """Logits ``(n, C)`` of flat rows ``x`` (a tensor on :attr:`device`)."""
+        n = x.shape[0]  # not len(): torch's Tensor.__len__ is a Python call
         if self._f is None:
-            z = torch.as_tensor(self.model.forward(to_numpy(x).reshape(len(x), *self.shape)))
+            z = torch.as_tensor(self.model.forward(to_numpy(x).reshape(n, *self.shape)))
         else:
-            z = self._f(x.reshape(len(x), *self.shape))
-        if z.ndim == 0 or len(z) != len(x):
+            z = self._f(x.reshape(n, *self.shape))
+        if z.ndim == 0 or z.shape[0] != n:
             raise ValueError("the model must output logits of shape (n_samples, n_classes) or "
                              f"scores of shape (n_samples,); got output of shape "
-                             f"{tuple(z.shape)} for {len(x)} samples.")
-        z = z.reshape(len(x), -1) if z.ndim > 2 or z.ndim == 1 else z
+                             f"{tuple(z.shape)} for {n} samples.")
+        z = z.reshape(n, -1) if z.ndim > 2 or z.ndim == 1 else z
         if z.shape[1] == 1:
             z = torch.cat([torch.zeros_like(z), z], dim=1)
         return z
@@ -536,18 +537,18 @@ def run_attack(clf, X, t, *, epsilon, norm, step_size, n_steps, n_restarts, loss
     """
     dirs, radii = random_directions(X, n_restarts, random_state, stream, norm)
     X_adv, success = np.empty(X.shape, np.float32), np.zeros(len(X), bool)
+    # the gradient steps are judged only when the loop stops on success
+    grad_wrong = partial(clf.grad_wrong, loss=loss, need_wrong=stop_on_success)
+    labels, rows = torch.as_tensor(t, device=clf.device), torch.arange(len(X))
     with clf.model.frozen(), clf.threads():
         for sl in iter_batches(len(X), batch_size):
             starts = [(clf.to_tensor(d[sl]), clf.to_tensor(r[sl])) for d, r in zip(dirs, radii)]
             first = (None if init is None else clf.to_tensor(init[sl])
                      if isinstance(init, np.ndarray) else tuple(clf.to_tensor(v[sl]) for v in init))
-            # the gradient steps are judged only when the loop stops on success
-            out, ok = pgd_loop(partial(clf.grad_wrong, loss=loss, need_wrong=stop_on_success),
-                               clf.to_tensor(X[sl]),
-                               torch.as_tensor(t[sl], device=clf.device),
+            out, ok = pgd_loop(grad_wrong, clf.to_tensor(X[sl]), labels[sl],
                                epsilon=epsilon, norm=norm, step_size=step_size, n_steps=n_steps,
                                starts=starts, init=first, projection=projection,
-                               rows=torch.arange(sl.start, sl.stop), box=box,
+                               rows=rows[sl], box=box,
                                open_ball=open_ball, stop_on_success=stop_on_success,
                                require_move=require_move, ball_dim=ball_dim,
                                need_success=need_success)
