@@ -214,7 +214,7 @@ def pgd_loop(grad_wrong, x, t, *, epsilon, norm="l2", step_size, n_steps, starts
         return d / _row_norm(d).clamp_min(1e-30) * scale.view(_row_norm(d).shape)
 
     for r in range(1 + len(starts)):
-        idx = (~found).nonzero()[:, 0]
+        idx = torch.arange(B, device=x.device) if r == 0 else (~found).nonzero()[:, 0]
         if len(idx) == 0:
             break
         xs, ts = (x, t) if len(idx) == B else (x[idx], t[idx])  # no copy while all rows run
