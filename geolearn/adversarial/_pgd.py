@@ -61,6 +61,7 @@ class Classifier:
         self.shape = self.model.sample_layout((n_features,), shape) if len(shape) > 1 else shape
         self.device = self.model.device
         self._f = self.model.feature_fn(None) if self.model.differentiable else None
+        self._label_range = None  # (min, max) class index, checked on the next logits
 
     def threads(self):
         """The attack's thread block: one torch thread for a small CPU module or a
@@ -91,7 +92,15 @@ class Classifier:
         z = z.reshape(n, -1) if z.ndim > 2 or z.ndim == 1 else z
         if z.shape[1] == 1:
             z = torch.cat([torch.zeros_like(z), z], dim=1)
+        if self._label_range is not None:
+            check_label_range(*self._label_range, z.shape[1])
+            self._label_range = None
         return z
+
+    def check_labels_on_first_pass(self, t):
+        """Check the class indices ``t`` against the width of the next logits computed,
+        before any loss reads them: the attack's first batch, instead of a probe pass."""
+        self._label_range = (int(t.min()), int(t.max())) if len(t) else None
 
     def n_classes(self):
         with torch.no_grad(), self.model.frozen(), small_ops_threads():  # one row: small ops
@@ -311,6 +320,8 @@ def label_indices(estimator, y, n, n_classes):
 
     ``n_classes`` (an int, or a callable returning it) bounds the indices of a model
     without ``classes_``; the callable (a probe forward pass) runs only for such a model.
+    ``n_classes=None`` leaves the bounds to the caller
+    (:meth:`Classifier.check_labels_on_first_pass`).
     """
     y = np.asarray(y)
     if y.ndim != 1 or len(y) != n:
@@ -325,11 +336,16 @@ def label_indices(estimator, y, n, n_classes):
     if not np.issubdtype(y.dtype, np.number) or np.any(y != np.round(y)):
         raise ValueError("y must hold integer class indices for a model without classes_.")
     n_classes = n_classes() if callable(n_classes) else n_classes
-    if n and (y.min() < 0 or y.max() >= n_classes):
-        raise ValueError(f"y holds labels in [{int(y.min())}, {int(y.max())}] unseen by the "
-                         f"classifier, which has {n_classes} classes: labels must lie in "
-                         f"[0, {n_classes}).")
+    if n and n_classes is not None:
+        check_label_range(int(y.min()), int(y.max()), n_classes)
     return y.astype(np.int64)
+
+
+def check_label_range(low, high, n_classes):
+    """Raise unless the class indices ``low..high`` lie in ``[0, n_classes)``."""
+    if low < 0 or high >= n_classes:
+        raise ValueError(f"y holds labels in [{low}, {high}] unseen by the classifier, which "
+                         f"has {n_classes} classes: labels must lie in [0, {n_classes}).")
 
 
 def pgd(model, X, y, epsilon, *, norm="linf", n_steps=10, step_size=None, n_restarts=1,
@@ -498,7 +514,11 @@ def prepare_attack(model, X, y, *, clip, image_shape, device, purpose, allow_no_
     flat = X.reshape(len(X), -1)
     clf = Classifier(model, flat.shape[1], shape, device)
     clf.model.require_gradients(purpose)
-    t = label_indices(getattr(clf.model, "estimator", model), y, len(flat), clf.n_classes)
+    estimator = getattr(clf.model, "estimator", model)
+    # a model without classes_ is bounded by its first batch's logits, not by a probe
+    t = label_indices(estimator, y, len(flat), None)
+    if getattr(estimator, "classes_", None) is None:
+        clf.check_labels_on_first_pass(t)
     return clf, X, flat, t, (lo, hi)
 
 

@@ -255,6 +255,22 @@ def test_cw_parameter_errors(kwargs, match):
         carlini_wagner_l2(small_net(), X, y, **kwargs)
 
 
+@pytest.mark.parametrize("name", ATTACKS)
+def test_labels_beyond_the_logits_raise_before_any_loss(name):
+    """The class count is read off the first batch's logits (no probe pass): a label out of
+    range in a later batch still raises the ValueError, for scores read as two logits too."""
+    X, y = data()
+    y = y.copy()
+    y[-1] = 3  # the last batch of 16
+    with pytest.raises(ValueError, match=r"labels in \[0, 3\].*has 3 classes"):
+        ATTACKS[name](small_net(), X, y, batch_size=16)
+    with pytest.raises(ValueError, match="has 2 classes"):
+        ATTACKS[name](small_net(k=1), X, y % 3, batch_size=16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # C&W's warning for rows it did not turn
+        assert ATTACKS[name](small_net(k=1), X, y % 2, batch_size=16).shape == X.shape
+
+
 def test_input_and_label_errors():
     net = small_net()
     X, y = data()
@@ -436,9 +452,10 @@ def test_attacks_skip_the_success_pass_nobody_reads(n_restarts):
     X, y = data()
     net = _CountingNet(small_net())
     assert fgsm(net, X, y, 0.1, batch_size=16).shape == X.shape
-    # one gradient pass per batch of 16 out of 40 rows, one to count the classes, and the
-    # door's partial pass (two zero rows up to the first layer) of a module with its own forward
-    assert net.calls == 3 + 1 + 1
+    # one gradient pass per batch of 16 out of 40 rows and the door's partial pass (two zero
+    # rows up to the first layer) of a module with its own forward; no pass to count the
+    # classes: the first batch's logits bound the labels
+    assert net.calls == 3 + 1
     kwargs = dict(epsilon=0.3, n_steps=4, n_restarts=n_restarts, random_state=0, batch_size=16)
     net.calls = 0
     X_adv = pgd(net, X, y, **kwargs)
