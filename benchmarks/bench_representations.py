@@ -108,7 +108,8 @@ def bench_attacks(n, repeat):
 
 def bench_fgsm(n, repeat):
     """Issue 41's FGSM rows: the default ``batch_size=256`` against torchattacks and a plain
-    loop, then the larger batches a memory-derived default would take, against 256."""
+    loop, PGD against torchattacks, then the larger batches a memory-derived default would
+    take, against 256."""
     import torchattacks
 
     X, y, (X_train, y_train) = digits_images(n)
@@ -129,6 +130,11 @@ def bench_fgsm(n, repeat):
                 lambda b=batch: peer(b), repeat=repeat)
     compare("same vs plain torch in batches of 256", lambda: fgsm(cnn, X, y, 0.2),
             lambda: plain_fgsm(cnn, Xt, yt, 0.2, 256), repeat=repeat)
+    pgd_peer = torchattacks.PGD(cnn, eps=0.2, alpha=0.05, steps=10)
+    compare(f"PGD eps=0.2, 10 steps, digits CNN ({n} images) vs torchattacks in batches of 256",
+            lambda: pgd(cnn, X, y, 0.2, step_size=0.05, random_state=0),
+            lambda: [pgd_peer(Xt[s:s + 256], yt[s:s + 256]) for s in range(0, n, 256)],
+            repeat=repeat)
     for batch in (512, 1024, n):  # peer column: the default 256; > 1x: the larger batch wins
         compare(f"FGSM batch_size={batch} vs the default 256",
                 lambda b=batch: fgsm(cnn, X, y, 0.2, batch_size=b),

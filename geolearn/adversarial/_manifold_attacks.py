@@ -460,7 +460,7 @@ def random_plane_probes(X, T, radius, n_probes, random_state):
 def _validated(model, X, y, image_shape, device, manifold=None):
     X, shape = flat_inputs(X, image_shape)
     clf = Classifier(model, X.shape[1], shape, device)
-    t = label_indices(getattr(clf.model, "estimator", model), y, len(X), clf.n_classes())
+    t = label_indices(getattr(clf.model, "estimator", model), y, len(X), clf.n_classes)
     if manifold is not None and manifold.ambient_dim != X.shape[1]:
         raise ValueError(f"manifold.ambient_dim={manifold.ambient_dim} but X has "
                          f"{X.shape[1]} features (flattened).")

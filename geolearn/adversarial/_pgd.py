@@ -61,6 +61,7 @@ class Classifier:
         self.shape = self.model.sample_layout((n_features,), shape) if len(shape) > 1 else shape
         self.device = self.model.device
         self._f = self.model.feature_fn(None) if self.model.differentiable else None
+        self._label_range = None  # (min, max) class index, checked on the next logits
 
     def threads(self):
         """The attack's thread block: one torch thread for a small CPU module or a
@@ -79,18 +80,27 @@ class Classifier:
 
     def logits(self, x):
         """Logits ``(n, C)`` of flat rows ``x`` (a tensor on :attr:`device`)."""
+        n = x.shape[0]  # not len(): torch's Tensor.__len__ is a Python call
         if self._f is None:
-            z = torch.as_tensor(self.model.forward(to_numpy(x).reshape(len(x), *self.shape)))
+            z = torch.as_tensor(self.model.forward(to_numpy(x).reshape(n, *self.shape)))
         else:
-            z = self._f(x.reshape(len(x), *self.shape))
-        if z.ndim == 0 or len(z) != len(x):
+            z = self._f(x.reshape(n, *self.shape))
+        if z.ndim == 0 or z.shape[0] != n:
             raise ValueError("the model must output logits of shape (n_samples, n_classes) or "
                              f"scores of shape (n_samples,); got output of shape "
-                             f"{tuple(z.shape)} for {len(x)} samples.")
-        z = z.reshape(len(x), -1) if z.ndim > 2 or z.ndim == 1 else z
+                             f"{tuple(z.shape)} for {n} samples.")
+        z = z.reshape(n, -1) if z.ndim > 2 or z.ndim == 1 else z
         if z.shape[1] == 1:
             z = torch.cat([torch.zeros_like(z), z], dim=1)
+        if self._label_range is not None:
+            check_label_range(*self._label_range, z.shape[1])
+            self._label_range = None
         return z
+
+    def check_labels_on_first_pass(self, t):
+        """Check the class indices ``t`` against the width of the next logits computed,
+        before any loss reads them: the attack's first batch, instead of a probe pass."""
+        self._label_range = (int(t.min()), int(t.max())) if len(t) else None
 
     def n_classes(self):
         with torch.no_grad(), self.model.frozen(), small_ops_threads():  # one row: small ops
@@ -202,7 +212,7 @@ def pgd_loop(grad_wrong, x, t, *, epsilon, norm="l2", step_size, n_steps, starts
     radius = epsilon * (1 - OPEN_BALL) if (open_ball and norm == "l2") else epsilon
     rows = torch.arange(B) if rows is None else rows
     found = torch.zeros(B, dtype=torch.bool, device=x.device)
-    out = x.clone()
+    out = None  # x's copy, made once a row's point is kept before the last restart's end
     k = D if ball_dim is None else ball_dim
     def random_start(d, u):
         """A uniform start in the ball (L2: projected direction, radius ``u^(1/k)``)."""
@@ -213,23 +223,25 @@ def pgd_loop(grad_wrong, x, t, *, epsilon, norm="l2", step_size, n_steps, starts
         return d / _row_norm(d).clamp_min(1e-30) * scale.view(_row_norm(d).shape)
 
     for r in range(1 + len(starts)):
-        idx = (~found).nonzero()[:, 0]
+        idx = torch.arange(B, device=x.device) if r == 0 else (~found).nonzero()[:, 0]
         if len(idx) == 0:
             break
         xs, ts = (x, t) if len(idx) == B else (x[idx], t[idx])  # no copy while all rows run
         if r == 0 and init is None:
-            delta = torch.zeros_like(xs)
-        elif r == 0 and isinstance(init, torch.Tensor):
-            delta = init[idx]
+            x_adv = (xs + 0.0).clamp_(lo, hi)  # x + a zero delta: -0.0 becomes 0.0 alike
         else:
-            d, u = init if r == 0 else starts[r - 1]
-            delta = random_start(d[idx], u[idx])
-        x_adv = (xs + delta).clamp(lo, hi)
+            if r == 0 and isinstance(init, torch.Tensor):
+                delta = init[idx]
+            else:
+                d, u = init if r == 0 else starts[r - 1]
+                delta = random_start(d[idx], u[idx])
+            x_adv = (xs + delta).clamp(lo, hi)
         for step in range(n_steps + 1 if stop_on_success else n_steps):
             g, bad = grad_wrong(x_adv, ts, step < n_steps)
             if stop_on_success:
                 hit = bad & (_row_norm(x_adv - xs).flatten() > 0) if require_move else bad
                 if hit.any():
+                    out = x.clone() if out is None else out
                     out[idx[hit]] = x_adv[hit]
                     found[idx[hit]] = True
                     keep = ~hit
@@ -239,9 +251,9 @@ def pgd_loop(grad_wrong, x, t, *, epsilon, norm="l2", step_size, n_steps, starts
                     break
             if step == n_steps:
                 break
-            if norm == "linf":
-                x_adv = (xs + (x_adv - xs + step_size * g.sign()).clamp(-epsilon, epsilon)
-                         ).clamp(lo, hi)
+            if norm == "linf":  # xs + clip(x_adv - xs + step sign(g)), in place on new tensors
+                x_adv = (x_adv - xs).add_(g.sign().mul_(step_size)).clamp_(
+                    -epsilon, epsilon).add_(xs).clamp_(lo, hi)
                 continue
             sub = rows[idx.cpu()]
             if projection is not None:
@@ -251,7 +263,11 @@ def pgd_loop(grad_wrong, x, t, *, epsilon, norm="l2", step_size, n_steps, starts
             if projection is not None:
                 delta = projection(delta, sub)
             x_adv = (xs + project_l2(delta, radius)).clamp(lo, hi)
-        out[idx] = x_adv
+        if out is None and len(idx) == B:
+            out = x_adv  # every row ran this restart to its end: no copy of x
+        else:
+            out = x.clone() if out is None else out
+            out[idx] = x_adv
         last = r == len(starts)
         if not stop_on_success and len(idx) and (need_success or not last):
             found[idx[grad_wrong(x_adv, ts, False)[1]]] = True
@@ -300,7 +316,13 @@ def flat_inputs(X, image_shape=None, name="X"):
 
 
 def label_indices(estimator, y, n, n_classes):
-    """Labels as class indices: mapped through ``classes_`` when the estimator has them."""
+    """Labels as class indices: mapped through ``classes_`` when the estimator has them.
+
+    ``n_classes`` (an int, or a callable returning it) bounds the indices of a model
+    without ``classes_``; the callable (a probe forward pass) runs only for such a model.
+    ``n_classes=None`` leaves the bounds to the caller
+    (:meth:`Classifier.check_labels_on_first_pass`).
+    """
     y = np.asarray(y)
     if y.ndim != 1 or len(y) != n:
         raise ValueError(f"y must be 1-D with one label per row of X ({n}); got shape {y.shape}.")
@@ -313,11 +335,17 @@ def label_indices(estimator, y, n, n_classes):
         return np.searchsorted(classes, y).astype(np.int64)
     if not np.issubdtype(y.dtype, np.number) or np.any(y != np.round(y)):
         raise ValueError("y must hold integer class indices for a model without classes_.")
-    if n and (y.min() < 0 or y.max() >= n_classes):
-        raise ValueError(f"y holds labels in [{int(y.min())}, {int(y.max())}] unseen by the "
-                         f"classifier, which has {n_classes} classes: labels must lie in "
-                         f"[0, {n_classes}).")
+    n_classes = n_classes() if callable(n_classes) else n_classes
+    if n and n_classes is not None:
+        check_label_range(int(y.min()), int(y.max()), n_classes)
     return y.astype(np.int64)
+
+
+def check_label_range(low, high, n_classes):
+    """Raise unless the class indices ``low..high`` lie in ``[0, n_classes)``."""
+    if low < 0 or high >= n_classes:
+        raise ValueError(f"y holds labels in [{low}, {high}] unseen by the classifier, which "
+                         f"has {n_classes} classes: labels must lie in [0, {n_classes}).")
 
 
 def pgd(model, X, y, epsilon, *, norm="linf", n_steps=10, step_size=None, n_restarts=1,
@@ -471,19 +499,26 @@ def fgsm(model, X, y, epsilon, *, clip=(0.0, 1.0), image_shape=None, batch_size=
 def prepare_attack(model, X, y, *, clip, image_shape, device, purpose, allow_no_box=True):
     """The validated inputs of an attack: ``(classifier, X, flat rows, labels, (lo, hi))``.
 
-    ``X`` is float64 in its own layout (the per-row seeds of random restarts hash
-    the values as given); the flat rows ``(n, D)`` are folded into the model's
+    ``X`` is float64 in its own layout, or the float32 C-contiguous array given, not
+    copied (the per-row seeds of random restarts hash the values as float64, which
+    holds every float32 exactly); the flat rows ``(n, D)`` are folded into the model's
     per-sample shape (``X``'s, or ``image_shape``) by the :class:`Classifier`.
     Labels are class indices (mapped through the model's ``classes_``).
     """
     lo, hi = check_clip(clip, allow_none=allow_no_box)
-    X = check_numeric_array(X, dtype=np.float64, allow_nd=True)
+    X = check_numeric_array(X, dtype=(np.float64, np.float32), allow_nd=True)
+    if X.dtype == np.float32 and not (X.flags.c_contiguous and X.flags.writeable):
+        X = X.astype(np.float64)  # torch would lay other float32 batches out differently
     check_in_box(X, lo, hi)
     shape = X.shape[1:] if image_shape is None else check_images(X[:1], image_shape).shape[1:]
     flat = X.reshape(len(X), -1)
     clf = Classifier(model, flat.shape[1], shape, device)
     clf.model.require_gradients(purpose)
-    t = label_indices(getattr(clf.model, "estimator", model), y, len(flat), clf.n_classes())
+    estimator = getattr(clf.model, "estimator", model)
+    # a model without classes_ is bounded by its first batch's logits, not by a probe
+    t = label_indices(estimator, y, len(flat), None)
+    if getattr(estimator, "classes_", None) is None:
+        clf.check_labels_on_first_pass(t)
     return clf, X, flat, t, (lo, hi)
 
 
@@ -522,18 +557,18 @@ def run_attack(clf, X, t, *, epsilon, norm, step_size, n_steps, n_restarts, loss
     """
     dirs, radii = random_directions(X, n_restarts, random_state, stream, norm)
     X_adv, success = np.empty(X.shape, np.float32), np.zeros(len(X), bool)
+    # the gradient steps are judged only when the loop stops on success
+    grad_wrong = partial(clf.grad_wrong, loss=loss, need_wrong=stop_on_success)
+    labels, rows = torch.as_tensor(t, device=clf.device), torch.arange(len(X))
     with clf.model.frozen(), clf.threads():
         for sl in iter_batches(len(X), batch_size):
             starts = [(clf.to_tensor(d[sl]), clf.to_tensor(r[sl])) for d, r in zip(dirs, radii)]
             first = (None if init is None else clf.to_tensor(init[sl])
                      if isinstance(init, np.ndarray) else tuple(clf.to_tensor(v[sl]) for v in init))
-            # the gradient steps are judged only when the loop stops on success
-            out, ok = pgd_loop(partial(clf.grad_wrong, loss=loss, need_wrong=stop_on_success),
-                               clf.to_tensor(X[sl]),
-                               torch.as_tensor(t[sl], device=clf.device),
+            out, ok = pgd_loop(grad_wrong, clf.to_tensor(X[sl]), labels[sl],
                                epsilon=epsilon, norm=norm, step_size=step_size, n_steps=n_steps,
                                starts=starts, init=first, projection=projection,
-                               rows=torch.arange(sl.start, sl.stop), box=box,
+                               rows=rows[sl], box=box,
                                open_ball=open_ball, stop_on_success=stop_on_success,
                                require_move=require_move, ball_dim=ball_dim,
                                need_success=need_success)

@@ -260,7 +260,7 @@ def risk_decomposition(estimator, X, y, *, manifold, epsilon=0.1, norm="l2",
     X, shape = flat_inputs(X, image_shape)
     check_squares_finite(X)  # the manifold's projections and the NNR take squared distances
     clf = Classifier(estimator, X.shape[1], shape, device)
-    t = label_indices(getattr(clf.model, "estimator", estimator), y, len(X), clf.n_classes())
+    t = label_indices(getattr(clf.model, "estimator", estimator), y, len(X), clf.n_classes)
     if manifold is None and tangent_bases is not None:
         T = check_tangent_bases(tangent_bases, len(X), X.shape[1])
         if attack not in ("auto", "pgd", "grid"):

@@ -255,6 +255,22 @@ def test_cw_parameter_errors(kwargs, match):
         carlini_wagner_l2(small_net(), X, y, **kwargs)
 
 
+@pytest.mark.parametrize("name", ATTACKS)
+def test_labels_beyond_the_logits_raise_before_any_loss(name):
+    """The class count is read off the first batch's logits (no probe pass): a label out of
+    range in a later batch still raises the ValueError, for scores read as two logits too."""
+    X, y = data()
+    y = y.copy()
+    y[-1] = 3  # the last batch of 16
+    with pytest.raises(ValueError, match=r"labels in \[0, 3\].*has 3 classes"):
+        ATTACKS[name](small_net(), X, y, batch_size=16)
+    with pytest.raises(ValueError, match="has 2 classes"):
+        ATTACKS[name](small_net(k=1), X, y % 3, batch_size=16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # C&W's warning for rows it did not turn
+        assert ATTACKS[name](small_net(k=1), X, y % 2, batch_size=16).shape == X.shape
+
+
 def test_input_and_label_errors():
     net = small_net()
     X, y = data()
@@ -344,6 +360,52 @@ def test_pgd_search_is_the_row_by_row_search_written_out():
     np.testing.assert_allclose(X_adv, expected, rtol=0, atol=1e-5)
 
 
+def _reference_fgsm(net, x, t, epsilon, clip):
+    """FGSM as the loop computed it before it dropped its copies: ``x0 = clip(x + 0)``, one
+    signed step from ``x0``, clipped to the ball and the box."""
+    x0 = (x + torch.zeros_like(x)).clamp(*clip)
+    step = epsilon * _input_gradient(net, x0, t).sign()
+    return (x + (x0 - x + step).clamp(-epsilon, epsilon)).clamp(*clip)
+
+
+@pytest.mark.parametrize("layout", ["float32", "float64", "fortran", "read-only"])
+def test_fgsm_and_pgd_equal_the_loop_written_out_bit_for_bit(layout):
+    """Regression for the loop without copies: a CNN on images in batches of 7 (the last one
+    partial), inputs with -0.0 and values just outside the box (clamped, within the check's
+    tolerance): the same bits as the attacks written out, and ``X`` is left untouched."""
+    torch.manual_seed(0)
+    cnn = nn.Sequential(nn.Conv2d(1, 3, 3, padding=1), nn.ReLU(), nn.Flatten(),
+                        nn.Linear(48, 3)).eval()
+    rng = np.random.default_rng(0)
+    X = rng.random((20, 1, 4, 4)).astype(np.float32)
+    X[:3, 0, 0] = -0.0
+    X[3:5, 0, 1, 1], X[5, 0, 2, 2] = 1 + 5e-7, -5e-7
+    y = rng.integers(0, 3, 20)
+    X_in = {"float32": X, "float64": X.astype(np.float64), "fortran": np.asfortranarray(X),
+            "read-only": X.copy()}[layout]
+    X_in.setflags(write=layout != "read-only")
+    before = X_in.copy()
+    xs, ts = torch.as_tensor(X).split(7), torch.as_tensor(y).split(7)
+    for clip in [(0.0, 1.0), (-np.inf, np.inf)]:
+        expected = torch.cat([_reference_fgsm(cnn, x, t, 0.1, clip) for x, t in zip(xs, ts)])
+        out = fgsm(cnn, X_in, y, 0.1, clip=None if np.isinf(clip[0]) else clip, batch_size=7)
+        np.testing.assert_array_equal(out, expected.detach().numpy())
+        assert out.tobytes() == expected.detach().numpy().tobytes()  # -0.0 too
+    delta0 = np.random.RandomState(3).uniform(-0.1, 0.1, (20, 16)).astype(np.float32)
+    x_adv = (torch.as_tensor(X).flatten(1) + torch.as_tensor(delta0)).clamp(0, 1).view(20, 1, 4, 4)
+    for _ in range(4):
+        step = 0.03 * torch.cat([_input_gradient(cnn, x, t) for x, t in
+                                 zip(x_adv.split(7), ts)]).sign()
+        x_adv = (torch.as_tensor(X) + (x_adv - torch.as_tensor(X) + step).clamp(-0.1, 0.1)
+                 ).clamp(0, 1)
+    out = pgd(cnn, X_in, y, 0.1, step_size=0.03, n_steps=4, batch_size=7, random_state=3)
+    assert out.tobytes() == x_adv.detach().numpy().tobytes()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # C&W's warning for rows it did not turn
+        carlini_wagner_l2(cnn, X_in, y, n_steps=2, batch_size=7)
+    np.testing.assert_array_equal(X_in, before)  # float32 rows are read in place, not written
+
+
 @pytest.mark.parametrize("norm", ["linf", "l2"])
 def test_pgd_restarts_only_add_successes_and_stay_in_the_ball(norm):
     net, (X, y) = small_net(), data()
@@ -393,9 +455,10 @@ def test_attacks_skip_the_success_pass_nobody_reads(n_restarts):
     X, y = data()
     net = _CountingNet(small_net())
     assert fgsm(net, X, y, 0.1, batch_size=16).shape == X.shape
-    # one gradient pass per batch of 16 out of 40 rows, one to count the classes, and the
-    # door's partial pass (two zero rows up to the first layer) of a module with its own forward
-    assert net.calls == 3 + 1 + 1
+    # one gradient pass per batch of 16 out of 40 rows and the door's partial pass (two zero
+    # rows up to the first layer) of a module with its own forward; no pass to count the
+    # classes: the first batch's logits bound the labels
+    assert net.calls == 3 + 1
     kwargs = dict(epsilon=0.3, n_steps=4, n_restarts=n_restarts, random_state=0, batch_size=16)
     net.calls = 0
     X_adv = pgd(net, X, y, **kwargs)
