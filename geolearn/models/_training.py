@@ -15,11 +15,15 @@ from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNet
 from skorch.callbacks import Callback, EarlyStopping, PassthroughScoring, ProgressBar
 from skorch.utils import to_tensor
+from torch.utils.data import DataLoader
 
 from .._utils import (
+    TensorBatches,
+    TensorDataset,
     check_scalar_param,
     discard_fitted,
     on_module_threads,
+    collate_batch,
     resolve_device,
     small_ops_threads,
     torch_seed,
@@ -39,6 +43,9 @@ NET_SETTINGS = ("train_split", "compile", "optimizer", "criterion", "iterator_tr
 #: torch optimisers whose multi-tensor update (``foreach=True``) gives the per-parameter
 #: loop's values bit for bit (see :func:`use_foreach_update`).
 FOREACH_OPTIMIZERS = (torch.optim.Adam, torch.optim.AdamW, torch.optim.SGD)
+
+#: skorch's notifications of every batch (see :class:`LeanLoopMixin`).
+BATCH_HOOKS = ("on_batch_begin", "on_batch_end", "on_grad_computed")
 
 
 def unwrap_module(module):
@@ -71,78 +78,6 @@ def unwrap_module(module):
     while isinstance(module, wrappers):
         module = module.module
     return module
-
-
-class TensorDataset(torch.utils.data.Dataset):
-    """Rows of a tensor ``X`` (and ``y``), fetched a whole batch at a time.
-
-    ``__getitems__`` lets the DataLoader index the batch in one call instead of
-    collating ``batch_size`` single rows, which dominates the step time of small
-    networks. Use it with ``iterator_train__collate_fn=collate_batch``.
-
-    Parameters
-    ----------
-    X : torch.Tensor of shape (n_samples, ...)
-        The inputs.
-    y : torch.Tensor of shape (n_samples, ...), optional
-        The targets; without them a batch's ``y`` is an empty ``(n, 0)`` tensor.
-    sample_weight : torch.Tensor of shape (n_samples,), optional
-        Per-sample weights: a batch's ``y`` is then the pair ``(y, sample_weight)``,
-        which :class:`FunctionalCriterion` turns into a weighted mean of the
-        per-sample losses.
-
-    Examples
-    --------
-    >>> import torch
-    >>> from geolearn.models._internal import TensorDataset
-    >>> ds = TensorDataset(torch.arange(6.0).reshape(3, 2), torch.tensor([0, 1, 0]))
-    >>> X, y = ds.__getitems__([2, 0])
-    >>> X.tolist(), y.tolist(), len(ds)
-    ([[4.0, 5.0], [0.0, 1.0]], [0, 0], 3)
-    """
-
-    def __init__(self, X, y=None, sample_weight=None):
-        self.X = X
-        self.y = y
-        self.sample_weight = sample_weight
-
-    def __len__(self):
-        return len(self.X)
-
-    def __getitem__(self, i):
-        return self.__getitems__([i])
-
-    def __getitems__(self, indices):
-        idx = torch.as_tensor(indices, dtype=torch.long)
-        y = self.y[idx] if self.y is not None else torch.empty(len(idx), 0)
-        if self.sample_weight is not None:
-            return self.X[idx], (y, self.sample_weight[idx])
-        return self.X[idx], y
-
-
-def collate_batch(batch):
-    """Identity collate: :class:`TensorDataset` already returns whole batches.
-
-    Parameters
-    ----------
-    batch : tuple of torch.Tensor
-        ``(X, y)`` as returned by ``TensorDataset.__getitems__``.
-
-    Returns
-    -------
-    batch : tuple of torch.Tensor
-        ``batch`` unchanged.
-
-    Examples
-    --------
-    >>> import torch
-    >>> from torch.utils.data import DataLoader
-    >>> from geolearn.models._internal import TensorDataset, collate_batch
-    >>> ds = TensorDataset(torch.zeros(5, 2), torch.ones(5))
-    >>> [tuple(X.shape) for X, _ in DataLoader(ds, batch_size=2, collate_fn=collate_batch)]
-    [(2, 2), (2, 2), (1, 2)]
-    """
-    return batch
 
 
 class RaiseOnNonFiniteLoss(Callback):
@@ -423,10 +358,16 @@ def floats_in_history(history):
         return
     pending = [(row, key) for row in history[-1]["batches"] for key, value in row.items()
                if isinstance(value, torch.Tensor)]
-    if pending:
-        values = torch.stack([row[key].double().reshape(()) for row, key in pending]).tolist()
-        for (row, key), value in zip(pending, values):
-            row[key] = value
+    if not pending:
+        return
+    tensors = [row[key] for row, key in pending]
+    if all(value.device.type == "cpu" for value in tensors):
+        # no transfer to save: each float directly (the same doubles, ten times faster)
+        values = [float(value) for value in tensors]
+    else:
+        values = torch.stack([value.double().reshape(()) for value in tensors]).tolist()
+    for (row, key), value in zip(pending, values):
+        row[key] = value
 
 
 def use_foreach_update(net, min_tensors=6):
@@ -471,7 +412,77 @@ def use_foreach_update(net, min_tensors=6):
             group["foreach"] = True
 
 
-class ObjectiveNet(NeuralNet):
+class LeanLoopMixin:
+    """skorch's training loop without the per-batch work nothing uses; the same steps.
+
+    A mixin of skorch net classes, before skorch's class in the bases
+    (:class:`ObjectiveNet` and geolearn's classifier nets have it). It changes
+    what a step costs, not what it computes (weights and history bit for bit):
+
+    - the per-batch notifications (:data:`BATCH_HOOKS`) reach the net and the
+      callbacks that override them, not those that keep skorch's no-op (skorch's
+      default callbacks, :class:`RaiseOnNonFiniteLoss`, ...); the listeners are
+      taken at each epoch's start and dropped at its end;
+    - a :class:`~geolearn._utils.TensorDataset` with skorch's default
+      ``DataLoader`` set with ``collate_fn=collate_batch`` and at most
+      ``batch_size``, ``shuffle`` and ``drop_last`` is iterated by
+      :class:`~geolearn._utils.TensorBatches`: the loader's batches, in its order
+      from its random draws, each indexed at once instead of through the per-row
+      sampler. A subclass that overrides ``get_iterator`` (such as skorch's
+      ``AccelerateMixin``, which shards the loader) keeps the ``DataLoader``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from skorch import NeuralNetRegressor
+    >>> from geolearn.models._training import LeanLoopMixin
+    >>> from geolearn._utils import TensorDataset, collate_batch
+    >>> class Net(LeanLoopMixin, NeuralNetRegressor):
+    ...     pass
+    >>> net = Net(torch.nn.Linear(2, 1), batch_size=4, iterator_train__shuffle=True,
+    ...           iterator_train__collate_fn=collate_batch).initialize()
+    >>> type(net.get_iterator(TensorDataset(torch.zeros(10, 2)), training=True)).__name__
+    'TensorBatches'
+    """
+
+    def get_iterator(self, dataset, training=False):
+        prefix = "iterator_train" if training else "iterator_valid"
+        kwargs = self.get_params_for(prefix)
+        if (getattr(self, prefix) is DataLoader and type(dataset) is TensorDataset
+                and len(dataset) and type(self).get_iterator is LeanLoopMixin.get_iterator
+                and kwargs.get("collate_fn") is collate_batch
+                and set(kwargs) <= {"batch_size", "shuffle", "drop_last", "collate_fn"}):
+            batch_size = kwargs.get("batch_size", self.batch_size)
+            return TensorBatches(dataset, len(dataset) if batch_size == -1 else batch_size,
+                                 shuffle=bool(kwargs.get("shuffle", False)),
+                                 drop_last=bool(kwargs.get("drop_last", False)))
+        return super().get_iterator(dataset, training=training)
+
+    def notify(self, method_name, **cb_kwargs):
+        listeners = getattr(self, "_batch_listeners", None)
+        if listeners is None or method_name not in listeners:
+            return super().notify(method_name, **cb_kwargs)
+        getattr(self, method_name)(self, **cb_kwargs)
+        for cb in listeners[method_name]:
+            getattr(cb, method_name)(self, **cb_kwargs)
+
+    def on_epoch_begin(self, net, **kwargs):
+        super().on_epoch_begin(net, **kwargs)
+        self._batch_listeners = {
+            hook: [cb for _, cb in self.callbacks_
+                   if getattr(type(cb), hook, None) is not getattr(Callback, hook)]
+            for hook in BATCH_HOOKS}
+
+    def on_epoch_end(self, net, **kwargs):
+        self._batch_listeners = None  # outside an epoch every callback hears every hook
+        super().on_epoch_end(net, **kwargs)
+
+    def on_train_end(self, net, **kwargs):
+        self._batch_listeners = None  # an interrupted epoch's too
+        super().on_train_end(net, **kwargs)
+
+
+class ObjectiveNet(LeanLoopMixin, NeuralNet):
     """A skorch ``NeuralNet`` whose loss is ``objective(module, y_pred, X, y, epoch)``.
 
     The objective returns ``(loss, parts)``; each part (a scalar tensor) is
