@@ -14,7 +14,8 @@ import torch
 from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNet
 from skorch.callbacks import Callback, EarlyStopping, PassthroughScoring, ProgressBar
-from skorch.utils import to_tensor
+from skorch.dataset import get_len
+from skorch.utils import TeeGenerator, to_tensor
 from torch.utils.data import DataLoader
 
 from .._utils import (
@@ -423,6 +424,9 @@ class LeanLoopMixin:
       callbacks that override them, not those that keep skorch's no-op (skorch's
       default callbacks, :class:`RaiseOnNonFiniteLoss`, ...); the listeners are
       taken at each epoch's start and dropped at its end;
+    - a step of a net with one optimiser of :data:`FOREACH_OPTIMIZERS` (which
+      evaluate a closure once, before their update) runs without skorch's closure
+      and step accumulator: gradients, ``on_grad_computed``, then ``step()``;
     - a :class:`~geolearn._utils.TensorDataset` with skorch's default
       ``DataLoader`` set with ``collate_fn=collate_batch`` and at most
       ``batch_size``, ``shuffle`` and ``drop_last`` is iterated by
@@ -458,6 +462,32 @@ class LeanLoopMixin:
                                  drop_last=bool(kwargs.get("drop_last", False)))
         return super().get_iterator(dataset, training=training)
 
+    def run_single_epoch(self, iterator, training, prefix, step_fn, **fit_params):
+        # skorch's loop, recording the same batch rows; a tensor batch's length directly
+        if iterator is None:
+            return
+        history, loss_key, size_key = self.history, prefix + "_loss", prefix + "_batch_size"
+        batch_count = 0
+        for batch in iterator:
+            self.notify("on_batch_begin", batch=batch, training=training)
+            step = step_fn(batch, **fit_params)
+            history.record_batch(loss_key, step["loss"].item())
+            X = batch[0] if isinstance(batch, (tuple, list)) else batch
+            history.record_batch(size_key, len(X) if isinstance(X, torch.Tensor) else get_len(X))
+            self.notify("on_batch_end", batch=batch, training=training, **step)
+            batch_count += 1
+        history.record(prefix + "_batch_count", batch_count)
+
+    def train_step(self, batch, **fit_params):
+        if not getattr(self, "_closure_free", False):
+            return super().train_step(batch, **fit_params)
+        self._zero_grad_optimizer()
+        step = self.train_step_single(batch, **fit_params)
+        self.notify("on_grad_computed", batch=batch, training=True,
+                    named_parameters=TeeGenerator(self.get_all_learnable_params()))
+        self.optimizer_.step()
+        return step
+
     def notify(self, method_name, **cb_kwargs):
         listeners = getattr(self, "_batch_listeners", None)
         if listeners is None or method_name not in listeners:
@@ -472,13 +502,20 @@ class LeanLoopMixin:
             hook: [cb for _, cb in self.callbacks_
                    if getattr(type(cb), hook, None) is not getattr(Callback, hook)]
             for hook in BATCH_HOOKS}
+        net_class = type(self)
+        self._closure_free = (
+            list(self._optimizers) == ["optimizer"]
+            and type(getattr(self, "optimizer_", None)) in FOREACH_OPTIMIZERS
+            and net_class._step_optimizer is NeuralNet._step_optimizer
+            and net_class.get_train_step_accumulator is NeuralNet.get_train_step_accumulator)
 
     def on_epoch_end(self, net, **kwargs):
-        self._batch_listeners = None  # outside an epoch every callback hears every hook
+        # outside an epoch every callback hears every hook, and steps take skorch's route
+        self._batch_listeners = self._closure_free = None
         super().on_epoch_end(net, **kwargs)
 
     def on_train_end(self, net, **kwargs):
-        self._batch_listeners = None  # an interrupted epoch's too
+        self._batch_listeners = self._closure_free = None  # an interrupted epoch's too
         super().on_train_end(net, **kwargs)
 
 
