@@ -424,6 +424,8 @@ class LeanLoopMixin:
       callbacks that override them, not those that keep skorch's no-op (skorch's
       default callbacks, :class:`RaiseOnNonFiniteLoss`, ...); the listeners are
       taken at each epoch's start and dropped at its end;
+    - ``module.train()`` (which walks every submodule, about 4 us each) runs only when a
+      module of the net is not in training mode already (skorch calls it every step);
     - a step of a net with one optimiser of :data:`FOREACH_OPTIMIZERS` (which
       evaluate a closure once, before their update) runs without skorch's closure
       and step accumulator: gradients, ``on_grad_computed``, then ``step()``;
@@ -488,6 +490,11 @@ class LeanLoopMixin:
         self.optimizer_.step()
         return step
 
+    def _set_training(self, training=True):
+        modules = getattr(self, "_epoch_modules", None)
+        if modules is None or any(module.training != training for module in modules):
+            super()._set_training(training)
+
     def notify(self, method_name, **cb_kwargs):
         listeners = getattr(self, "_batch_listeners", None)
         if listeners is None or method_name not in listeners:
@@ -502,6 +509,10 @@ class LeanLoopMixin:
             hook: [cb for _, cb in self.callbacks_
                    if getattr(type(cb), hook, None) is not getattr(Callback, hook)]
             for hook in BATCH_HOOKS}
+        self._epoch_modules = [
+            submodule for name in self._modules + self._criteria
+            for module in [getattr(self, name + "_")] if isinstance(module, torch.nn.Module)
+            for submodule in module.modules()]
         net_class = type(self)
         self._closure_free = (
             list(self._optimizers) == ["optimizer"]
@@ -511,11 +522,12 @@ class LeanLoopMixin:
 
     def on_epoch_end(self, net, **kwargs):
         # outside an epoch every callback hears every hook, and steps take skorch's route
-        self._batch_listeners = self._closure_free = None
+        self._batch_listeners = self._closure_free = self._epoch_modules = None
         super().on_epoch_end(net, **kwargs)
 
     def on_train_end(self, net, **kwargs):
-        self._batch_listeners = self._closure_free = None  # an interrupted epoch's too
+        # an interrupted epoch's too
+        self._batch_listeners = self._closure_free = self._epoch_modules = None
         super().on_train_end(net, **kwargs)
 
 
@@ -587,6 +599,16 @@ class ObjectiveNet(LeanLoopMixin, NeuralNet):
     def on_train_end(self, net, **kwargs):
         floats_in_history(self.history)  # an interrupted epoch's parts too
         super().on_train_end(net, **kwargs)
+
+
+@functools.cache
+def _skorch_settings_of(cls):
+    # once per class: inspect.signature costs about 0.1 ms, and a fit asks several times
+    import inspect
+
+    own = {p.name for p in inspect.signature(cls).parameters.values()
+           if p.kind is not p.VAR_KEYWORD} | set(cls._refused_net_settings)
+    return tuple(name for name in NET_SETTINGS if name not in own)
 
 
 class SkorchTrainingMixin:
@@ -667,11 +689,7 @@ class SkorchTrainingMixin:
     @classmethod
     def _skorch_settings(cls):
         """The unprefixed skorch settings this estimator takes as keyword arguments."""
-        import inspect
-
-        own = {p.name for p in inspect.signature(cls).parameters.values()
-               if p.kind is not p.VAR_KEYWORD} | set(cls._refused_net_settings)
-        return tuple(name for name in NET_SETTINGS if name not in own)
+        return _skorch_settings_of(cls)
 
     def _is_net_param(self, key):
         return (key.startswith(NET_PARAM_PREFIXES) or key in self._skorch_settings()
