@@ -428,7 +428,8 @@ class LeanLoopMixin:
       module of the net is not in training mode already (skorch calls it every step);
     - a step of a net with one optimiser of :data:`FOREACH_OPTIMIZERS` (which
       evaluate a closure once, before their update) runs without skorch's closure
-      and step accumulator: gradients, ``on_grad_computed``, then ``step()``;
+      and step accumulator: gradients (enabled, as the optimiser enables them for a
+      closure), ``on_grad_computed``, then ``step()``;
     - a :class:`~geolearn._utils.TensorDataset` with skorch's default
       ``DataLoader`` set with ``collate_fn=collate_batch`` and at most
       ``batch_size``, ``shuffle`` and ``drop_last`` is iterated by
@@ -483,10 +484,12 @@ class LeanLoopMixin:
     def train_step(self, batch, **fit_params):
         if not getattr(self, "_closure_free", False):
             return super().train_step(batch, **fit_params)
-        self._zero_grad_optimizer()
-        step = self.train_step_single(batch, **fit_params)
-        self.notify("on_grad_computed", batch=batch, training=True,
-                    named_parameters=TeeGenerator(self.get_all_learnable_params()))
+        # the optimiser evaluated skorch's closure with gradients on, even in a no_grad block
+        with torch.enable_grad():
+            self._zero_grad_optimizer()
+            step = self.train_step_single(batch, **fit_params)
+            self.notify("on_grad_computed", batch=batch, training=True,
+                        named_parameters=TeeGenerator(self.get_all_learnable_params()))
         self.optimizer_.step()
         return step
 

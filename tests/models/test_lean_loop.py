@@ -111,6 +111,15 @@ def test_gridvae_trains_as_through_skorchs_loop():
     assert counter.calls_ == {"begin": 15, "end": 15, "grad": 15}  # 5 batches, 3 epochs
 
 
+def test_a_fit_inside_no_grad_still_trains():
+    """skorch's closure ran under the optimiser's enable_grad; the closure-free step too."""
+    X = np.random.default_rng(0).random((40, 6))
+    kwargs = dict(hidden_layer_sizes=(8,), batch_size=16, max_epochs=2, random_state=0)
+    with torch.no_grad():
+        inside = GridVAE(**kwargs).fit(X)
+    _same_fit(inside.net_, GridVAE(**kwargs).fit(X).net_)
+
+
 @pytest.mark.parametrize("params", [{"nu": 1.0}, {"weight_tying": True}])
 def test_invariant_classifier_trains_as_through_skorchs_loop(params):
     rng = np.random.default_rng(0)
