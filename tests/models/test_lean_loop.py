@@ -11,8 +11,7 @@ from geolearn._utils import TensorBatches, TensorDataset, collate_batch
 from geolearn.generative import GridVAE
 from geolearn.invariance import InvariantClassifier
 from geolearn.models._training import LeanLoopMixin
-from geolearn.subspaces import SVBF, SVBFNetClassifier
-from geolearn.subspaces import _adam
+from geolearn.subspaces import SVBF, SVBFNetClassifier, _adam
 
 #: what LeanLoopMixin overrides; skorch's own versions give skorch's loop back
 LEAN_METHODS = ("get_iterator", "run_single_epoch", "train_step", "_set_training", "notify")
@@ -102,7 +101,7 @@ def test_only_the_default_loader_of_a_tensor_dataset_is_replaced():
 def test_gridvae_trains_as_through_skorchs_loop():
     X = np.random.default_rng(0).random((70, 8))
     counter = BatchCounter()
-    kwargs = dict(hidden_layer_sizes=(8,), batch_size=16, max_epochs=3, random_state=0)
+    kwargs = {"hidden_layer_sizes": (8,), "batch_size": 16, "max_epochs": 3, "random_state": 0}
     lean = GridVAE(callbacks=[("counter", counter)], **kwargs).fit(X)
     plain = GridVAE(net_class=skorchs_loop(GridVAE.net_class), **kwargs).fit(X)
     _same_fit(lean.net_, plain.net_)
@@ -114,7 +113,7 @@ def test_gridvae_trains_as_through_skorchs_loop():
 def test_a_fit_inside_no_grad_still_trains():
     """skorch's closure ran under the optimiser's enable_grad; the closure-free step too."""
     X = np.random.default_rng(0).random((40, 6))
-    kwargs = dict(hidden_layer_sizes=(8,), batch_size=16, max_epochs=2, random_state=0)
+    kwargs = {"hidden_layer_sizes": (8,), "batch_size": 16, "max_epochs": 2, "random_state": 0}
     with torch.no_grad():
         inside = GridVAE(**kwargs).fit(X)
     _same_fit(inside.net_, GridVAE(**kwargs).fit(X).net_)
@@ -138,7 +137,7 @@ def test_skorch_classifier_trains_as_through_skorchs_loop(weighted):
     X = np.stack([np.linalg.qr(rng.normal(size=(6, 2)))[0] for _ in range(20)])
     y = np.arange(20) % 2
     sample_weight = rng.random(20) if weighted else None
-    kwargs = dict(n_components=2, max_epochs=3, batch_size=8, random_state=0)
+    kwargs = {"n_components": 2, "max_epochs": 3, "batch_size": 8, "random_state": 0}
     lean = SVBFNetClassifier(**kwargs).fit(X, y, sample_weight=sample_weight)
     plain = SVBFNetClassifier(net_class=skorchs_loop(SVBFNetClassifier.net_class),
                               **kwargs).fit(X, y, sample_weight=sample_weight)
