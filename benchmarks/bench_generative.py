@@ -6,6 +6,9 @@ per-sample loss, without skorch. Run::
 
     OMP_NUM_THREADS=1 python -m benchmarks.bench_generative
     python -m benchmarks.bench_generative --issue-rows [--contended]   # the GridVAE epoch only
+
+``--issue-rows`` also times the one-epoch fit against the plain loop that, as the fit does,
+finds the training rows' grid cells (``labels_``) afterwards.
 """
 
 import time
@@ -25,17 +28,22 @@ from geolearn.generative import (
     rectangular_patch_mask,
 )
 from geolearn.generative._base import VAEObjective
-from geolearn.generative._grid import check_grid
+from geolearn.generative._grid import check_grid, flat_index, grid_codes
 from geolearn.generative._losses import GridPrior
 from geolearn.generative._modules import MLPVAE, VAEModule
 from geolearn.models import frozen
 
 
-def plain_vae_epochs(X, n_epochs, batch_size=256, seed=0):
-    """The hand-written loop: same module, same GridVAE loss, no skorch."""
+def plain_vae_epochs(X, n_epochs, batch_size=256, seed=0, labels=False):
+    """The hand-written loop: same module, same GridVAE loss, no skorch.
+
+    ``labels=True`` also does what ``GridVAE.fit`` does after training: the grid cell of
+    each training row's ``mu(x)`` (its ``labels_``).
+    """
     torch.manual_seed(seed)
     module = VAEModule(MLPVAE(X.shape[1], 2, (256, 128)), 2)
-    objective = VAEObjective(prior=GridPrior(check_grid((-2, -1, 0, 1, 2, 3), 2), 1 / 3),
+    grid = check_grid((-2, -1, 0, 1, 2, 3), 2)
+    objective = VAEObjective(prior=GridPrior(grid, 1 / 3),
                              kl_estimator="sample", likelihood="bernoulli",
                              sigma=0.7071067811865476, output_activation="sigmoid")
     opt = torch.optim.Adam(module.parameters(), lr=1e-3)
@@ -48,6 +56,11 @@ def plain_vae_epochs(X, n_epochs, batch_size=256, seed=0):
             opt.zero_grad()
             loss.backward()
             opt.step()
+    if labels:
+        module.eval()
+        with torch.no_grad():
+            mu = module.encode(X)[0].numpy()
+        return module, flat_index(grid_codes(mu, grid), grid)
     return module
 
 
@@ -92,6 +105,10 @@ def main():
         compare("GridVAE five epochs vs plain torch loop",
                 lambda: GridVAE(max_epochs=5, random_state=0, device="cpu").fit(Xtr),
                 lambda: plain_vae_epochs(Xtr, 5), repeat=3, warmup=1)
+        # like for like: the plain loop also finds the training rows' grid cells (labels_)
+        compare("GridVAE one epoch vs plain torch loop + labels_ of the training rows",
+                lambda: GridVAE(max_epochs=1, random_state=0, device="cpu").fit(Xtr),
+                lambda: plain_vae_epochs(Xtr, 1, labels=True), repeat=5, warmup=1)
         return
     timed("GridVAE.fit 150 epochs (A1)",
           lambda: GridVAE(max_epochs=150, random_state=0, device="cpu").fit(Xtr), target=60)

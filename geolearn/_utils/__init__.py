@@ -5,6 +5,7 @@ from .memory import check_memory
 from .parallel import resolve_n_jobs, thread_map
 from .progress import progress_bar
 from .random import row_generators, row_seeds
+from .tensor_data import TensorBatches, TensorDataset, collate_batch
 from .torch import (
     blas_threads,
     iter_batches,
@@ -36,6 +37,8 @@ from .validation import (
 from .warn import warn_user
 
 __all__ = [
+    "TensorBatches",
+    "TensorDataset",
     "blas_threads",
     "check_choice",
     "check_diagram",
@@ -52,6 +55,7 @@ __all__ = [
     "check_scalar_param",
     "check_squares_finite",
     "check_tensor",
+    "collate_batch",
     "discard_fitted",
     "fitted_on_success",
     "iter_batches",

@@ -16,7 +16,7 @@ import torch
 from sklearn.utils._param_validation import Interval
 
 from ..models import ObjectiveNet, SkorchTrainingMixin
-from ..models._internal import TensorDataset, collate_batch
+from .tensor_data import TensorDataset, collate_batch
 
 #: Constraints of the parameters every torch-trained estimator of the family has.
 NET_CONSTRAINTS = {

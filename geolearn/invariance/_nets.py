@@ -9,7 +9,7 @@ from skorch.callbacks import Callback, EpochScoring, PassthroughScoring
 from skorch.utils import to_numpy, to_tensor
 from torch import nn
 
-from ..models._internal import floats_in_history, weighted_mean
+from ..models._internal import LeanLoopMixin, floats_in_history, weighted_mean
 
 ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "gelu": nn.GELU}
 
@@ -99,7 +99,7 @@ def labels_of(y):
     return to_numpy(y[0] if isinstance(y, (tuple, list)) else y)
 
 
-class InvarianceNet(NeuralNetClassifier):
+class InvarianceNet(LeanLoopMixin, NeuralNetClassifier):
     """skorch classifier whose training forward adds group augmentation and the regulariser.
 
     In training mode :meth:`infer` draws the augmentation and makes one forward

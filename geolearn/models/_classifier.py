@@ -25,8 +25,8 @@ from sklearn.utils.validation import (
 )
 from skorch.utils import to_numpy
 
-from .._utils import check_hidden_sizes
-from ._training import SkorchTrainingMixin, TensorDataset, weighted_mean
+from .._utils import TensorDataset, check_hidden_sizes
+from ._training import LeanLoopMixin, SkorchTrainingMixin, weighted_mean
 
 
 def _mlp_module(n_features, n_classes, hidden_layer_sizes=(16,)):
@@ -69,7 +69,7 @@ FLOAT32_WEIGHTS_REASON = (
     "dropping the row exactly")
 
 
-class WeightedLossNetMixin:
+class WeightedLossNetMixin(LeanLoopMixin):
     """skorch classifier-net mixin: a target ``(y, sample_weight)`` weights the criterion.
 
     The net of a :class:`SkorchClassifierMixin` classifier fitted with
@@ -77,7 +77,8 @@ class WeightedLossNetMixin:
     ``get_loss`` then returns ``sum_i w_i l_i / sum_i w_i`` of the criterion's
     per-sample losses ``l_i`` (its ``reduction="none"``), so that integer weights
     equal repeated rows and a weight 0 drops a row. A plain target gives the
-    criterion as it is. Put it before ``NeuralNetClassifier`` in the bases; a
+    criterion as it is. It trains through :class:`LeanLoopMixin`'s loop. Put it before
+    ``NeuralNetClassifier`` in the bases; a
     subclass's ``get_loss`` that adds per-sample terms of its own reads the
     weights with :meth:`split_target`.
 

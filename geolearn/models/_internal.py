@@ -7,6 +7,7 @@ the response reader, the torch counterparts of scikit-learn layers) is here, so 
 shared without becoming public. Names may change between releases without notice.
 """
 
+from .._utils import TensorDataset, collate_batch
 from ._adapter import LayerNotReachedError, saved_bytes
 from ._classifier import FLOAT32_WEIGHTS_REASON, WeightedLossNetMixin
 from ._fitting import fit_router, is_prefit, route_fit_params, tabular_input
@@ -16,9 +17,8 @@ from ._sklearn import Affine, BinaryProba
 from ._tail import split_torch_tail
 from ._training import (
     FunctionalCriterion,
+    LeanLoopMixin,
     RaiseOnNonFiniteLoss,
-    TensorDataset,
-    collate_batch,
     floats_in_history,
     softmax_rows,
     unwrap_module,
@@ -33,6 +33,7 @@ __all__ = [
     "BinaryProba",
     "FunctionalCriterion",
     "LayerNotReachedError",
+    "LeanLoopMixin",
     "RaiseOnNonFiniteLoss",
     "TensorDataset",
     "WeightedLossNetMixin",

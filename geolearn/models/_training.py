@@ -14,10 +14,15 @@ import torch
 from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNet
 from skorch.callbacks import Callback, EarlyStopping, PassthroughScoring, ProgressBar
-from skorch.utils import to_tensor
+from skorch.dataset import get_len
+from skorch.utils import TeeGenerator, to_tensor
+from torch.utils.data import DataLoader
 
 from .._utils import (
+    TensorBatches,
+    TensorDataset,
     check_scalar_param,
+    collate_batch,
     discard_fitted,
     on_module_threads,
     resolve_device,
@@ -39,6 +44,9 @@ NET_SETTINGS = ("train_split", "compile", "optimizer", "criterion", "iterator_tr
 #: torch optimisers whose multi-tensor update (``foreach=True``) gives the per-parameter
 #: loop's values bit for bit (see :func:`use_foreach_update`).
 FOREACH_OPTIMIZERS = (torch.optim.Adam, torch.optim.AdamW, torch.optim.SGD)
+
+#: skorch's notifications of every batch (see :class:`LeanLoopMixin`).
+BATCH_HOOKS = ("on_batch_begin", "on_batch_end", "on_grad_computed")
 
 
 def unwrap_module(module):
@@ -71,78 +79,6 @@ def unwrap_module(module):
     while isinstance(module, wrappers):
         module = module.module
     return module
-
-
-class TensorDataset(torch.utils.data.Dataset):
-    """Rows of a tensor ``X`` (and ``y``), fetched a whole batch at a time.
-
-    ``__getitems__`` lets the DataLoader index the batch in one call instead of
-    collating ``batch_size`` single rows, which dominates the step time of small
-    networks. Use it with ``iterator_train__collate_fn=collate_batch``.
-
-    Parameters
-    ----------
-    X : torch.Tensor of shape (n_samples, ...)
-        The inputs.
-    y : torch.Tensor of shape (n_samples, ...), optional
-        The targets; without them a batch's ``y`` is an empty ``(n, 0)`` tensor.
-    sample_weight : torch.Tensor of shape (n_samples,), optional
-        Per-sample weights: a batch's ``y`` is then the pair ``(y, sample_weight)``,
-        which :class:`FunctionalCriterion` turns into a weighted mean of the
-        per-sample losses.
-
-    Examples
-    --------
-    >>> import torch
-    >>> from geolearn.models._internal import TensorDataset
-    >>> ds = TensorDataset(torch.arange(6.0).reshape(3, 2), torch.tensor([0, 1, 0]))
-    >>> X, y = ds.__getitems__([2, 0])
-    >>> X.tolist(), y.tolist(), len(ds)
-    ([[4.0, 5.0], [0.0, 1.0]], [0, 0], 3)
-    """
-
-    def __init__(self, X, y=None, sample_weight=None):
-        self.X = X
-        self.y = y
-        self.sample_weight = sample_weight
-
-    def __len__(self):
-        return len(self.X)
-
-    def __getitem__(self, i):
-        return self.__getitems__([i])
-
-    def __getitems__(self, indices):
-        idx = torch.as_tensor(indices, dtype=torch.long)
-        y = self.y[idx] if self.y is not None else torch.empty(len(idx), 0)
-        if self.sample_weight is not None:
-            return self.X[idx], (y, self.sample_weight[idx])
-        return self.X[idx], y
-
-
-def collate_batch(batch):
-    """Identity collate: :class:`TensorDataset` already returns whole batches.
-
-    Parameters
-    ----------
-    batch : tuple of torch.Tensor
-        ``(X, y)`` as returned by ``TensorDataset.__getitems__``.
-
-    Returns
-    -------
-    batch : tuple of torch.Tensor
-        ``batch`` unchanged.
-
-    Examples
-    --------
-    >>> import torch
-    >>> from torch.utils.data import DataLoader
-    >>> from geolearn.models._internal import TensorDataset, collate_batch
-    >>> ds = TensorDataset(torch.zeros(5, 2), torch.ones(5))
-    >>> [tuple(X.shape) for X, _ in DataLoader(ds, batch_size=2, collate_fn=collate_batch)]
-    [(2, 2), (2, 2), (1, 2)]
-    """
-    return batch
 
 
 class RaiseOnNonFiniteLoss(Callback):
@@ -423,10 +359,16 @@ def floats_in_history(history):
         return
     pending = [(row, key) for row in history[-1]["batches"] for key, value in row.items()
                if isinstance(value, torch.Tensor)]
-    if pending:
-        values = torch.stack([row[key].double().reshape(()) for row, key in pending]).tolist()
-        for (row, key), value in zip(pending, values):
-            row[key] = value
+    if not pending:
+        return
+    tensors = [row[key] for row, key in pending]
+    if all(value.device.type == "cpu" for value in tensors):
+        # no transfer to save: each float directly (the same doubles, ten times faster)
+        values = [float(value) for value in tensors]
+    else:
+        values = torch.stack([value.double().reshape(()) for value in tensors]).tolist()
+    for (row, key), value in zip(pending, values):
+        row[key] = value
 
 
 def use_foreach_update(net, min_tensors=6):
@@ -471,7 +413,149 @@ def use_foreach_update(net, min_tensors=6):
             group["foreach"] = True
 
 
-class ObjectiveNet(NeuralNet):
+def batch_len(X):
+    """skorch's ``get_len`` of a batch's ``X``, directly for a tensor or a dict of tensors.
+
+    skorch flattens any structure into a set of lengths (about 9 us a step for a dict).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from geolearn.models._training import batch_len
+    >>> batch_len(torch.zeros(3, 2)), batch_len({"a": torch.zeros(4), "b": torch.ones(4, 2)})
+    (3, 4)
+    """
+    if isinstance(X, torch.Tensor):
+        return len(X)
+    if type(X) is dict and all(isinstance(value, torch.Tensor) for value in X.values()):
+        lengths = {len(value) for value in X.values()}
+        if len(lengths) == 1:
+            return lengths.pop()
+    return get_len(X)  # its error for inconsistent lengths, its rules for other data
+
+
+class LeanLoopMixin:
+    """skorch's training loop without the per-batch work nothing uses; the same steps.
+
+    A mixin of skorch net classes, before skorch's class in the bases
+    (:class:`ObjectiveNet` and geolearn's classifier nets have it). It changes
+    what a step costs, not what it computes (weights and history bit for bit):
+
+    - the per-batch notifications (:data:`BATCH_HOOKS`) reach the net and the
+      callbacks that override them, not those that keep skorch's no-op (skorch's
+      default callbacks, :class:`RaiseOnNonFiniteLoss`, ...); the listeners are
+      taken at each epoch's start and dropped at its end;
+    - ``module.train()`` (which walks every submodule, about 4 us each) runs only when a
+      module of the net is not in training mode already (skorch calls it every step);
+    - a step of a net with one optimiser of :data:`FOREACH_OPTIMIZERS` (which
+      evaluate a closure once, before their update) runs without skorch's closure
+      and step accumulator: gradients (enabled, as the optimiser enables them for a
+      closure), ``on_grad_computed``, then ``step()``;
+    - a :class:`~geolearn._utils.TensorDataset` with skorch's default
+      ``DataLoader`` set with ``collate_fn=collate_batch`` and at most
+      ``batch_size``, ``shuffle`` and ``drop_last`` is iterated by
+      :class:`~geolearn._utils.TensorBatches`: the loader's batches, in its order
+      from its random draws, each indexed at once instead of through the per-row
+      sampler. A subclass that overrides ``get_iterator`` (such as skorch's
+      ``AccelerateMixin``, which shards the loader) keeps the ``DataLoader``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from skorch import NeuralNetRegressor
+    >>> from geolearn.models._training import LeanLoopMixin
+    >>> from geolearn._utils import TensorDataset, collate_batch
+    >>> class Net(LeanLoopMixin, NeuralNetRegressor):
+    ...     pass
+    >>> net = Net(torch.nn.Linear(2, 1), batch_size=4, iterator_train__shuffle=True,
+    ...           iterator_train__collate_fn=collate_batch).initialize()
+    >>> type(net.get_iterator(TensorDataset(torch.zeros(10, 2)), training=True)).__name__
+    'TensorBatches'
+    """
+
+    def get_iterator(self, dataset, training=False):
+        prefix = "iterator_train" if training else "iterator_valid"
+        kwargs = self.get_params_for(prefix)
+        if (getattr(self, prefix) is DataLoader and type(dataset) is TensorDataset
+                and len(dataset) and type(self).get_iterator is LeanLoopMixin.get_iterator
+                and kwargs.get("collate_fn") is collate_batch
+                and set(kwargs) <= {"batch_size", "shuffle", "drop_last", "collate_fn"}):
+            batch_size = kwargs.get("batch_size", self.batch_size)
+            return TensorBatches(dataset, len(dataset) if batch_size == -1 else batch_size,
+                                 shuffle=bool(kwargs.get("shuffle", False)),
+                                 drop_last=bool(kwargs.get("drop_last", False)))
+        return super().get_iterator(dataset, training=training)
+
+    def run_single_epoch(self, iterator, training, prefix, step_fn, **fit_params):
+        # skorch's loop, recording the same batch rows
+        if iterator is None:
+            return
+        history, loss_key, size_key = self.history, prefix + "_loss", prefix + "_batch_size"
+        batch_count = 0
+        for batch in iterator:
+            self.notify("on_batch_begin", batch=batch, training=training)
+            step = step_fn(batch, **fit_params)
+            history.record_batch(loss_key, step["loss"].item())
+            history.record_batch(size_key, batch_len(batch[0] if isinstance(batch, (tuple, list))
+                                                     else batch))
+            self.notify("on_batch_end", batch=batch, training=training, **step)
+            batch_count += 1
+        history.record(prefix + "_batch_count", batch_count)
+
+    def train_step(self, batch, **fit_params):
+        if not getattr(self, "_closure_free", False):
+            return super().train_step(batch, **fit_params)
+        # the optimiser evaluated skorch's closure with gradients on, even in a no_grad block
+        with torch.enable_grad():
+            self._zero_grad_optimizer()
+            step = self.train_step_single(batch, **fit_params)
+            self.notify("on_grad_computed", batch=batch, training=True,
+                        named_parameters=TeeGenerator(self.get_all_learnable_params()))
+        self.optimizer_.step()
+        return step
+
+    def _set_training(self, training=True):
+        modules = getattr(self, "_epoch_modules", None)
+        if modules is None or any(module.training != training for module in modules):
+            super()._set_training(training)
+
+    def notify(self, method_name, **cb_kwargs):
+        listeners = getattr(self, "_batch_listeners", None)
+        if listeners is None or method_name not in listeners:
+            return super().notify(method_name, **cb_kwargs)
+        getattr(self, method_name)(self, **cb_kwargs)
+        for cb in listeners[method_name]:
+            getattr(cb, method_name)(self, **cb_kwargs)
+
+    def on_epoch_begin(self, net, **kwargs):
+        super().on_epoch_begin(net, **kwargs)
+        self._batch_listeners = {
+            hook: [cb for _, cb in self.callbacks_
+                   if getattr(type(cb), hook, None) is not getattr(Callback, hook)]
+            for hook in BATCH_HOOKS}
+        self._epoch_modules = [
+            submodule for name in self._modules + self._criteria
+            for module in [getattr(self, name + "_")] if isinstance(module, torch.nn.Module)
+            for submodule in module.modules()]
+        net_class = type(self)
+        self._closure_free = (
+            list(self._optimizers) == ["optimizer"]
+            and type(getattr(self, "optimizer_", None)) in FOREACH_OPTIMIZERS
+            and net_class._step_optimizer is NeuralNet._step_optimizer
+            and net_class.get_train_step_accumulator is NeuralNet.get_train_step_accumulator)
+
+    def on_epoch_end(self, net, **kwargs):
+        # outside an epoch every callback hears every hook, and steps take skorch's route
+        self._batch_listeners = self._closure_free = self._epoch_modules = None
+        super().on_epoch_end(net, **kwargs)
+
+    def on_train_end(self, net, **kwargs):
+        # an interrupted epoch's too
+        self._batch_listeners = self._closure_free = self._epoch_modules = None
+        super().on_train_end(net, **kwargs)
+
+
+class ObjectiveNet(LeanLoopMixin, NeuralNet):
     """A skorch ``NeuralNet`` whose loss is ``objective(module, y_pred, X, y, epoch)``.
 
     The objective returns ``(loss, parts)``; each part (a scalar tensor) is
@@ -539,6 +623,16 @@ class ObjectiveNet(NeuralNet):
     def on_train_end(self, net, **kwargs):
         floats_in_history(self.history)  # an interrupted epoch's parts too
         super().on_train_end(net, **kwargs)
+
+
+@functools.cache
+def _skorch_settings_of(cls):
+    # once per class: inspect.signature costs about 0.1 ms, and a fit asks several times
+    import inspect
+
+    own = {p.name for p in inspect.signature(cls).parameters.values()
+           if p.kind is not p.VAR_KEYWORD} | set(cls._refused_net_settings)
+    return tuple(name for name in NET_SETTINGS if name not in own)
 
 
 class SkorchTrainingMixin:
@@ -619,11 +713,7 @@ class SkorchTrainingMixin:
     @classmethod
     def _skorch_settings(cls):
         """The unprefixed skorch settings this estimator takes as keyword arguments."""
-        import inspect
-
-        own = {p.name for p in inspect.signature(cls).parameters.values()
-               if p.kind is not p.VAR_KEYWORD} | set(cls._refused_net_settings)
-        return tuple(name for name in NET_SETTINGS if name not in own)
+        return _skorch_settings_of(cls)
 
     def _is_net_param(self, key):
         return (key.startswith(NET_PARAM_PREFIXES) or key in self._skorch_settings()
