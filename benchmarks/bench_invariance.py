@@ -22,8 +22,8 @@ import time
 
 import numpy as np
 import torch
-from skorch import NeuralNetClassifier
 from sklearn.model_selection import train_test_split
+from skorch import NeuralNetClassifier
 
 from benchmarks._runner import compare, header, run_main
 from geolearn.datasets import make_transforming_mnist

@@ -17,8 +17,13 @@ from sklearn.model_selection import train_test_split
 from sklearn.pipeline import make_pipeline
 
 from geolearn.plotting import SVBFConvergenceDisplay
-from geolearn.subspaces import (SVBF, SubspaceEmbedding, SVBFClassifier, make_subspace_sets,
-                                working_dimension)
+from geolearn.subspaces import (
+    SVBF,
+    SubspaceEmbedding,
+    SVBFClassifier,
+    make_subspace_sets,
+    working_dimension,
+)
 
 digits = load_digits()
 keep = np.isin(digits.target, [3, 8])

@@ -19,10 +19,10 @@ from geolearn.adversarial import make_risk_scorer
 from geolearn.datasets import make_circle_classification, make_circle_points
 from geolearn.diffeo import make_stability_scorer
 from geolearn.disentanglement.metrics import make_disentanglement_scorer
-from geolearn.meta_learning.metrics import make_manifold_scorer
-from geolearn.ood.metrics import make_ood_auroc_scorer
 from geolearn.invariance import make_invariance_scorer
 from geolearn.manifold import SphereManifold
+from geolearn.meta_learning.metrics import make_manifold_scorer
+from geolearn.ood.metrics import make_ood_auroc_scorer
 from geolearn.representations import categorical_rdm, make_rdm_scorer
 from geolearn.topology import make_diagram_distance_scorer
 

@@ -12,7 +12,6 @@ from functools import partial
 import numpy as np
 import torch
 import torch.nn.functional as F
-
 from sklearn.utils import check_random_state
 
 from .._utils import (

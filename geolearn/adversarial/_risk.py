@@ -10,17 +10,16 @@ indicators are lower estimates (an attack can miss), grids exact up to their ste
 
 import functools
 import warnings
-
-import numpy as np
 from numbers import Integral, Real
 
+import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import Bunch
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._utils import check_choice, check_scalar_param, check_squares_finite, progress_bar
+from .._utils import check_choice, check_scalar_param, check_squares_finite, progress_bar, warn_user
 from ..exceptions import GeolearnWarning
 from ._manifold_attacks import (
     MAX_GRID,
@@ -44,9 +43,15 @@ from ._manifold_attacks import (
     resolve_in_method,
     tangent_pgd,
 )
-from ._pgd import (LOSSES, NORMS, Classifier, check_attack_params, flat_inputs, label_indices,
-                   run_attack)
-from .._utils import warn_user
+from ._pgd import (
+    LOSSES,
+    NORMS,
+    Classifier,
+    check_attack_params,
+    flat_inputs,
+    label_indices,
+    run_attack,
+)
 
 ATTACKS = ("auto", "grid", "pgd", "tangent_pgd", "project", "latent")
 NNR_METHODS = ("probe", "sample", "none")

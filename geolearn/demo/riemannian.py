@@ -19,8 +19,8 @@ def _boundary_contrast(points, log_v):
 
 def run(outdir=None, *, full=False):
     import torch
-    from skorch import NeuralNetClassifier
     from sklearn.svm import SVC
+    from skorch import NeuralNetClassifier
 
     from geolearn.datasets import make_sinusoid_boundary
     from geolearn.riemannian import ConformalKernelSVC, RiemannianFeatureGeometry, ShallowNet

@@ -12,8 +12,13 @@ def run(outdir=None, *, full=False):
     from sklearn.pipeline import make_pipeline
 
     from geolearn.datasets import make_planted_variety
-    from geolearn.subspaces import (SVBF, SubspaceEmbedding, SVBFClassifier,
-                                    make_subspace_sets, working_dimension)
+    from geolearn.subspaces import (
+        SVBF,
+        SubspaceEmbedding,
+        SVBFClassifier,
+        make_subspace_sets,
+        working_dimension,
+    )
 
     sets, W = make_planted_variety(120, 50, set_dim=2, variety_dim=3, random_state=0)
     train, test = sets[:60], sets[60:]

@@ -35,6 +35,7 @@ from ._losses import (
 )
 from ._modules import build_vae_module
 
+
 class VAEObjective:
     """Per-sample negative ELBO (+ guidance, + weighted cross-entropy) for training and scoring.
 

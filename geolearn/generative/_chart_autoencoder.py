@@ -12,7 +12,11 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
 from .._utils import check_hidden_sizes, check_scalar_param, to_numpy
-from .._utils.autoencoder import ImageOutputMixin, LatentInterpolationMixin, ReconstructionScoreMixin
+from .._utils.autoencoder import (
+    ImageOutputMixin,
+    LatentInterpolationMixin,
+    ReconstructionScoreMixin,
+)
 from .._utils.torch_estimator import EPOCH_CONSTRAINTS, NET_CONSTRAINTS
 from ..models import frozen
 from ..models._internal import weighted_mean

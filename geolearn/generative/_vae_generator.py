@@ -10,7 +10,11 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._utils import check_hidden_sizes, check_scalar_param
-from .._utils.autoencoder import ImageOutputMixin, LatentInterpolationMixin, ReconstructionScoreMixin
+from .._utils.autoencoder import (
+    ImageOutputMixin,
+    LatentInterpolationMixin,
+    ReconstructionScoreMixin,
+)
 from .._utils.torch_estimator import EPOCH_CONSTRAINTS, NET_CONSTRAINTS
 from ._base import BaseVAE, VAEObjective
 from ._modules import build_generator_module

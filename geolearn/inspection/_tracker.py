@@ -1,8 +1,8 @@
 """``GeometryTracker``: measures recorded in a skorch net's history as it trains."""
 
 import numpy as np
-from skorch.callbacks import Callback
 from sklearn.utils import check_random_state
+from skorch.callbacks import Callback
 
 from .._utils import check_scalar_param
 from ._measures import evaluate_measure, resolve_measures

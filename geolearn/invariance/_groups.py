@@ -3,8 +3,8 @@
 import numpy as np
 import torch
 
-from ..exceptions import GeolearnWarning
 from .._utils import warn_user
+from ..exceptions import GeolearnWarning
 
 MAX_ORDER = 64
 

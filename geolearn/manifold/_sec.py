@@ -9,10 +9,10 @@ from sklearn.base import BaseEstimator, _fit_context, clone
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from .._utils import warn_user
 from ..exceptions import GeolearnWarning, NumericalWarning
 from ._cidm import CIDM
 from ._tangent import orthonormal_basis
-from .._utils import warn_user
 
 
 def _pair_sums(c, w):

@@ -5,7 +5,6 @@ import numpy as np
 from ._base import axes_row
 from ._generative import colour_mosaic
 
-
 #: History columns that are not curves to draw.
 _NOT_CURVES = ("epoch", "iteration", "batches", "dur", "train_batch_count", "valid_batch_count")
 

@@ -17,13 +17,13 @@ from .._utils import (
     small_ops_threads,
     thread_map,
     to_tensor,
+    warn_user,
 )
 from ..exceptions import ConvergenceWarning
 from ._adam import adam_solve
 from ._grassmann import angles_kernel, check_metric, distance_from_angles, stacked_flag_mean
 from ._solvers import mm_solve, objective_and_gradient, polar
 from ._validation import _SetsMixin
-from .._utils import warn_user
 
 _DEFAULT_MAX_ITER = {"mm": 1000, "adam": 40000}
 

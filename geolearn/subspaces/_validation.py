@@ -3,9 +3,9 @@
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_consistent_length, column_or_1d
 
+from .._utils import warn_user
 from ..exceptions import GeolearnWarning
 from ._sets import as_bases, check_sets
-from .._utils import warn_user
 
 # sklearn's dtype check casts random tables to integers, which leaves all-zero rows.
 ZERO_SET_CHECKS = {

@@ -8,9 +8,9 @@ from scipy.optimize import linear_sum_assignment
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import maximum_bipartite_matching
 
+from .._utils import check_choice, warn_user
 from .._utils.validation import check_diagram
 from ..exceptions import GeolearnWarning
-from .._utils import check_choice, warn_user
 
 _WARN_SIZE = 5000
 #: Finite points (both diagrams together) beyond which ``backend="auto"`` uses hera's

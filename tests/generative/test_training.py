@@ -10,9 +10,9 @@ import pickle
 import numpy as np
 import pytest
 import torch
-from skorch.callbacks import Callback, EarlyStopping
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
+from skorch.callbacks import Callback, EarlyStopping
 
 from geolearn.generative import (
     DiffusionDensity,

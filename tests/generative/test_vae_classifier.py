@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 import torch
+from scipy.special import softmax
 from sklearn.exceptions import NotFittedError
 from sklearn.frozen import FrozenEstimator
-from scipy.special import softmax
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import Pipeline
 

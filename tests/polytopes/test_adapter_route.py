@@ -20,8 +20,13 @@ from torch import nn
 
 import geolearn.polytopes._local_linear as local_linear_module
 import geolearn.polytopes._network as network_module
-from geolearn.polytopes import (LocalLinearClustering, LocalLinearMap, ReLUPolytopes,
-                                as_relu_network, local_rows)
+from geolearn.polytopes import (
+    LocalLinearClustering,
+    LocalLinearMap,
+    ReLUPolytopes,
+    as_relu_network,
+    local_rows,
+)
 from tests.test_architecture import ROOT, _model_type_branches, _private_imports
 
 from ._nets import Wrapped, gaussian_net

@@ -1,7 +1,12 @@
 """Estimator-check instances of the subspaces family (2-D input: one vector per set)."""
 
-from geolearn.subspaces import (CentroidSoftmaxClassifier, SubspaceEmbedding, SVBF,
-                                SVBFClassifier, SVBFNetClassifier)
+from geolearn.subspaces import (
+                                SVBF,
+                                CentroidSoftmaxClassifier,
+                                SubspaceEmbedding,
+                                SVBFClassifier,
+                                SVBFNetClassifier,
+)
 
 ESTIMATORS = [
     SVBF(n_components=1, random_state=0),

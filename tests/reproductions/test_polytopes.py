@@ -24,8 +24,7 @@ from geolearn.polytopes import (
 )
 from geolearn.polytopes._maps import forward_bits
 from geolearn.polytopes._stats import hamming
-from tests.polytopes._nets import (check_xor_regions, gaussian_net, sequential, simplex_net,
-                                   xor_net)
+from tests.polytopes._nets import check_xor_regions, gaussian_net, sequential, simplex_net, xor_net
 
 
 # ----------------------------------------------------------------------------- helpers

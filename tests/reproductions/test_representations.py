@@ -16,13 +16,13 @@ from torch import nn
 
 from geolearn.adversarial import carlini_wagner_l2, fgsm, pgd
 from geolearn.datasets import load_digits_images
-from geolearn.exceptions import GeolearnWarning
 from geolearn.demo.representations import (
     digits_cnn,
     digits_experiment_data,
     digits_ffnn,
     train_digits_net,
 )
+from geolearn.exceptions import GeolearnWarning
 from geolearn.representations import (
     CanonicalAdversarialDetector,
     LinearEmbeddingMap,

@@ -6,10 +6,15 @@ from sklearn.datasets import load_digits
 from sklearn.model_selection import StratifiedShuffleSplit
 from sklearn.pipeline import make_pipeline
 
-from geolearn.subspaces import (SVBF, CentroidSoftmaxClassifier, SubspaceEmbedding,
-                                SVBFClassifier, make_subspace_sets, working_dimension)
-from tests.subspaces._data import (common_line_sets, haar_sets, orth, projector,
-                                   random_orthogonal)
+from geolearn.subspaces import (
+    SVBF,
+    CentroidSoftmaxClassifier,
+    SubspaceEmbedding,
+    SVBFClassifier,
+    make_subspace_sets,
+    working_dimension,
+)
+from tests.subspaces._data import common_line_sets, haar_sets, orth, projector, random_orthogonal
 
 
 # --------------------------------------------------------------------------- E1

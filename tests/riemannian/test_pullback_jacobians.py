@@ -8,8 +8,11 @@ import torch
 from torch import nn
 
 from geolearn.models import ModelAdapter, as_model
-from geolearn.riemannian import PullbackMetric, RiemannianFeatureGeometry
-from geolearn.riemannian import _metrics  # its iter_batches is patched to see the chunks
+from geolearn.riemannian import (
+    PullbackMetric,
+    RiemannianFeatureGeometry,
+    _metrics,  # its iter_batches is patched to see the chunks
+)
 
 F64 = torch.float64
 

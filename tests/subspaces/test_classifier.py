@@ -5,8 +5,13 @@ import pytest
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
 
-from geolearn.subspaces import (SVBF, CentroidSoftmaxClassifier, SubspaceEmbedding,
-                                SVBFClassifier, principal_angles)
+from geolearn.subspaces import (
+    SVBF,
+    CentroidSoftmaxClassifier,
+    SubspaceEmbedding,
+    SVBFClassifier,
+    principal_angles,
+)
 from tests.helpers import check_bad_inputs, check_pipeline_gridsearch_pickle
 
 from ._data import orth

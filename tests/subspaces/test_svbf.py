@@ -9,8 +9,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sklearn.exceptions import ConvergenceWarning
 
-from geolearn.subspaces import (SVBF, flag_mean, principal_angles, schubert_distance,
-                                working_dimension)
+from geolearn.subspaces import (
+    SVBF,
+    flag_mean,
+    principal_angles,
+    schubert_distance,
+    working_dimension,
+)
 from tests.helpers import check_bad_inputs, check_pipeline_gridsearch_pickle
 
 from ._data import common_line_sets, haar_sets, orth, projector, random_orthogonal
