@@ -8,6 +8,7 @@ criterion, an :class:`ObjectiveNet`.
 """
 
 import functools
+import inspect
 
 import numpy as np
 import torch
@@ -628,8 +629,6 @@ class ObjectiveNet(LeanLoopMixin, NeuralNet):
 @functools.cache
 def _skorch_settings_of(cls):
     # once per class: inspect.signature costs about 0.1 ms, and a fit asks several times
-    import inspect
-
     own = {p.name for p in inspect.signature(cls).parameters.values()
            if p.kind is not p.VAR_KEYWORD} | set(cls._refused_net_settings)
     return tuple(name for name in NET_SETTINGS if name not in own)
