@@ -8,6 +8,7 @@ from .random import row_generators, row_seeds
 from .tensor_data import TensorBatches, TensorDataset, collate_batch
 from .torch import (
     blas_threads,
+    busy_blas_threads,
     iter_batches,
     on_module_threads,
     resolve_device,
@@ -40,6 +41,7 @@ __all__ = [
     "TensorBatches",
     "TensorDataset",
     "blas_threads",
+    "busy_blas_threads",
     "check_choice",
     "check_diagram",
     "check_diagrams",

@@ -215,6 +215,46 @@ def blas_threads(n_threads):
     return _threadpool_controller().limit(limits=n_threads, user_api="blas")
 
 
+def other_runnable_tasks(samples=3):
+    """How many tasks besides this one the kernel could run right now (Linux), or None.
+
+    The fourth field of ``/proc/loadavg`` counts the runnable tasks at this instant (the
+    caller's thread among them), unlike the load averages, which lag a new process by a
+    minute. The least of a few reads, so that a task caught waking for a moment is not
+    taken for a busy process.
+    """
+    counts = []
+    for _ in range(samples):
+        try:
+            with open("/proc/loadavg") as f:
+                counts.append(int(f.read().split()[3].split("/")[0]) - 1)
+        except (OSError, IndexError, ValueError):
+            return None
+    return max(0, min(counts))
+
+
+def busy_blas_threads():
+    """:func:`blas_threads` for a large BLAS or LAPACK call: one thread beside other work.
+
+    Such a call (the dense eigensolve of a few thousand points) uses the caller's threads
+    well on an otherwise idle machine, but its threads wait for each other when another
+    process holds a core: on 2 cores, one thread measured 1.6x slower idle and 1.5x faster
+    beside one busy process. So the caller's setting while no other task is runnable, one
+    thread while one is (or the caller's setting where the count is unknown).
+
+    Returns
+    -------
+    context : context manager
+
+    Examples
+    --------
+    >>> from geolearn._utils.torch import busy_blas_threads
+    >>> with busy_blas_threads():
+    ...     pass
+    """
+    return blas_threads(1 if other_runnable_tasks() else None)
+
+
 @contextmanager
 def small_ops_threads(module=None, *, device=None, blas=False):
     """Run a block of many small operations on one thread, restoring the caller's setting after.

@@ -13,7 +13,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._utils import (
-    blas_threads,
+    busy_blas_threads,
     check_memory,
     check_squares_finite,
     fitted_on_success,
@@ -439,9 +439,9 @@ class CIDM(TransformerMixin, BaseEstimator):
             solver = "dense" if L > N / 3 or N <= _AUTO_LAPACK else "arpack"
         if solver == "arpack" and L >= N:
             raise ValueError(f"eigen_solver='arpack' needs n_eigenpairs < N = {N}; use 'dense'.")
-        # one BLAS thread: ARPACK's and LOBPCG's products are small, and the dense solve's
-        # two threads collapse beside another busy process (docs/user_guide/threads.md)
-        with blas_threads(1):
+        # the dense solve's threads collapse beside another busy process, and help idle
+        # (docs/user_guide/threads.md)
+        with busy_blas_threads():
             lam, v = top_eigenpairs(sym, L, solver, self.tol,
                                     check_random_state(self.random_state), device=device)
         if abs(lam[0] - 1) > 1e-8:
