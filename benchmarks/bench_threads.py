@@ -105,13 +105,14 @@ def inference_figures(repeat):
 
 def blas_figures(repeat):
     """The BLAS audit: one BLAS thread (ours where applied) against the caller's threads."""
+    import functools
     import sys
     from contextlib import nullcontext
     from pathlib import Path
 
     import numpy as np
 
-    from geolearn._utils import small_ops_threads
+    from geolearn._utils import blas_threads, small_ops_threads
     from geolearn.disentanglement.metrics import disentanglement_report
     from geolearn.manifold import OnManifoldPGD
     from geolearn.polytopes import LocalLinearMap
@@ -155,13 +156,16 @@ def blas_figures(repeat):
         torus = make_torus_points(n, R=1.0, r=1.0, random_state=0)
         cidm = CIDM(n_eigenpairs=20, n_neighbors=int(np.ceil(np.log(n) ** 2)), random_state=0)
 
-        def caller_threads(fit=cidm.fit, torus=torus):  # fit before the eigensolver's limit
-            with mock.patch.object(_cidm, "blas_threads", lambda n_threads: nullcontext()):
+        def fit_with(threads, fit=cidm.fit, torus=torus):  # the eigensolver's thread block
+            with mock.patch.object(_cidm, "busy_blas_threads", threads):
                 fit(torus)
 
+        caller = functools.partial(fit_with, nullcontext)
         compare(f"CIDM fit, N = {n} torus points ({solver} eigensolver on one BLAS thread vs "
-                "caller's)", lambda fit=cidm.fit, torus=torus: fit(torus), caller_threads,
+                "caller's)", functools.partial(fit_with, lambda: blas_threads(1)), caller,
                 repeat=repeat)
+        compare(f"CIDM fit, N = {n}, the rule (one thread only beside other work) vs caller's",
+                lambda fit=cidm.fit, torus=torus: fit(torus), caller, repeat=repeat)
 
     compare("OnManifoldPGD generate (left alone), 200 starts, one BLAS thread vs caller's",
             lambda: generate(small_ops_threads(blas=True)), lambda: generate(nullcontext()),
