@@ -514,6 +514,8 @@ def test_other_runnable_tasks_reads_the_instant_count(monkeypatch, tmp_path):
             return real_open(file, *args, **kwargs)
         return real_open(path, *args, **kwargs)
 
+    assert torch_utils._own_runnable_threads() >= 1  # the thread reading it runs
+    monkeypatch.setattr(torch_utils, "_own_runnable_threads", lambda: 1)
     monkeypatch.setattr("builtins.open", fake_open)
     assert torch_utils.other_runnable_tasks() == 1  # the least of three reads, less this task
     monkeypatch.setattr("builtins.open", lambda *a, **k: (_ for _ in ()).throw(OSError()))

@@ -2,6 +2,7 @@
 
 import functools
 import inspect
+import os
 import threading
 from contextlib import contextmanager, nullcontext
 
@@ -216,21 +217,34 @@ def blas_threads(n_threads):
 
 
 def other_runnable_tasks(samples=3):
-    """How many tasks besides this one the kernel could run right now (Linux), or None.
+    """How many tasks of other processes the kernel could run right now (Linux), or None.
 
-    The fourth field of ``/proc/loadavg`` counts the runnable tasks at this instant (the
-    caller's thread among them), unlike the load averages, which lag a new process by a
-    minute. The least of a few reads, so that a task caught waking for a moment is not
-    taken for a busy process.
+    The fourth field of ``/proc/loadavg`` counts the runnable tasks at this instant, unlike
+    the load averages, which lag a new process by a minute; this process's own runnable
+    threads (the caller, BLAS or OpenMP workers still spinning) are taken off. The least of
+    a few reads, so that a task caught waking for a moment is not taken for a busy process.
     """
     counts = []
     for _ in range(samples):
         try:
             with open("/proc/loadavg") as f:
-                counts.append(int(f.read().split()[3].split("/")[0]) - 1)
+                runnable = int(f.read().split()[3].split("/")[0])
+            counts.append(runnable - _own_runnable_threads())
         except (OSError, IndexError, ValueError):
             return None
     return max(0, min(counts))
+
+
+def _own_runnable_threads():
+    own = 0
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                # the state follows the command name, which is in parentheses
+                own += f.read().rpartition(")")[2].split()[0] == "R"
+        except OSError:  # a thread that ended meanwhile
+            pass
+    return own
 
 
 def busy_blas_threads():
