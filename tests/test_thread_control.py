@@ -287,7 +287,67 @@ def test_small_networks_train_on_one_thread(user_threads, hidden, threads):
 def _blas_threads():
     from threadpoolctl import threadpool_info
 
-    return {info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"}
+    # single-threaded builds (the OpenBLAS that cvxpy's SCS bundles, loaded by whichever test
+    # of the worker imports cvxpy first) hold one thread whatever the limit
+    return {info["num_threads"] for info in threadpool_info()
+            if info["user_api"] == "blas" and info.get("threading_layer") != "disabled"}
+
+
+def test_blas_threads_blocks_overlapping_on_two_threads_restore_the_callers_setting(
+        monkeypatch):
+    # thread A enters, thread B enters, A leaves, B leaves. Saved and restored per block, B
+    # would save A's limit of 1 and restore it last, leaving the process on one thread. A
+    # recording controller stands in for threadpoolctl's: this OpenBLAS ignores limits set
+    # outside the main thread, MKL and other builds do not.
+    import threading
+
+    from geolearn._utils import blas_threads
+    from geolearn._utils import torch as torch_utils
+
+    class Limiter:
+        def __init__(self, state, n):
+            self.state, self.saved = state, state["n"]
+            state["n"] = n
+
+        def restore_original_limits(self):
+            self.state["n"] = self.saved
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.restore_original_limits()
+
+    class Controller:
+        state = {"n": 2}
+
+        def limit(self, limits, user_api):
+            return Limiter(self.state, limits)
+
+    monkeypatch.setattr(torch_utils, "_threadpool_controller", Controller)
+    a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
+    inside = {}
+
+    def a():
+        with blas_threads(1):
+            a_in.set()
+            b_in.wait()
+        a_out.set()
+
+    def b():
+        a_in.wait()
+        with blas_threads(1):
+            b_in.set()
+            a_out.wait()
+            inside["b"] = Controller.state["n"]  # A has left: B's block still holds it
+
+    threads = [threading.Thread(target=f) for f in (a, b)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert inside["b"] == 1
+    assert Controller.state["n"] == 2
 
 
 def test_small_ops_threads_restores_torch_and_blas_after_an_exception(user_threads):

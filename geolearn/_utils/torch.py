@@ -4,7 +4,7 @@ import functools
 import inspect
 import os
 import threading
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 
 import numpy as np
 import scipy.sparse
@@ -193,8 +193,20 @@ def _threadpool_controller():
     return ThreadpoolController()
 
 
+#: The BLAS limit shared by overlapping :func:`blas_threads` blocks (the pools are global).
+_BLAS_LOCK = threading.Lock()
+_blas_limit = {"blocks": 0, "limiter": None}
+
+
+@contextmanager
 def blas_threads(n_threads):
     """A context that runs NumPy's and SciPy's BLAS on ``n_threads`` threads (None: as set).
+
+    BLAS thread counts are global to the process, so blocks that overlap (nested, or on
+    several threads, as concurrent fits in a thread pool) share one limit: the first block
+    sets it and the last one to end restores the caller's counts. Each block saving and
+    restoring on its own would let two threads restore each other's limit, leaving the
+    process on one thread.
 
     Parameters
     ----------
@@ -212,8 +224,21 @@ def blas_threads(n_threads):
     ...     pass
     """
     if n_threads is None:
-        return nullcontext()
-    return _threadpool_controller().limit(limits=n_threads, user_api="blas")
+        yield
+        return
+    with _BLAS_LOCK:
+        if not _blas_limit["blocks"]:
+            _blas_limit["limiter"] = _threadpool_controller().limit(limits=n_threads,
+                                                                    user_api="blas")
+        _blas_limit["blocks"] += 1
+    try:
+        yield
+    finally:
+        with _BLAS_LOCK:
+            _blas_limit["blocks"] -= 1
+            if not _blas_limit["blocks"]:
+                _blas_limit["limiter"].restore_original_limits()
+                _blas_limit["limiter"] = None
 
 
 def other_runnable_tasks(samples=3):
