@@ -6,7 +6,7 @@ from collections import OrderedDict
 import torch
 from skorch import NeuralNetClassifier
 from skorch.callbacks import Callback, EpochScoring, PassthroughScoring
-from skorch.utils import to_numpy
+from skorch.utils import to_numpy, to_tensor
 from torch import nn
 
 from ..models._internal import LeanLoopMixin, floats_in_history, weighted_mean
@@ -126,7 +126,7 @@ class InvarianceNet(LeanLoopMixin, NeuralNetClassifier):
         self._penalty = None
         if not self.module_.training:
             return super().infer(x, **fit_params)
-        x = self.as_tensors(x)
+        x = to_tensor(x, device=self.device)
         if self.augment:
             x, _ = self.group.apply_random(x)
         if self.nu == 0:

@@ -9,7 +9,6 @@ criterion, an :class:`ObjectiveNet`.
 
 import functools
 import inspect
-from collections.abc import Mapping
 
 import numpy as np
 import torch
@@ -436,26 +435,6 @@ def batch_len(X):
     return get_len(X)  # its error for inconsistent lengths, its rules for other data
 
 
-def cpu_tensors(data):
-    """Whether ``data`` is CPU tensors (a tensor, or a dict, tuple or list of tensors).
-
-    skorch's ``to_tensor(data, device="cpu")`` hands such data back unchanged, at a cost
-    of 3-8 us a call, twice a step.
-
-    Examples
-    --------
-    >>> import torch
-    >>> from geolearn.models._training import cpu_tensors
-    >>> cpu_tensors({"a": torch.zeros(2), "b": torch.ones(2)}), cpu_tensors([[0.0, 1.0]])
-    (True, False)
-    """
-    if isinstance(data, torch.Tensor):
-        return data.device.type == "cpu"
-    values = data.values() if type(data) is dict else data if type(data) in (tuple, list) else ()
-    return bool(values) and all(isinstance(value, torch.Tensor) and value.device.type == "cpu"
-                                for value in values)
-
-
 class LeanLoopMixin:
     """skorch's training loop without the per-batch work nothing uses; the same steps.
 
@@ -479,9 +458,7 @@ class LeanLoopMixin:
       :class:`~geolearn._utils.TensorBatches`: the loader's batches, in its order
       from its random draws, each indexed at once instead of through the per-row
       sampler. A subclass that overrides ``get_iterator`` (such as skorch's
-      ``AccelerateMixin``, which shards the loader) keeps the ``DataLoader``;
-    - a batch already on the CPU in CPU training goes to the module without
-      skorch's ``to_tensor`` (:meth:`as_tensors`), which would return it unchanged.
+      ``AccelerateMixin``, which shards the loader) keeps the ``DataLoader``.
 
     Examples
     --------
@@ -509,20 +486,6 @@ class LeanLoopMixin:
                                  shuffle=bool(kwargs.get("shuffle", False)),
                                  drop_last=bool(kwargs.get("drop_last", False)))
         return super().get_iterator(dataset, training=training)
-
-    def as_tensors(self, data):
-        """skorch's ``to_tensor(data, device=self.device)``, without its walk over CPU tensors
-        for a net on the CPU."""
-        if self.device == "cpu" and cpu_tensors(data):
-            return data
-        return to_tensor(data, device=self.device)
-
-    def infer(self, x, **fit_params):
-        # skorch's infer, with the batch converted by as_tensors
-        x = self.as_tensors(x)
-        if isinstance(x, Mapping):
-            return self.module_(**self._merge_x_and_fit_params(x, fit_params))
-        return self.module_(x, **fit_params)
 
     def run_single_epoch(self, iterator, training, prefix, step_fn, **fit_params):
         # skorch's loop, recording the same batch rows
@@ -640,7 +603,8 @@ class ObjectiveNet(LeanLoopMixin, NeuralNet):
         return [*super().get_default_callbacks(), *extra]
 
     def get_loss(self, y_pred, y_true, X=None, training=False):
-        X, y_true = self.as_tensors(X), self.as_tensors(y_true)
+        X = to_tensor(X, device=self.device)
+        y_true = to_tensor(y_true, device=self.device)
         weights = {}
         if isinstance(y_true, (tuple, list)):  # (targets, sample weights)
             y_true, weights["sample_weight"] = y_true
