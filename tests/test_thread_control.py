@@ -36,6 +36,15 @@ USER_THREADS = 2
 
 
 @pytest.fixture
+def idle_machine(monkeypatch):
+    """No other runnable task: large modules keep the caller's threads (under xdist and
+    beside other jobs the real count varies)."""
+    from geolearn._utils import torch as torch_utils
+
+    monkeypatch.setattr(torch_utils, "other_runnable_tasks", lambda: 0)
+
+
+@pytest.fixture
 def user_threads():
     """The caller's torch setting (2 intra-op threads), restored after the test."""
     before = torch.get_num_threads()
@@ -268,7 +277,7 @@ class _ThreadsPerBatch(Callback):
 
 
 @pytest.mark.parametrize(("hidden", "threads"), [((32,), 1), ((1024, 256), USER_THREADS)])
-def test_small_networks_train_on_one_thread(user_threads, hidden, threads):
+def test_small_networks_train_on_one_thread(user_threads, idle_machine, hidden, threads):
     # every gradient-trained estimator trains through SkorchTrainingMixin: a small module on
     # the CPU on one thread (its two default threads collapse beside a busy process), a
     # larger one (here 400k parameters) with the caller's setting
@@ -350,7 +359,8 @@ def test_blas_threads_blocks_overlapping_on_two_threads_restore_the_callers_sett
     assert Controller.state["n"] == 2
 
 
-def test_small_ops_threads_restores_torch_and_blas_after_an_exception(user_threads):
+def test_small_ops_threads_restores_torch_and_blas_after_an_exception(user_threads,
+                                                                   idle_machine):
     from threadpoolctl import threadpool_limits
 
     from geolearn._utils import small_ops_threads
@@ -364,6 +374,20 @@ def test_small_ops_threads_restores_torch_and_blas_after_an_exception(user_threa
             assert torch.get_num_threads() == user_threads and _blas_threads() == {2}
 
 
+@pytest.mark.parametrize(("others", "threads"), [(0, USER_THREADS), (1, 1), (None, USER_THREADS)])
+def test_large_modules_take_one_thread_beside_other_work(monkeypatch, user_threads, others,
+                                                         threads):
+    from geolearn._utils import small_ops_threads
+    from geolearn._utils import torch as torch_utils
+
+    monkeypatch.setattr(torch_utils, "other_runnable_tasks", lambda: others)
+    with small_ops_threads(nn.Linear(1000, 1000)):  # a million parameters
+        assert torch.get_num_threads() == threads
+    with small_ops_threads(nn.Linear(10, 10)):  # small: one thread whatever the load
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == user_threads
+
+
 def _record_linear_threads(module):
     """Record torch's thread count at the forward of every ``nn.Linear`` of ``module``."""
     seen = []
@@ -374,7 +398,7 @@ def _record_linear_threads(module):
 
 
 @pytest.mark.parametrize(("hidden", "threads"), [((32,), 1), ((1024, 256), USER_THREADS)])
-def test_small_networks_infer_on_one_thread(user_threads, hidden, threads):
+def test_small_networks_infer_on_one_thread(user_threads, idle_machine, hidden, threads):
     # the inference methods of a torch-trained estimator follow the training rule: a small
     # module on the CPU on one thread, a larger one (400k parameters) on the caller's; the
     # hooks count the Linear layers each call runs
@@ -481,7 +505,7 @@ class _LargeProbe(_ThreadProbe):
 
 
 @pytest.mark.parametrize(("probe", "threads"), [(_ThreadProbe, 1), (_LargeProbe, USER_THREADS)])
-def test_attacks_follow_the_small_module_rule(user_threads, probe, threads):
+def test_attacks_follow_the_small_module_rule(user_threads, idle_machine, probe, threads):
     from geolearn.adversarial import pgd
 
     net = probe()
