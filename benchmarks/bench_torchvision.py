@@ -17,7 +17,10 @@ statistics of a few random batches (so every probe runs it in eval mode, as a tr
 
 Run: ``OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/bench_torchvision.py [--contended]
 [--quick]`` (needs torchvision; ``--quick``: a tenth of the images, one timed call per side, for
-``bench_contention --benches``, and without torchvision a message instead of an error). One torch thread for geolearn and the bare passes alike: the diffeomorphism
+``bench_contention --benches``, and without torchvision a message instead of an error;
+``--geolearn-only``: the quick run's four geolearn calls alone, one figure, for timing them
+beside busy processes with ``bench_contention --bench benchmarks/bench_torchvision.py --args
+"--geolearn-only"``). One torch thread for geolearn and the bare passes alike: the diffeomorphism
 probes run on one thread anyway, and on the shared 2-core machine two threads collapse under
 other load, which would compare thread counts rather than overheads.
 """
@@ -136,5 +139,30 @@ def main(quick=False):
                  lambda: forward_backward_passes(net, X, y, 256, repeats=10))
 
 
+def geolearn_only():
+    """The quick run's four geolearn calls, without their bare-pass floors (which run on
+    torch's default threads whatever geolearn does), timed together."""
+    if torchvision is None:
+        print("# bench_torchvision: skipped, torchvision is not installed", flush=True)
+        return
+    net, n = resnet18(), 100
+    rng = torch.Generator().manual_seed(0)
+    X = torch.rand(n, 3, 32, 32, generator=rng).numpy()
+    y = torch.randint(0, 10, (n,), generator=rng).numpy()
+    integrated_gradients(net, X[:2], y[:2], steps=2)  # torch's one-time set-up
+    t = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StabilityWarning)
+        DiffeoStability(net, random_state=0).fit(X[:50]).stability(X[:50])
+    NetworkRDM(net, layers=BLOCKS).fit(X)
+    integrated_gradients(net, X[:20], y[:20], steps=50)
+    pgd(net, X, y, 8 / 255, n_steps=10, random_state=0)
+    print(f"geolearn's R_f, NetworkRDM, integrated_gradients and PGD-10 on ResNet-18: "
+          f"{time.perf_counter() - t:.3g}s", flush=True)
+
+
 if __name__ == "__main__":
-    run_main(main, quick="--quick" in sys.argv)
+    if "--geolearn-only" in sys.argv:
+        geolearn_only()
+    else:
+        run_main(main, quick="--quick" in sys.argv)
